@@ -1,0 +1,31 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Cairn",
+    products: [
+        .library(name: "Cairn", targets: ["Cairn"]),
+        .executable(name: "cairn", targets: ["cairn"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CLZ4", pkgConfig: "liblz4", providers: [.apt(["liblz4-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
+        .target(
+            name: "Cairn",
+            dependencies: ["CZlib", "CLZ4", "CCrypto", "CZstd"]
+        ),
+        .executableTarget(name: "cairn", dependencies: ["Cairn"]),
+        .target(
+            name: "CairnTestSupport",
+            dependencies: ["Cairn"],
+            path: "Tests/CairnTestSupport"
+        ),
+        .testTarget(
+            name: "CairnTests",
+            dependencies: ["Cairn", "CairnTestSupport"],
+            resources: [.copy("Fixtures")]
+        ),
+    ]
+)

@@ -1,0 +1,5 @@
+#ifndef CAIRN_CCRYPTO_SHIM_H
+#define CAIRN_CCRYPTO_SHIM_H
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+#endif

@@ -1,0 +1,96 @@
+/// The one error type Cairn throws.
+///
+/// Every public throwing API in Cairn throws either `CairnError` or `CancellationError`, nothing
+/// else. An error carries a machine-readable ``code``, a human ``message``, and where known the
+/// path in the file system or in the archive, the byte offset in the archive, and the underlying
+/// cause (an `errno` value, for example).
+///
+/// Match on codes with `==`, which compares only the code:
+/// ```swift
+/// do { try await extractor.extractAll(to: destination) }
+/// catch let error as CairnError where error.code == .checksumMismatch { ... }
+/// ```
+public struct CairnError: Error, Sendable, CustomStringConvertible {
+    /// A stable error category. New codes may be added in later versions; do not `switch`
+    /// exhaustively over them.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Value: String, Sendable {
+            case truncated, corrupted, checksumMismatch, unsupportedVersion, unsafePath
+            case limitExceeded, io, invalidArgument, notFound, alreadyExists
+            case sourceChanged, unsupportedFileType, tokenMismatch, notResumable
+        }
+        private let value: Value
+        private init(_ value: Value) { self.value = value }
+
+        /// The archive ends before a record, a field or the footer is complete.
+        public static let truncated = Code(.truncated)
+        /// A structure in the archive is malformed (bad magic, bad field, impossible value).
+        public static let corrupted = Code(.corrupted)
+        /// A CRC-32 or SHA-256 over archive bytes or chunk contents does not match.
+        public static let checksumMismatch = Code(.checksumMismatch)
+        /// The archive's major format version is not one this library reads.
+        public static let unsupportedVersion = Code(.unsupportedVersion)
+        /// A name in the archive would write outside the destination or through a link.
+        public static let unsafePath = Code(.unsafePath)
+        /// A documented hard limit (record size, path length, total output...) was exceeded.
+        public static let limitExceeded = Code(.limitExceeded)
+        /// A system call failed; ``CairnError/cause`` holds the `errno` text.
+        public static let io = Code(.io)
+        /// An argument or option passed by the caller is invalid.
+        public static let invalidArgument = Code(.invalidArgument)
+        /// The path or entry does not exist.
+        public static let notFound = Code(.notFound)
+        /// The destination already exists and would be replaced.
+        public static let alreadyExists = Code(.alreadyExists)
+        /// A source file changed while it was being read.
+        public static let sourceChanged = Code(.sourceChanged)
+        /// The file type (socket, device, ...) cannot be archived or extracted.
+        public static let unsupportedFileType = Code(.unsupportedFileType)
+        /// A resume token does not match the archive it was presented to.
+        public static let tokenMismatch = Code(.tokenMismatch)
+        /// The archive cannot be resumed (no valid commit, or options differ).
+        public static let notResumable = Code(.notResumable)
+
+        public var description: String { value.rawValue }
+    }
+
+    /// The category of the failure.
+    public var code: Code
+    /// A sentence for humans, without the path or offset (those are in their own fields).
+    public var message: String
+    /// The file-system path or path in archive the error concerns, if any.
+    public var path: String?
+    /// The byte offset in the archive the error concerns, if any.
+    public var offset: UInt64?
+    /// A description of the underlying cause (for example `strerror(errno)`), if any.
+    public var cause: String?
+
+    /// Creates an error.
+    public init(
+        _ code: Code, _ message: String, path: String? = nil, offset: UInt64? = nil,
+        cause: String? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.path = path
+        self.offset = offset
+        self.cause = cause
+    }
+
+    /// `"<path>: at offset <n>: <message>: <cause>"`, leaving out what is unknown.
+    public var description: String {
+        var parts: [String] = []
+        if let path { parts.append(path) }
+        if let offset { parts.append("at offset \(offset)") }
+        parts.append(message)
+        if let cause { parts.append(cause) }
+        return parts.joined(separator: ": ")
+    }
+
+    /// A copy of this error with `path` filled in when it was not set yet.
+    package func withPath(_ newPath: String) -> CairnError {
+        var copy = self
+        if copy.path == nil { copy.path = newPath }
+        return copy
+    }
+}
