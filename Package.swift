@@ -12,9 +12,10 @@ let package = Package(
         .systemLibrary(name: "CLZ4", pkgConfig: "liblz4", providers: [.apt(["liblz4-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
+        .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         .target(
             name: "Cairn",
-            dependencies: ["CZlib", "CLZ4", "CCrypto", "CZstd"]
+            dependencies: ["CZlib", "CLZ4", "CCrypto", "CZstd", "CLinux"]
         ),
         .executableTarget(name: "cairn", dependencies: ["Cairn"]),
         .target(

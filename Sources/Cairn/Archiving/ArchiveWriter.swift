@@ -1,0 +1,251 @@
+/// The synchronous heart of the archiver: it turns entries and processed chunks into the bytes
+/// of `Spec/0001-container-format.md`, in order, and keeps everything needed for the manifest,
+/// deduplication and commits.
+///
+/// It does no I/O: callers append, then take the produced bytes with ``takeOutput()`` and write
+/// them wherever they go. The writer never seeks back, so the bytes can go to a pipe.
+///
+/// - Important: Every byte produced must be written, in order, for the archive to be valid.
+package final class ArchiveWriter {
+    /// Bytes produced but not yet taken.
+    private var output: [UInt8] = []
+    /// Bytes already taken (written by the caller).
+    private var takenBytes: UInt64 = 0
+    /// How much of `output` the chain hasher has seen.
+    private var hashedCount = 0
+    /// The running chain hash: primed with the previous chain digest, fed every byte since the
+    /// previous commit record's start.
+    private let chain = SHA256()
+    private var commitSequence: UInt64 = 0
+    private var lastChainDigest = Digest.zero
+
+    private(set) package var manifest = Manifest()
+    /// Chunk id → index in the manifest chunk table.
+    private var chunkIndex: [Digest: UInt32] = [:]
+    private(set) package var contentBytes: UInt64 = 0
+    private(set) package var storedBytes: UInt64 = 0
+    /// Sum of the raw lengths of the distinct chunks.
+    private(set) package var uniqueBytes: UInt64 = 0
+
+    // The file entry being written, if any.
+    private var openEntry: Int?
+    private var pendingReferences: [ChunkReference] = []
+    private var openFileBytes: UInt64 = 0
+    private var openFileDigest = SHA256()
+    private var openFileFirstReference = 0
+    private var bytesSinceCommit: UInt64 = 0
+    private var finished = false
+
+    /// A commit record is written inside a file at least this often, in content bytes.
+    package static let commitInterval: UInt64 = 4 * 1024 * 1024
+
+    /// Starts an archive: the prelude, the header record and commit 0.
+    package init(header: ArchiveHeader) throws(CairnError) {
+        output.reserveCapacity(1 << 20)
+        output.append(contentsOf: Prelude.bytes)
+        RecordCodec.append(.header, payload: header.encoded(), to: &output)
+        chain.update(Digest.zero.bytes)
+        try commit()
+    }
+
+    /// The archive offset of the next byte to be produced.
+    package var offset: UInt64 { takenBytes + UInt64(output.count) }
+    /// Entries begun so far.
+    package var entryCount: Int { manifest.entries.count }
+    /// Distinct chunks stored so far.
+    package var chunkCount: Int { manifest.chunks.count }
+    /// Bytes waiting to be taken.
+    package var pendingOutputCount: Int { output.count }
+
+    /// Hands over the bytes produced so far.
+    package func takeOutput() -> [UInt8] {
+        hashPending()
+        let bytes = output
+        takenBytes += UInt64(bytes.count)
+        output = []
+        output.reserveCapacity(1 << 20)
+        hashedCount = 0
+        return bytes
+    }
+
+    private func hashPending() {
+        guard hashedCount < output.count else { return }
+        output.withUnsafeBytes { chain.update(UnsafeRawBufferPointer(rebasing: $0[hashedCount...])) }
+        hashedCount = output.count
+    }
+
+    /// Writes an entry record. Files stay open for chunks until ``endFile()``; other kinds are
+    /// complete at once and followed by a commit.
+    ///
+    /// - Returns: the entry's index.
+    /// - Throws: `.invalidArgument` if a file is still open; `.limitExceeded` for over-long names.
+    @discardableResult
+    package func beginEntry(_ entry: ArchiveEntry) throws(CairnError) -> Int {
+        guard openEntry == nil, !finished else {
+            throw CairnError(.invalidArgument, "an entry is already open", path: entry.path)
+        }
+        try Self.checkLimits(entry)
+        let index = manifest.entries.count
+        var row = Manifest.EntryRow(
+            recordOffset: offset, firstReference: UInt64(manifest.references.count), referenceCount: 0,
+            contentDigest: .zero, entry: entry)
+        RecordCodec.append(.entry, payload: entry.encoded(), to: &output)
+        if entry.kind == .file {
+            openEntry = index
+            openFileBytes = 0
+            openFileFirstReference = manifest.references.count
+            pendingReferences.removeAll(keepingCapacity: true)
+            manifest.entries.append(row)
+        } else {
+            row.entry.size = 0
+            manifest.entries.append(row)
+            try commit()
+        }
+        return index
+    }
+
+    /// Whether a chunk with this id is already stored (so it needs no compression).
+    package func contains(_ id: Digest) -> Bool { chunkIndex[id] != nil }
+
+    /// Appends one chunk of the open file. If `id` is new, a chunk record is written with
+    /// `stored` (already compressed with `codec`); otherwise only a reference is added.
+    ///
+    /// - Parameters:
+    ///   - rawLength: the chunk's uncompressed length in bytes.
+    ///   - stored: the stored payload, or nil when the caller knows the chunk is a duplicate.
+    package func appendChunk(id: Digest, rawLength: Int, codec: ChunkCodec, stored: UnsafeRawBufferPointer?)
+        throws(CairnError)
+    {
+        guard let entry = openEntry else { throw CairnError(.invalidArgument, "no file entry is open") }
+        let index: UInt32
+        if let existing = chunkIndex[id] {
+            index = existing
+        } else {
+            guard let stored else {
+                throw CairnError(.invalidArgument, "chunk \(id) is new but no payload was given")
+            }
+            index = UInt32(truncatingIfNeeded: manifest.chunks.count)
+            let start = RecordCodec.beginRecord(.chunk, in: &output)
+            ChunkRecordPrefix(id: id, codec: codec, rawLength: rawLength).encode(into: &output)
+            output.append(contentsOf: stored)
+            RecordCodec.endRecord(startingAt: start, in: &output)
+            manifest.chunks.append(
+                Manifest.ChunkRow(
+                    id: id, offset: takenBytes + UInt64(start), rawLength: UInt32(truncatingIfNeeded: rawLength),
+                    storedLength: UInt32(truncatingIfNeeded: stored.count), codec: codec))
+            chunkIndex[id] = index
+            storedBytes += UInt64(stored.count)
+            uniqueBytes += UInt64(rawLength)
+        }
+        manifest.references.append(index)
+        pendingReferences.append(ChunkReference(id: id, length: rawLength))
+        id.withUnsafeBytes { openFileDigest.update($0) }
+        openFileBytes += UInt64(rawLength)
+        contentBytes += UInt64(rawLength)
+        bytesSinceCommit += UInt64(rawLength)
+        _ = entry
+        if pendingReferences.count >= FormatLimits.maximumReferencesPerRecord {
+            flushReferences()
+        }
+        if bytesSinceCommit >= Self.commitInterval {
+            flushReferences()
+            try commit()
+        }
+    }
+
+    private func flushReferences() {
+        guard let entry = openEntry, !pendingReferences.isEmpty else { return }
+        RecordCodec.append(
+            .chunkReferences,
+            payload: ChunkReferencesRecord.encode(entryIndex: UInt64(entry), references: pendingReferences[...]),
+            to: &output)
+        pendingReferences.removeAll(keepingCapacity: true)
+    }
+
+    /// Ends the open file: its remaining references, its file-end record, then a commit.
+    ///
+    /// - Returns: the file's content digest.
+    @discardableResult
+    package func endFile() throws(CairnError) -> Digest {
+        guard let entry = openEntry else { throw CairnError(.invalidArgument, "no file entry is open") }
+        flushReferences()
+        let digest = try openFileDigest.finalize()
+        let referenceCount = manifest.references.count - openFileFirstReference
+        let end = FileEndRecord(
+            entryIndex: UInt64(entry), size: openFileBytes, chunkCount: UInt64(referenceCount), contentDigest: digest)
+        RecordCodec.append(.fileEnd, payload: end.encoded(), to: &output)
+        manifest.entries[entry].referenceCount = UInt64(referenceCount)
+        manifest.entries[entry].contentDigest = digest
+        manifest.entries[entry].entry.size = openFileBytes
+        openEntry = nil
+        try commit()
+        return digest
+    }
+
+    /// Writes a commit record: extends the chain digest over the bytes since the previous
+    /// commit record's start, and records the counts.
+    private func commit() throws(CairnError) {
+        hashPending()
+        let digest = try chain.finalize()
+        lastChainDigest = digest
+        chain.update(digest.bytes)
+        let record = CommitRecord(
+            sequence: commitSequence, entryCount: UInt64(manifest.entries.count),
+            chunkCount: UInt64(manifest.chunks.count), contentBytes: contentBytes, storedBytes: storedBytes,
+            openEntry: openEntry.map { UInt64($0) } ?? CommitRecord.noOpenEntry,
+            openEntryBytes: openEntry == nil ? 0 : openFileBytes, chainDigest: digest)
+        RecordCodec.append(.commit, payload: record.encoded(), to: &output)
+        commitSequence += 1
+        bytesSinceCommit = 0
+    }
+
+    /// Appends the manifest and the footer. Nothing may be appended afterwards.
+    package func finish() throws(CairnError) {
+        guard openEntry == nil else { throw CairnError(.invalidArgument, "a file entry is still open") }
+        guard !finished else { return }
+        finished = true
+        let manifestOffset = offset
+        let manifestStart = output.count
+        manifest.encode(into: &output)
+        let manifestDigest = try output.withBytes { (raw) throws(CairnError) in
+            try SHA256.hash(UnsafeRawBufferPointer(rebasing: raw[manifestStart...]))
+        }
+        hashPending()
+        let chainDigest = try chain.finalize()
+        let footer = Footer(
+            manifestOffset: manifestOffset, manifestLength: offset - manifestOffset, manifestDigest: manifestDigest,
+            entryCount: UInt64(manifest.entries.count), chunkCount: UInt64(manifest.chunks.count),
+            referenceCount: UInt64(manifest.references.count), contentBytes: contentBytes, storedBytes: storedBytes,
+            chainDigest: chainDigest)
+        RecordCodec.append(.footer, payload: footer.encoded(), to: &output)
+    }
+
+    /// Checks an entry against the format's hard limits before it is written.
+    package static func checkLimits(_ entry: ArchiveEntry) throws(CairnError) {
+        guard !entry.pathBytes.isEmpty, entry.pathBytes.count <= FormatLimits.maximumPathLength else {
+            throw CairnError(.limitExceeded, "path is empty or longer than \(FormatLimits.maximumPathLength) bytes", path: entry.path)
+        }
+        guard entry.linkTarget.count <= FormatLimits.maximumLinkTargetLength else {
+            throw CairnError(.limitExceeded, "link target is longer than \(FormatLimits.maximumLinkTargetLength) bytes", path: entry.path)
+        }
+        guard entry.extendedAttributes.count <= FormatLimits.maximumExtendedAttributes else {
+            throw CairnError(.limitExceeded, "more than \(FormatLimits.maximumExtendedAttributes) extended attributes", path: entry.path)
+        }
+        for attribute in entry.extendedAttributes
+        where attribute.name.count > FormatLimits.maximumExtendedAttributeNameLength
+            || attribute.value.count > FormatLimits.maximumExtendedAttributeValueLength
+        {
+            throw CairnError(.limitExceeded, "an extended attribute is over the size limits", path: entry.path)
+        }
+    }
+}
+
+extension Digest {
+    /// The 32 bytes as an array.
+    package var bytes: [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(32)
+        append(to: &out)
+        return out
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+
+extension Archiver {
+    /// Options for a new archive. Every field has a sensible default.
+    public struct Configuration: Sendable {
+        /// How file contents are cut into chunks; default FastCDC 16/64/256 KiB.
+        public var chunking: ChunkingPolicy = .default
+        /// The per-chunk codec; default LZ4. Ignored (chunks stored raw) when
+        /// ``isCompressible`` is false.
+        public var compression: CompressionMethod = .lz4
+        /// The creator's hint that the payload is worth compressing.
+        public var isCompressible = true
+        /// The creator's estimate of the total content bytes; used for progress when given.
+        public var sizeEstimate: UInt64?
+        /// The payload's own version string (AppMigrationKit's `resourcesVersion`).
+        public var resourcesVersion = ""
+        /// The identifier of the app making the archive.
+        public var appIdentifier = ""
+        /// The platform, by default `"Linux <machine>"`.
+        public var sourcePlatform = Configuration.currentPlatform
+        /// Free key/value pairs stored in the header.
+        public var metadata: [String: String] = [:]
+        /// Concurrent hashing and compression tasks; default: the active processor count.
+        public var concurrency = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        /// Bytes of a file read per batch (bounded memory: about three batches are in flight at
+        /// most). Default 4 MiB.
+        public var batchBytes = 4 * 1024 * 1024
+
+        public init() {}
+
+        static var currentPlatform: String {
+            var info = utsname()
+            uname(&info)
+            let machine = withUnsafeBytes(of: info.machine) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            return "Linux \(machine)"
+        }
+
+        /// The compression method actually used for chunks.
+        var effectiveCompression: CompressionMethod { isCompressible ? compression : .none }
+
+        var header: ArchiveHeader {
+            ArchiveHeader(
+                chunking: chunking, compression: effectiveCompression, isCompressible: isCompressible,
+                sizeEstimate: sizeEstimate, resourcesVersion: resourcesVersion, sourcePlatform: sourcePlatform,
+                appIdentifier: appIdentifier, metadata: metadata)
+        }
+    }
+}

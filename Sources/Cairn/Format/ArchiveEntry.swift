@@ -1,0 +1,135 @@
+/// One item in an archive: a file, directory, symlink or hard link, with its metadata
+/// (`Spec/0001-container-format.md §6`).
+public struct ArchiveEntry: Sendable, Equatable {
+    /// The type of an entry. New kinds may be added; do not `switch` exhaustively.
+    public struct Kind: Hashable, Sendable, CustomStringConvertible {
+        /// The on-disk kind byte.
+        public let rawValue: UInt8
+        package init(rawValue: UInt8) { self.rawValue = rawValue }
+
+        public static let file = Kind(rawValue: 1)
+        public static let directory = Kind(rawValue: 2)
+        public static let symlink = Kind(rawValue: 3)
+        /// A hard link to an earlier file entry of the same archive; ``ArchiveEntry/linkTarget``
+        /// is that entry's path.
+        public static let hardLink = Kind(rawValue: 4)
+
+        package var isKnown: Bool { (1...4).contains(rawValue) }
+
+        public var description: String {
+            switch rawValue {
+            case 1: "file"
+            case 2: "directory"
+            case 3: "symlink"
+            case 4: "hardlink"
+            default: "kind-\(rawValue)"
+            }
+        }
+    }
+
+    /// An extended attribute: a name and a value, both raw bytes.
+    public struct ExtendedAttribute: Sendable, Equatable {
+        public var name: [UInt8]
+        public var value: [UInt8]
+        public init(name: [UInt8], value: [UInt8]) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// The path in the archive as raw bytes, components separated by `/`.
+    public var pathBytes: [UInt8]
+    public var kind: Kind
+    /// Permission bits (`mode & 0o7777`).
+    public var permissions: UInt32
+    /// Modification time in nanoseconds since the Unix epoch (negative before 1970).
+    public var modificationTime: Int64
+    /// Content length in bytes for files; 0 for other kinds.
+    public var size: UInt64
+    /// Owner and group as numeric ids (informational; extraction does not apply them).
+    public var userID: UInt32
+    public var groupID: UInt32
+    /// The symlink's target, or the hard link's target path in archive; empty otherwise.
+    public var linkTarget: [UInt8]
+    public var extendedAttributes: [ExtendedAttribute]
+    /// For files in a read archive: SHA-256 over the concatenation of the file's chunk ids
+    /// (`Spec/0001-container-format.md §8`); nil otherwise.
+    public var contentDigest: Digest?
+    /// For files in a read archive: the number of chunk references.
+    public var chunkCount: Int
+
+    public init(
+        pathBytes: [UInt8], kind: Kind, permissions: UInt32, modificationTime: Int64, size: UInt64 = 0,
+        userID: UInt32 = 0, groupID: UInt32 = 0, linkTarget: [UInt8] = [],
+        extendedAttributes: [ExtendedAttribute] = []
+    ) {
+        self.pathBytes = pathBytes
+        self.kind = kind
+        self.permissions = permissions
+        self.modificationTime = modificationTime
+        self.size = size
+        self.userID = userID
+        self.groupID = groupID
+        self.linkTarget = linkTarget
+        self.extendedAttributes = extendedAttributes
+        self.contentDigest = nil
+        self.chunkCount = 0
+    }
+
+    /// The path for display: UTF-8 as is, other bytes escaped reversibly as `\xHH`
+    /// (see ``PathBytes``).
+    public var path: String { PathBytes.escaped(pathBytes) }
+
+    /// The link target for display, escaped like ``path``.
+    public var linkTargetDisplay: String { PathBytes.escaped(linkTarget) }
+
+    /// Encodes the entry record payload (`§6`). The caller has validated the limits.
+    package func encoded() -> [UInt8] {
+        var w = ByteWriter(capacity: 48 + pathBytes.count + linkTarget.count)
+        w.u8(kind.rawValue)
+        w.zeros(3)
+        w.u32(permissions)
+        w.u32(userID)
+        w.u32(groupID)
+        w.i64(modificationTime)
+        w.u64(size)
+        w.string16(pathBytes)
+        w.string16(linkTarget)
+        w.u16(UInt16(truncatingIfNeeded: extendedAttributes.count))
+        for attribute in extendedAttributes {
+            w.string16(attribute.name)
+            w.string32(attribute.value)
+        }
+        return w.bytes
+    }
+
+    /// Decodes an entry payload, checking every length against its limit; the path's safety is
+    /// checked by the extractor, not here, so `list` can show hostile names.
+    package static func decode(_ r: inout ByteReader) throws(CairnError) -> ArchiveEntry {
+        let kind = Kind(rawValue: try r.u8("entry kind"))
+        try r.skip(3, "reserved")
+        let permissions = try r.u32("mode")
+        let uid = try r.u32("uid")
+        let gid = try r.u32("gid")
+        let mtime = try r.i64("mtime")
+        let size = try r.u64("size")
+        let path = try r.string16("path", limit: FormatLimits.maximumPathLength)
+        let target = try r.string16("link target", limit: FormatLimits.maximumLinkTargetLength)
+        let xattrCount = Int(try r.u16("xattr count"))
+        guard xattrCount <= FormatLimits.maximumExtendedAttributes else {
+            throw r.error("\(xattrCount) extended attributes, over the limit of \(FormatLimits.maximumExtendedAttributes)")
+        }
+        var xattrs: [ExtendedAttribute] = []
+        for _ in 0..<xattrCount {
+            let name = try r.string16("xattr name", limit: FormatLimits.maximumExtendedAttributeNameLength)
+            let value = try r.string32("xattr value", limit: FormatLimits.maximumExtendedAttributeValueLength)
+            xattrs.append(ExtendedAttribute(name: name, value: value))
+        }
+        guard kind.isKnown else { throw r.error("unknown entry kind \(kind.rawValue)") }
+        guard permissions <= 0o7777 else { throw r.error("mode \(String(permissions, radix: 8)) has bits outside 0o7777") }
+        guard kind == .file || size == 0 else { throw r.error("a \(kind) entry declares a size") }
+        return ArchiveEntry(
+            pathBytes: path, kind: kind, permissions: permissions, modificationTime: mtime, size: size,
+            userID: uid, groupID: gid, linkTarget: target, extendedAttributes: xattrs)
+    }
+}

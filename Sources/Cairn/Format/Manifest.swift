@@ -1,0 +1,168 @@
+/// The trailing index (`Spec/0001-container-format.md §11`): every chunk with its record offset,
+/// every file's chunk list, every entry with its metadata and record offset.
+///
+/// On disk it is a run of records: chunk-table records, then reference-table records, then
+/// entry-table records, each starting with `firstIndex u64 | count u32`.
+package struct Manifest: Sendable {
+    /// One row of the chunk table (52 bytes on disk).
+    package struct ChunkRow: Sendable, Equatable {
+        package static let encodedLength = 52
+        package var id: Digest
+        /// Offset of the chunk record's first byte.
+        package var offset: UInt64
+        package var rawLength: UInt32
+        package var storedLength: UInt32
+        package var codec: ChunkCodec
+    }
+
+    /// One row of the entry table.
+    package struct EntryRow: Sendable, Equatable {
+        /// Offset of the entry record's first byte.
+        package var recordOffset: UInt64
+        /// Index into ``Manifest/references`` of the file's first chunk reference.
+        package var firstReference: UInt64
+        package var referenceCount: UInt64
+        /// The file's content digest; zero for other kinds.
+        package var contentDigest: Digest
+        /// The entry, with the size the file had when its content ended.
+        package var entry: ArchiveEntry
+    }
+
+    package var chunks: [ChunkRow] = []
+    /// Chunk-table indices, file after file.
+    package var references: [UInt32] = []
+    package var entries: [EntryRow] = []
+
+    package init() {}
+
+    /// Appends the manifest's records to `out`.
+    package func encode(into out: inout [UInt8]) {
+        var index = 0
+        while index < chunks.count {
+            let end = min(chunks.count, index + FormatLimits.maximumChunkRowsPerRecord)
+            let start = RecordCodec.beginRecord(.manifestChunks, in: &out)
+            var w = ByteWriter(capacity: 12 + (end - index) * ChunkRow.encodedLength)
+            w.u64(UInt64(index))
+            w.u32(UInt32(truncatingIfNeeded: end - index))
+            for row in chunks[index..<end] {
+                w.digest(row.id)
+                w.u64(row.offset)
+                w.u32(row.rawLength)
+                w.u32(row.storedLength)
+                w.u8(row.codec.rawValue)
+                w.zeros(3)
+            }
+            out.append(contentsOf: w.bytes)
+            RecordCodec.endRecord(startingAt: start, in: &out)
+            index = end
+        }
+        index = 0
+        while index < references.count {
+            let end = min(references.count, index + FormatLimits.maximumReferenceRowsPerRecord)
+            let start = RecordCodec.beginRecord(.manifestReferences, in: &out)
+            var w = ByteWriter(capacity: 12 + (end - index) * 4)
+            w.u64(UInt64(index))
+            w.u32(UInt32(truncatingIfNeeded: end - index))
+            for value in references[index..<end] { w.u32(value) }
+            out.append(contentsOf: w.bytes)
+            RecordCodec.endRecord(startingAt: start, in: &out)
+            index = end
+        }
+        index = 0
+        while index < entries.count {
+            var w = ByteWriter(capacity: 1 << 16)
+            var count = 0
+            var rows = ByteWriter(capacity: 1 << 16)
+            while index + count < entries.count, rows.bytes.count < FormatLimits.entryTableRecordTarget {
+                let row = entries[index + count]
+                rows.u64(row.recordOffset)
+                rows.u64(row.firstReference)
+                rows.u64(row.referenceCount)
+                rows.digest(row.contentDigest)
+                let payload = row.entry.encoded()
+                rows.u32(UInt32(truncatingIfNeeded: payload.count))
+                rows.raw(payload)
+                count += 1
+            }
+            w.u64(UInt64(index))
+            w.u32(UInt32(truncatingIfNeeded: count))
+            w.raw(rows.bytes)
+            RecordCodec.append(.manifestEntries, payload: w.bytes, to: &out)
+            index += count
+        }
+    }
+
+    /// Adds one decoded manifest record. Records must arrive in order: all chunk tables, then
+    /// reference tables, then entry tables, each table's `firstIndex` continuing the previous.
+    package mutating func add(_ type: RecordType, payload: [UInt8], offset: UInt64) throws(CairnError) {
+        var r = ByteReader(payload, baseOffset: offset + UInt64(RecordFraming.headerLength), what: "\(type.name) record")
+        let first = try r.u64("first index")
+        let count = Int(try r.u32("row count"))
+        switch type {
+        case .manifestChunks:
+            guard references.isEmpty, entries.isEmpty else { throw r.error("chunk table after later tables") }
+            guard first == UInt64(chunks.count) else { throw r.error("first index \(first), expected \(chunks.count)") }
+            guard count <= FormatLimits.maximumChunkRowsPerRecord, r.remaining == count * ChunkRow.encodedLength else {
+                throw r.error("\(count) rows do not fit the payload")
+            }
+            chunks.reserveCapacity(chunks.count + count)
+            for _ in 0..<count {
+                let id = try r.digest("chunk id")
+                let chunkOffset = try r.u64("chunk offset")
+                let raw = try r.u32("raw length")
+                let stored = try r.u32("stored length")
+                let codecByte = try r.u8("codec")
+                try r.skip(3, "reserved")
+                guard let codec = ChunkCodec(rawValue: codecByte) else { throw r.error("unknown codec \(codecByte)") }
+                guard raw >= 1, raw <= UInt32(FormatLimits.maximumChunkLength) else {
+                    throw r.error("chunk raw length \(raw) is out of range")
+                }
+                chunks.append(ChunkRow(id: id, offset: chunkOffset, rawLength: raw, storedLength: stored, codec: codec))
+            }
+        case .manifestReferences:
+            guard entries.isEmpty else { throw r.error("reference table after the entry table") }
+            guard first == UInt64(references.count) else { throw r.error("first index \(first), expected \(references.count)") }
+            guard count <= FormatLimits.maximumReferenceRowsPerRecord, r.remaining == count * 4 else {
+                throw r.error("\(count) rows do not fit the payload")
+            }
+            references.reserveCapacity(references.count + count)
+            for _ in 0..<count {
+                let value = try r.u32("chunk index")
+                guard Int(value) < chunks.count else { throw r.error("reference to chunk \(value) of \(chunks.count)") }
+                references.append(value)
+            }
+        case .manifestEntries:
+            guard first == UInt64(entries.count) else { throw r.error("first index \(first), expected \(entries.count)") }
+            // Each row is at least 60 bytes, so `count` is bounded by the payload.
+            guard count <= r.remaining / 60 + 1 else { throw r.error("\(count) rows do not fit the payload") }
+            for _ in 0..<count {
+                let recordOffset = try r.u64("entry record offset")
+                let firstReference = try r.u64("first reference")
+                let referenceCount = try r.u64("reference count")
+                let digest = try r.digest("content digest")
+                let length = Int(try r.u32("entry length"))
+                guard length <= r.remaining else { throw r.error("entry length \(length) runs past the record") }
+                let before = r.position
+                var entry = try ArchiveEntry.decode(&r)
+                guard r.position - before == length else { throw r.error("entry length \(length) does not match its fields") }
+                let (end, overflow) = firstReference.addingReportingOverflow(referenceCount)
+                guard !overflow, end <= UInt64(references.count) else {
+                    throw r.error("entry references \(firstReference)+\(referenceCount) run past the reference table")
+                }
+                if entry.kind == .file {
+                    entry.contentDigest = digest
+                    entry.chunkCount = Int(referenceCount)
+                } else if referenceCount != 0 {
+                    throw r.error("a \(entry.kind) entry has chunk references")
+                }
+                entries.append(
+                    EntryRow(
+                        recordOffset: recordOffset, firstReference: firstReference, referenceCount: referenceCount,
+                        contentDigest: digest, entry: entry))
+            }
+            guard r.isAtEnd else { throw r.error("\(r.remaining) bytes after the last row") }
+        default:
+            throw r.error("not a manifest record")
+        }
+    }
+}

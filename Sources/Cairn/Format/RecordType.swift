@@ -1,0 +1,76 @@
+/// The record types of format version 1 (`Spec/0001-container-format.md §4`).
+package enum RecordType: UInt8, Sendable {
+    case header = 1
+    case chunk = 2
+    case entry = 3
+    case chunkReferences = 4
+    case fileEnd = 5
+    case commit = 6
+    case manifestChunks = 7
+    case manifestReferences = 8
+    case manifestEntries = 9
+    case footer = 10
+
+    package var name: String {
+        switch self {
+        case .header: "header"
+        case .chunk: "chunk"
+        case .entry: "entry"
+        case .chunkReferences: "chunk references"
+        case .fileEnd: "file end"
+        case .commit: "commit"
+        case .manifestChunks: "manifest chunk table"
+        case .manifestReferences: "manifest reference table"
+        case .manifestEntries: "manifest entry table"
+        case .footer: "footer"
+        }
+    }
+}
+
+/// Record framing constants (`Spec/0001-container-format.md §3`).
+package enum RecordFraming {
+    /// type u8, flags u8, reserved u16, length u32.
+    package static let headerLength = 8
+    /// CRC-32 u32 after the payload.
+    package static let trailerLength = 4
+    package static let overhead = headerLength + trailerLength
+    /// Flag bit 0: a reader that does not know this record type skips it.
+    package static let skippableFlag: UInt8 = 0x01
+}
+
+/// The 12-byte prelude at offset 0 (`Spec/0001-container-format.md §2`).
+package enum Prelude {
+    /// `89 43 41 49 52 4E 0D 0A`: a high byte first (catches 7-bit transfers), "CAIRN", CR LF
+    /// (catches line-ending conversion).
+    package static let magic: [UInt8] = [0x89, 0x43, 0x41, 0x49, 0x52, 0x4E, 0x0D, 0x0A]
+    package static let majorVersion: UInt16 = 1
+    package static let minorVersion: UInt16 = 0
+    package static let length = 12
+
+    package static var bytes: [UInt8] {
+        var w = ByteWriter(capacity: length)
+        w.raw(magic)
+        w.u16(majorVersion)
+        w.u16(minorVersion)
+        return w.bytes
+    }
+
+    /// Checks a prelude and returns the minor version.
+    package static func parse(_ bytes: [UInt8]) throws(CairnError) -> UInt16 {
+        guard bytes.count >= length else {
+            throw CairnError(.truncated, "file is too short to be a Cairn archive (\(bytes.count) bytes)", offset: 0)
+        }
+        guard Array(bytes[0..<8]) == magic else {
+            throw CairnError(.corrupted, "not a Cairn archive (bad magic)", offset: 0)
+        }
+        let major = UInt16(bytes[8]) | UInt16(bytes[9]) << 8
+        let minor = UInt16(bytes[10]) | UInt16(bytes[11]) << 8
+        guard major == majorVersion else {
+            throw CairnError(
+                .unsupportedVersion,
+                "archive format version \(major).\(minor) is not supported (this reader reads \(majorVersion).x)",
+                offset: 8)
+        }
+        return minor
+    }
+}

@@ -1,0 +1,80 @@
+import Glibc
+
+/// Where an ``Archiver`` sends the archive's bytes, in order. The archiver never seeks back.
+///
+/// Cairn provides ``FileSink`` (a file that appears at its final path only when complete) and
+/// ``StandardOutputSink``; implement this protocol to stream to a socket or any consumer.
+/// `write` may suspend: the archiver waits for it, so a slow sink slows the producer instead of
+/// growing memory.
+public protocol ArchiveSink: AnyObject {
+    /// Consumes the next bytes of the archive.
+    /// - Throws: any error; the archiver stops and reports it wrapped in ``CairnError`` (`.io`).
+    func write(_ bytes: [UInt8]) async throws
+    /// Called once after the last byte (the footer) was written.
+    func finish() async throws
+    /// Called when the archive will not be finished (an error or cancellation). What was written
+    /// is a valid prefix up to its last commit record and can be resumed.
+    func abandon() async
+}
+
+/// Writes the archive to a file that appears at its final path only when complete.
+///
+/// Bytes go to `<path>.partial` in the same directory; ``finish()`` calls `fsync(2)` and renames
+/// it into place. ``abandon()`` leaves `<path>.partial` behind, so an interrupted archive can be
+/// inspected or resumed; nothing is ever left at `path` itself.
+public final class FileSink: ArchiveSink {
+    /// The final path.
+    public let path: String
+    /// The temporary path written to until ``finish()``.
+    public let partialPath: String
+    private let descriptor: FileDescriptor
+    private var buffered: [UInt8] = []
+    private var closed = false
+
+    /// Creates `<path>.partial` (replacing an earlier one) for writing.
+    ///
+    /// - Throws: `CairnError` `.io` if the file cannot be created; `.alreadyExists` when `path`
+    ///   exists and `overwrite` is false.
+    public init(path: String, overwrite: Bool = true) throws(CairnError) {
+        self.path = path
+        self.partialPath = path + ".partial"
+        if !overwrite, (try? FileStatus.of(Array(path.utf8))) != nil {
+            throw CairnError(.alreadyExists, "archive already exists", path: path)
+        }
+        descriptor = try FileDescriptor.open(partialPath, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644)
+    }
+
+    public func write(_ bytes: [UInt8]) async throws {
+        try descriptor.writeAll(bytes)
+    }
+
+    public func finish() async throws {
+        guard !closed else { return }
+        closed = true
+        try descriptor.sync()
+        try descriptor.close()
+        try FileSystem.rename(Array(partialPath.utf8), to: Array(path.utf8), display: path)
+    }
+
+    public func abandon() async {
+        guard !closed else { return }
+        closed = true
+        _ = try? descriptor.sync()
+        _ = try? descriptor.close()
+    }
+}
+
+/// Writes the archive to standard output (for `cairn create -o -`).
+public final class StandardOutputSink: ArchiveSink {
+    private let descriptor = FileDescriptor.standardOutput
+
+    public init() {}
+
+    public func write(_ bytes: [UInt8]) async throws {
+        try descriptor.writeAll(bytes)
+    }
+
+    public func finish() async throws {}
+
+    public func abandon() async {}
+}

@@ -1,0 +1,77 @@
+import Glibc
+
+/// The fields of `struct stat` that Cairn uses, with nanosecond times.
+package struct FileStatus: Sendable, Equatable {
+    /// The file type, from `st_mode & S_IFMT`.
+    package enum Kind: Sendable, Equatable {
+        case regular, directory, symlink, fifo, socket, characterDevice, blockDevice, unknown
+    }
+
+    package var kind: Kind
+    /// Permission bits, `st_mode & 0o7777`.
+    package var permissions: UInt32
+    package var size: UInt64
+    package var device: UInt64
+    package var inode: UInt64
+    package var linkCount: UInt64
+    package var userID: UInt32
+    package var groupID: UInt32
+    /// Modification time in nanoseconds since the Unix epoch (signed).
+    package var modificationTime: Int64
+    /// Status-change time in nanoseconds since the Unix epoch (signed).
+    package var changeTime: Int64
+
+    package init(_ st: stat) {
+        switch st.st_mode & S_IFMT {
+        case S_IFREG: kind = .regular
+        case S_IFDIR: kind = .directory
+        case S_IFLNK: kind = .symlink
+        case S_IFIFO: kind = .fifo
+        case S_IFSOCK: kind = .socket
+        case S_IFCHR: kind = .characterDevice
+        case S_IFBLK: kind = .blockDevice
+        default: kind = .unknown
+        }
+        permissions = UInt32(st.st_mode & 0o7777)
+        size = UInt64(clamping: st.st_size)
+        device = UInt64(st.st_dev)
+        inode = UInt64(st.st_ino)
+        linkCount = UInt64(st.st_nlink)
+        userID = st.st_uid
+        groupID = st.st_gid
+        modificationTime = FileStatus.nanoseconds(st.st_mtim)
+        changeTime = FileStatus.nanoseconds(st.st_ctim)
+    }
+
+    /// `seconds * 10^9 + nanoseconds`, saturating at the ends of `Int64`.
+    package static func nanoseconds(_ ts: timespec) -> Int64 {
+        let (product, overflow) = Int64(ts.tv_sec).multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return ts.tv_sec < 0 ? Int64.min : Int64.max }
+        let (sum, overflow2) = product.addingReportingOverflow(Int64(ts.tv_nsec))
+        if overflow2 { return Int64.max }
+        return sum
+    }
+
+    /// The inverse of ``nanoseconds(_:)``: floor division so negative times round correctly.
+    package static func timespec(nanoseconds ns: Int64) -> Glibc.timespec {
+        var seconds = ns / 1_000_000_000
+        var rest = ns % 1_000_000_000
+        if rest < 0 {
+            seconds -= 1
+            rest += 1_000_000_000
+        }
+        return Glibc.timespec(tv_sec: Int(seconds), tv_nsec: Int(rest))
+    }
+
+    /// `fstatat(2)` without following a final symlink (`lstat` semantics).
+    package static func of(
+        _ path: [UInt8], relativeTo directory: FileDescriptor? = nil, followSymlinks: Bool = false
+    ) throws(CairnError) -> FileStatus {
+        var st = stat()
+        let rc = path.withNullTerminated { cPath in
+            fstatat(directory?.rawValue ?? AT_FDCWD, cPath, &st, followSymlinks ? 0 : AT_SYMLINK_NOFOLLOW)
+        }
+        guard rc == 0 else { throw Errno.current.error("cannot stat", path: PathBytes.display(path)) }
+        return FileStatus(st)
+    }
+}

@@ -1,0 +1,153 @@
+import Glibc
+internal import CLinux
+
+/// The `*at(2)` system calls the extractor and archiver use, on raw-byte names.
+///
+/// Every function names the syscall it wraps and throws ``CairnError`` naming `display`.
+package enum FileSystem {
+    /// `mkdirat(2)`.
+    package static func makeDirectory(
+        _ name: [UInt8], in directory: FileDescriptor, mode: mode_t, display: String
+    ) throws(CairnError) {
+        let rc = name.withNullTerminated { mkdirat(directory.rawValue, $0, mode) }
+        guard rc == 0 else { throw Errno.current.error("cannot create directory", path: display) }
+    }
+
+    /// Opens the directory `name` inside `directory` with `O_NOFOLLOW`, so a symlink is never
+    /// followed (`openat(2)`).
+    package static func openDirectory(
+        _ name: [UInt8], in directory: FileDescriptor?, display: String
+    ) throws(CairnError) -> FileDescriptor {
+        do {
+            let fd = try FileDescriptor.open(
+                name, flags: O_RDONLY | O_DIRECTORY | O_NOFOLLOW, relativeTo: directory)
+            return FileDescriptor(rawValue: fd.rawValue, path: display)
+        } catch {
+            throw error.withDisplay(display)
+        }
+    }
+
+    /// `symlinkat(2)`.
+    package static func makeSymlink(
+        _ name: [UInt8], target: [UInt8], in directory: FileDescriptor, display: String
+    ) throws(CairnError) {
+        let rc = target.withNullTerminated { t in
+            name.withNullTerminated { n in symlinkat(t, directory.rawValue, n) }
+        }
+        guard rc == 0 else { throw Errno.current.error("cannot create symlink", path: display) }
+    }
+
+    /// `readlinkat(2)`; the target as raw bytes.
+    package static func readSymlink(_ name: [UInt8], in directory: FileDescriptor?, display: String)
+        throws(CairnError) -> [UInt8]
+    {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = name.withNullTerminated { n in
+            buffer.withUnsafeMutableBufferPointer { raw in
+                guard let base = raw.baseAddress else { return -1 }
+                return readlinkat(directory?.rawValue ?? AT_FDCWD, n, base, raw.count)
+            }
+        }
+        guard n >= 0 else { throw Errno.current.error("cannot read symlink", path: display) }
+        return buffer[0..<n].map { UInt8(bitPattern: $0) }
+    }
+
+    /// `linkat(2)` without following symlinks.
+    package static func makeHardLink(
+        from source: [UInt8], in sourceDirectory: FileDescriptor, to name: [UInt8],
+        in directory: FileDescriptor, display: String
+    ) throws(CairnError) {
+        let rc = source.withNullTerminated { s in
+            name.withNullTerminated { n in linkat(sourceDirectory.rawValue, s, directory.rawValue, n, 0) }
+        }
+        guard rc == 0 else { throw Errno.current.error("cannot create hard link", path: display) }
+    }
+
+    /// `utimensat(2)` with `AT_SYMLINK_NOFOLLOW`: sets access and modification time to `mtime`
+    /// nanoseconds.
+    package static func setModificationTime(
+        _ name: [UInt8], in directory: FileDescriptor, nanoseconds: Int64, display: String
+    ) throws(CairnError) {
+        let ts = FileStatus.timespec(nanoseconds: nanoseconds)
+        var times = (ts, ts)
+        let rc = withUnsafePointer(to: &times) { pointer in
+            pointer.withMemoryRebound(to: timespec.self, capacity: 2) { tsp in
+                name.withNullTerminated { n in utimensat(directory.rawValue, n, tsp, AT_SYMLINK_NOFOLLOW) }
+            }
+        }
+        guard rc == 0 else { throw Errno.current.error("cannot set modification time", path: display) }
+    }
+
+    /// `futimens(2)`.
+    package static func setModificationTime(of fd: FileDescriptor, nanoseconds: Int64) throws(CairnError) {
+        let ts = FileStatus.timespec(nanoseconds: nanoseconds)
+        var times = (ts, ts)
+        let rc = withUnsafePointer(to: &times) { pointer in
+            pointer.withMemoryRebound(to: timespec.self, capacity: 2) { futimens(fd.rawValue, $0) }
+        }
+        guard rc == 0 else { throw Errno.current.error("cannot set modification time", path: fd.path) }
+    }
+
+    /// `fchmodat(2)` (never follows symlinks because it is only called on files and directories).
+    package static func setPermissions(
+        _ name: [UInt8], in directory: FileDescriptor, mode: UInt32, display: String
+    ) throws(CairnError) {
+        let rc = name.withNullTerminated { n in fchmodat(directory.rawValue, n, mode_t(mode & 0o7777), 0) }
+        guard rc == 0 else { throw Errno.current.error("cannot set permissions", path: display) }
+    }
+
+    /// `renameat2(2)` with `RENAME_NOREPLACE`: never replaces an existing name.
+    package static func renameNoReplace(
+        _ from: [UInt8], in fromDirectory: FileDescriptor?, to: [UInt8], in toDirectory: FileDescriptor?,
+        display: String
+    ) throws(CairnError) {
+        let rc = from.withNullTerminated { f in
+            to.withNullTerminated { t in
+                cairn_renameat2(fromDirectory?.rawValue ?? AT_FDCWD, f, toDirectory?.rawValue ?? AT_FDCWD, t, cairn_rename_noreplace())
+            }
+        }
+        guard rc == 0 else { throw Errno.current.error("cannot rename into place", path: display) }
+    }
+
+    /// `renameat(2)`: replaces `to` atomically (used only for Cairn's own temporary files).
+    package static func rename(_ from: [UInt8], to: [UInt8], display: String) throws(CairnError) {
+        let rc = from.withNullTerminated { f in to.withNullTerminated { t in Glibc.rename(f, t) } }
+        guard rc == 0 else { throw Errno.current.error("cannot rename into place", path: display) }
+    }
+
+    /// Removes `name` inside `directory` and everything below it, never following symlinks
+    /// (`unlinkat(2)`). Used only on Cairn's own staging directories and temporary files.
+    package static func removeTree(_ name: [UInt8], in directory: FileDescriptor?) {
+        var st = stat()
+        let rc = name.withNullTerminated { fstatat(directory?.rawValue ?? AT_FDCWD, $0, &st, AT_SYMLINK_NOFOLLOW) }
+        guard rc == 0 else { return }
+        if st.st_mode & S_IFMT == S_IFDIR {
+            if let child = try? openDirectory(name, in: directory, display: "") {
+                if let names = try? DirectoryReader.names(in: child) {
+                    for entry in names { removeTree(entry, in: child) }
+                }
+                Glibc.close(child.rawValue)
+            }
+            _ = name.withNullTerminated { unlinkat(directory?.rawValue ?? AT_FDCWD, $0, AT_REMOVEDIR) }
+        } else {
+            _ = name.withNullTerminated { unlinkat(directory?.rawValue ?? AT_FDCWD, $0, 0) }
+        }
+    }
+
+    /// `statvfs(3)`: bytes available to an unprivileged user on the file system holding `path`.
+    package static func availableBytes(at path: [UInt8]) -> UInt64? {
+        var info = statvfs()
+        let rc = path.withNullTerminated { statvfs($0, &info) }
+        guard rc == 0 else { return nil }
+        return UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize)).partialValue
+    }
+}
+
+extension CairnError {
+    /// This error with `path` replaced by `display`.
+    package func withDisplay(_ display: String) -> CairnError {
+        var copy = self
+        copy.path = display
+        return copy
+    }
+}

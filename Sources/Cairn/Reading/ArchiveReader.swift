@@ -1,0 +1,217 @@
+import Glibc
+
+/// Random access to a complete archive in a seekable file, through its trailing manifest
+/// (`Spec/0001-container-format.md §11–12`).
+///
+/// Opening reads the prelude, the header record, the footer and the manifest, checking every
+/// CRC-32, the manifest's SHA-256 and every length against the file size and the format's
+/// limits. Chunk contents are read on demand by ``readChunk(_:using:into:)``, which checks the
+/// chunk record's CRC-32 and the SHA-256 of the decompressed bytes before returning them.
+///
+/// - Complexity: opening is O(manifest size); reading one file reads only its chunks.
+package final class ArchiveReader {
+    package let path: String
+    package let descriptor: FileDescriptor
+    package let fileSize: UInt64
+    package let header: ArchiveHeader
+    package let footer: Footer
+    package let manifest: Manifest
+    /// Offset of the first record after the header (the first commit).
+    package let bodyOffset: UInt64
+
+    /// Opens `path`.
+    ///
+    /// - Throws: `CairnError`: `.notFound`/`.io` if it cannot be read; `.corrupted` (bad magic,
+    ///   malformed record); `.unsupportedVersion`; `.checksumMismatch`; `.truncated` when the
+    ///   archive has no valid footer (it is incomplete: verify it with `verify --partial`).
+    package init(path: String) throws(CairnError) {
+        self.path = path
+        let fd = try FileDescriptor.open(path, flags: O_RDONLY)
+        do throws(CairnError) {
+            let size = try fd.status().size
+            var prelude = [UInt8](repeating: 0, count: Prelude.length)
+            let got = try prelude.withMutableBytes { (raw) throws(CairnError) in
+                try fd.read(fromAbsoluteOffset: 0, into: raw)
+            }
+            _ = try Prelude.parse(Array(prelude[0..<got]))
+            let (headerRecord, headerEnd) = try ArchiveReader.readRecord(fd, at: UInt64(Prelude.length), fileSize: size)
+            guard headerRecord.type == .header else {
+                throw CairnError(.corrupted, "the first record is not a header record", offset: UInt64(Prelude.length))
+            }
+            let header = try ArchiveHeader.decode(headerRecord.payload, offset: UInt64(Prelude.length + RecordFraming.headerLength))
+            let footer = try ArchiveReader.readFooter(fd, fileSize: size)
+            let manifest = try ArchiveReader.readManifest(fd, footer: footer, bodyOffset: headerEnd, fileSize: size)
+            self.descriptor = fd
+            self.fileSize = size
+            self.header = header
+            self.footer = footer
+            self.manifest = manifest
+            self.bodyOffset = headerEnd
+        } catch {
+            _ = try? fd.close()
+            throw error.withPath(path)
+        }
+    }
+
+    package func close() {
+        _ = try? descriptor.close()
+    }
+
+    /// A decoded record.
+    package struct Record {
+        package var type: RecordType?
+        package var typeByte: UInt8
+        package var payload: [UInt8]
+        /// The record as it is on disk: header, payload and CRC.
+        package var framed: [UInt8]
+    }
+
+    /// Reads and checks the record at `offset`; returns it and the offset after it.
+    package static func readRecord(_ fd: FileDescriptor, at offset: UInt64, fileSize: UInt64) throws(CairnError)
+        -> (Record, UInt64)
+    {
+        guard offset < fileSize, fileSize - offset >= UInt64(RecordFraming.overhead) else {
+            throw CairnError(.truncated, "record runs past the end of the file", offset: offset)
+        }
+        var head = [UInt8](repeating: 0, count: RecordFraming.headerLength)
+        _ = try head.withMutableBytes { (raw) throws(CairnError) in try fd.read(fromAbsoluteOffset: offset, into: raw) }
+        let header = try head.withBytes { (raw) throws(CairnError) in try RecordCodec.parseHeader(raw, offset: offset) }
+        guard UInt64(header.framedLength) <= fileSize - offset else {
+            throw CairnError(.truncated, "record of \(header.length) payload bytes runs past the end of the file", offset: offset)
+        }
+        var whole = [UInt8](repeating: 0, count: header.framedLength)
+        let got = try whole.withMutableBytes { (raw) throws(CairnError) in
+            try fd.read(fromAbsoluteOffset: offset, into: raw)
+        }
+        guard got == whole.count else { throw CairnError(.truncated, "record is cut off", offset: offset) }
+        try whole.withBytes { (raw) throws(CairnError) in try RecordCodec.checkCRC(raw, offset: offset) }
+        let payload = Array(whole[RecordFraming.headerLength..<(RecordFraming.headerLength + header.length)])
+        return (Record(type: header.type, typeByte: header.typeByte, payload: payload, framed: whole), offset + UInt64(header.framedLength))
+    }
+
+    private static func readFooter(_ fd: FileDescriptor, fileSize: UInt64) throws(CairnError) -> Footer {
+        let length = UInt64(Footer.framedLength)
+        guard fileSize >= UInt64(Prelude.length) + length else {
+            throw CairnError(.truncated, "the archive is incomplete: it has no footer", offset: fileSize)
+        }
+        let offset = fileSize - length
+        let record: Record
+        do throws(CairnError) {
+            (record, _) = try readRecord(fd, at: offset, fileSize: fileSize)
+        } catch {
+            throw CairnError(
+                .truncated, "the archive is incomplete: no valid footer at its end (\(error.message))", offset: offset)
+        }
+        guard record.type == .footer else {
+            throw CairnError(.truncated, "the archive is incomplete: the last record is not a footer", offset: offset)
+        }
+        var r = ByteReader(record.payload, baseOffset: offset + UInt64(RecordFraming.headerLength), what: "footer")
+        return try Footer.decode(&r)
+    }
+
+    private static func readManifest(_ fd: FileDescriptor, footer: Footer, bodyOffset: UInt64, fileSize: UInt64)
+        throws(CairnError) -> Manifest
+    {
+        let footerOffset = fileSize - UInt64(Footer.framedLength)
+        let (end, overflow) = footer.manifestOffset.addingReportingOverflow(footer.manifestLength)
+        guard !overflow, footer.manifestOffset >= bodyOffset, end == footerOffset else {
+            throw CairnError(.corrupted, "footer points at a manifest outside the file", offset: footerOffset)
+        }
+        // Every row costs at least 4 bytes on disk, so counts beyond that are lies.
+        guard footer.chunkCount <= footer.manifestLength / 52, footer.referenceCount <= footer.manifestLength / 4,
+            footer.entryCount <= footer.manifestLength / 60
+        else {
+            throw CairnError(.corrupted, "footer counts do not fit the manifest's size", offset: footerOffset)
+        }
+        var manifest = Manifest()
+        let hasher = SHA256()
+        var offset = footer.manifestOffset
+        while offset < end {
+            let (record, next) = try readRecord(fd, at: offset, fileSize: end)
+            hasher.update(record.framed)
+            guard let type = record.type else {
+                throw CairnError(.corrupted, "unknown record type \(record.typeByte) in the manifest", offset: offset)
+            }
+            try manifest.add(type, payload: record.payload, offset: offset)
+            offset = next
+        }
+        guard try hasher.finalize() == footer.manifestDigest else {
+            throw CairnError(.checksumMismatch, "the manifest does not match the footer's SHA-256", offset: footer.manifestOffset)
+        }
+        guard UInt64(manifest.chunks.count) == footer.chunkCount, UInt64(manifest.references.count) == footer.referenceCount,
+            UInt64(manifest.entries.count) == footer.entryCount
+        else {
+            throw CairnError(.corrupted, "manifest table sizes do not match the footer", offset: footer.manifestOffset)
+        }
+        for row in manifest.chunks {
+            let (chunkEnd, o) = row.offset.addingReportingOverflow(
+                UInt64(RecordFraming.overhead + ChunkRecordPrefix.length) + UInt64(row.storedLength))
+            guard !o, row.offset >= bodyOffset, chunkEnd <= footer.manifestOffset else {
+                throw CairnError(.corrupted, "manifest places chunk \(row.id) outside the archive body", offset: row.offset)
+            }
+        }
+        return manifest
+    }
+
+    /// Reads chunk `index` of the chunk table, checks its record's CRC-32, decompresses it into
+    /// `destination` (at least `rawLength` bytes) and checks that its SHA-256 is its id.
+    ///
+    /// - Throws: `.checksumMismatch` when the bytes do not match; `.corrupted` when the record
+    ///   disagrees with the manifest or does not decompress to exactly its raw length.
+    package func readChunk(_ index: Int, using decompressor: ChunkDecompressor, into destination: UnsafeMutableRawBufferPointer)
+        throws(CairnError)
+    {
+        let row = manifest.chunks[index]
+        let (record, _) = try ArchiveReader.readRecord(descriptor, at: row.offset, fileSize: footer.manifestOffset)
+        guard record.type == .chunk else {
+            throw CairnError(.corrupted, "manifest points at a \(record.type?.name ?? "unknown") record, not chunk \(row.id)", offset: row.offset)
+        }
+        try ArchiveReader.decodeChunk(
+            record.payload, expected: row.id, rawLength: Int(row.rawLength),
+            offset: row.offset, using: decompressor, into: destination)
+    }
+
+    /// Decodes a chunk record payload into `destination` and verifies its id.
+    package static func decodeChunk(
+        _ payload: [UInt8], expected: Digest?, rawLength: Int?, offset: UInt64, using decompressor: ChunkDecompressor,
+        into destination: UnsafeMutableRawBufferPointer
+    ) throws(CairnError) {
+        var r = ByteReader(payload, baseOffset: offset + UInt64(RecordFraming.headerLength), what: "chunk record")
+        let prefix = try ChunkRecordPrefix.decode(&r, storedLength: payload.count - ChunkRecordPrefix.length)
+        if let expected, prefix.id != expected {
+            throw CairnError(.corrupted, "chunk record holds \(prefix.id), expected \(expected)", offset: offset)
+        }
+        if let rawLength, prefix.rawLength != rawLength {
+            throw CairnError(.corrupted, "chunk \(prefix.id) declares \(prefix.rawLength) bytes, expected \(rawLength)", offset: offset)
+        }
+        guard destination.count >= prefix.rawLength else {
+            throw CairnError(.corrupted, "chunk \(prefix.id) is larger than expected", offset: offset)
+        }
+        let out = UnsafeMutableRawBufferPointer(rebasing: destination[0..<prefix.rawLength])
+        do throws(CairnError) {
+            try payload.withBytes { (raw) throws(CairnError) in
+                try decompressor.decompress(
+                    codec: prefix.codec, stored: UnsafeRawBufferPointer(rebasing: raw[ChunkRecordPrefix.length...]),
+                    rawLength: prefix.rawLength, into: out)
+            }
+        } catch {
+            var e = error
+            e.offset = offset
+            e.message = "chunk \(prefix.id): \(e.message)"
+            throw e
+        }
+        let actual = try SHA256.hash(UnsafeRawBufferPointer(out))
+        guard actual == prefix.id else {
+            throw CairnError(
+                .checksumMismatch, "chunk content does not match its id (expected \(prefix.id), got \(actual))",
+                offset: offset)
+        }
+    }
+
+    /// The chunk-table indices of entry `entryIndex`'s content.
+    package func references(ofEntry entryIndex: Int) -> ArraySlice<UInt32> {
+        let row = manifest.entries[entryIndex]
+        let start = Int(row.firstReference)
+        return manifest.references[start..<(start + Int(row.referenceCount))]
+    }
+}

@@ -1,0 +1,1 @@
+// Placeholder; the CLI lands in a later commit.
