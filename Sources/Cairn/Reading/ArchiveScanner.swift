@@ -1,0 +1,316 @@
+/// Reads an archive front to back, seeing each byte once, and checks everything
+/// (`Spec/0001-container-format.md §13.2`): every record's CRC-32, every chunk's SHA-256 after
+/// decompression, the chain digest of every commit, every reference, every file's size and
+/// content digest, the manifest against what the stream held, and the footer.
+///
+/// It reports what it reads through ``Event``s, so the same pass serves `verify` and streaming
+/// extraction. State is kept per chunk id (for references) and per entry (for the manifest
+/// check), never per content byte.
+package final class ArchiveScanner {
+    /// What the scanner has just verified.
+    package enum Event {
+        /// An entry record (for a file, content events follow until ``fileEnd``).
+        case entry(index: Int, entry: ArchiveEntry, offset: UInt64)
+        /// A verified chunk's decompressed bytes (it is referenced by a following references record).
+        case chunk(id: Digest, bytes: [UInt8])
+        /// The next pieces of the open file, in order.
+        case references(entryIndex: Int, [ChunkReference])
+        /// The open file is complete and its size and digest are verified.
+        case fileEnd(index: Int, size: UInt64)
+        /// A valid commit: everything up to `end` (exclusive) is verified.
+        case commit(end: UInt64, record: CommitRecord)
+        /// The footer: the archive is complete and verified.
+        case footer(Footer)
+    }
+
+    /// Totals of what was verified.
+    package struct Totals: Sendable {
+        package var entries = 0
+        package var files = 0
+        package var chunks = 0
+        package var references = 0
+        package var contentBytes: UInt64 = 0
+        package var storedBytes: UInt64 = 0
+        package var commits = 0
+    }
+
+    package private(set) var header: ArchiveHeader?
+    package private(set) var totals = Totals()
+    /// End offset of the last valid commit record (or of the footer), 0 before the first.
+    package private(set) var verifiedLength: UInt64 = 0
+    /// Chain digest at the last valid commit.
+    package private(set) var verifiedChainDigest = Digest.zero
+    package private(set) var footer: Footer?
+
+    private let decompressor = ChunkDecompressor()
+    private let chain = SHA256()
+    private var chunkLengths: [Digest: Int] = [:]
+    private var expected = Manifest()
+    private var decoded = Manifest()
+    private var manifestHasher: SHA256?
+    private var manifestOffset: UInt64 = 0
+    private var paths: [[UInt8]: ArchiveEntry.Kind] = [:]
+    private var openFile: (index: Int, bytes: UInt64, references: UInt64, digest: SHA256)?
+    private var chunkBuffer = [UInt8](repeating: 0, count: FormatLimits.maximumChunkLength)
+    private var nextCommitSequence: UInt64 = 0
+    private var sawFooter = false
+
+    package init() {
+        chain.update(Digest.zero.bytes)
+    }
+
+    /// Reads and checks the prelude and the header record.
+    package func start(_ stream: RecordStream) throws(CairnError) {
+        let prelude = try stream.readBytes(Prelude.length)
+        _ = try Prelude.parse(prelude)
+        chain.update(prelude)
+        guard let record = try stream.next() else {
+            throw CairnError(.truncated, "the archive ends after its prelude", offset: stream.offset)
+        }
+        guard record.header.type == .header else {
+            throw CairnError(.corrupted, "the first record is not a header record", offset: record.offset)
+        }
+        header = try ArchiveHeader.decode(record.payload, offset: record.offset + UInt64(RecordFraming.headerLength))
+        chain.update(record.framed)
+    }
+
+    /// Checks one record and reports what it holds.
+    ///
+    /// - Throws: `CairnError` naming the record's offset.
+    package func consume(_ record: RecordStream.Record, _ emit: (Event) throws -> Void) throws {
+        let offset = record.offset
+        guard !sawFooter else { throw CairnError(.corrupted, "data after the footer", offset: offset) }
+        guard let type = record.header.type else {
+            if record.header.isSkippable {
+                chain.update(record.framed)
+                return
+            }
+            throw CairnError(.corrupted, "unknown record type \(record.header.typeByte) is not skippable", offset: offset)
+        }
+        let payloadOffset = offset + UInt64(RecordFraming.headerLength)
+        if manifestHasher != nil, type != .footer, !Self.isManifest(type) {
+            throw CairnError(.corrupted, "a \(type.name) record follows the manifest", offset: offset)
+        }
+        switch type {
+        case .header:
+            throw CairnError(.corrupted, "a second header record", offset: offset)
+        case .chunk:
+            guard openFile != nil else { throw CairnError(.corrupted, "chunk record outside a file", offset: offset) }
+            let payload = record.payload
+            let prefix: ChunkRecordPrefix
+            do {
+                var r = ByteReader(payload, baseOffset: payloadOffset, what: "chunk record")
+                prefix = try ChunkRecordPrefix.decode(&r, storedLength: payload.count - ChunkRecordPrefix.length)
+            }
+            guard chunkLengths[prefix.id] == nil else {
+                throw CairnError(.corrupted, "chunk \(prefix.id) is stored twice", offset: offset)
+            }
+            try chunkBuffer.withMutableBytes { (raw) throws(CairnError) in
+                try ArchiveReader.decodeChunk(
+                    payload, expected: nil, rawLength: nil, offset: offset, using: decompressor, into: raw)
+            }
+            chunkLengths[prefix.id] = prefix.rawLength
+            expected.chunks.append(
+                Manifest.ChunkRow(
+                    id: prefix.id, offset: offset, rawLength: UInt32(prefix.rawLength),
+                    storedLength: UInt32(payload.count - ChunkRecordPrefix.length), codec: prefix.codec))
+            totals.chunks += 1
+            totals.storedBytes += UInt64(payload.count - ChunkRecordPrefix.length)
+            chain.update(record.framed)
+            try emit(.chunk(id: prefix.id, bytes: Array(chunkBuffer[0..<prefix.rawLength])))
+        case .entry:
+            guard openFile == nil else {
+                throw CairnError(.corrupted, "entry record while a file is still open", offset: offset)
+            }
+            var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "entry record")
+            let entry = try ArchiveEntry.decode(&r)
+            guard r.isAtEnd else { throw r.error("\(r.remaining) bytes after the last field") }
+            try checkEntry(entry, offset: offset)
+            let index = expected.entries.count
+            var row = Manifest.EntryRow(
+                recordOffset: offset, firstReference: UInt64(expected.references.count), referenceCount: 0,
+                contentDigest: .zero, entry: entry)
+            if entry.kind == .file {
+                openFile = (index, 0, 0, SHA256())
+                totals.files += 1
+            } else {
+                row.entry.size = 0
+            }
+            expected.entries.append(row)
+            totals.entries += 1
+            chain.update(record.framed)
+            try emit(.entry(index: index, entry: entry, offset: offset))
+        case .chunkReferences:
+            guard var file = openFile else {
+                throw CairnError(.corrupted, "chunk references outside a file", offset: offset)
+            }
+            var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "chunk references record")
+            let (entryIndex, references) = try ChunkReferencesRecord.decode(&r)
+            guard entryIndex == UInt64(file.index) else {
+                throw CairnError(.corrupted, "references name entry \(entryIndex), but entry \(file.index) is open", offset: offset)
+            }
+            for reference in references {
+                guard let length = chunkLengths[reference.id] else {
+                    throw CairnError(.corrupted, "reference to chunk \(reference.id), which is not stored before it", offset: offset)
+                }
+                guard length == reference.length else {
+                    throw CairnError(.corrupted, "reference to chunk \(reference.id) says \(reference.length) bytes, the chunk has \(length)", offset: offset)
+                }
+                file.bytes += UInt64(length)
+                file.references += 1
+                reference.id.withUnsafeBytes { file.digest.update($0) }
+                expected.references.append(UInt32(truncatingIfNeeded: indexOfChunk(reference.id)))
+            }
+            openFile = file
+            totals.references += references.count
+            totals.contentBytes += references.reduce(0) { $0 + UInt64($1.length) }
+            chain.update(record.framed)
+            try emit(.references(entryIndex: file.index, references))
+        case .fileEnd:
+            guard let file = openFile else { throw CairnError(.corrupted, "file end outside a file", offset: offset) }
+            var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "file end record")
+            let end = try FileEndRecord.decode(&r)
+            let digest = try file.digest.finalize()
+            guard end.entryIndex == UInt64(file.index), end.size == file.bytes, end.chunkCount == file.references,
+                end.contentDigest == digest
+            else {
+                throw CairnError(
+                    .corrupted, "file end of \(PathBytes.display(expected.entries[file.index].entry.pathBytes)) does not match its content",
+                    offset: offset)
+            }
+            expected.entries[file.index].referenceCount = file.references
+            expected.entries[file.index].contentDigest = digest
+            expected.entries[file.index].entry.size = file.bytes
+            expected.entries[file.index].entry.contentDigest = digest
+            expected.entries[file.index].entry.chunkCount = Int(file.references)
+            openFile = nil
+            chain.update(record.framed)
+            try emit(.fileEnd(index: file.index, size: file.bytes))
+        case .commit:
+            var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "commit record")
+            let commit = try CommitRecord.decode(&r)
+            let digest = try chain.finalize()
+            let open = openFile
+            guard commit.sequence == nextCommitSequence else {
+                throw CairnError(.corrupted, "commit \(commit.sequence) out of sequence (expected \(nextCommitSequence))", offset: offset)
+            }
+            guard commit.chainDigest == digest else {
+                throw CairnError(.checksumMismatch, "commit \(commit.sequence) chain digest does not match the bytes before it", offset: offset)
+            }
+            guard commit.entryCount == UInt64(expected.entries.count), commit.chunkCount == UInt64(expected.chunks.count),
+                commit.contentBytes == totals.contentBytes, commit.storedBytes == totals.storedBytes,
+                commit.openEntry == (open.map { UInt64($0.index) } ?? CommitRecord.noOpenEntry),
+                commit.openEntryBytes == (open?.bytes ?? 0)
+            else {
+                throw CairnError(.corrupted, "commit \(commit.sequence) counts do not match the records before it", offset: offset)
+            }
+            chain.update(digest.bytes)
+            chain.update(record.framed)
+            nextCommitSequence += 1
+            totals.commits += 1
+            verifiedLength = offset + UInt64(record.framed.count)
+            verifiedChainDigest = digest
+            try emit(.commit(end: verifiedLength, record: commit))
+        case .manifestChunks, .manifestReferences, .manifestEntries:
+            guard openFile == nil else { throw CairnError(.corrupted, "manifest inside a file", offset: offset) }
+            if manifestHasher == nil {
+                guard verifiedLength == offset else {
+                    throw CairnError(.corrupted, "the manifest does not start right after a commit", offset: offset)
+                }
+                manifestHasher = SHA256()
+                manifestOffset = offset
+            }
+            manifestHasher?.update(record.framed)
+            try decoded.add(type, payload: record.payload, offset: offset)
+            chain.update(record.framed)
+        case .footer:
+            var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "footer")
+            let footer = try Footer.decode(&r)
+            guard openFile == nil else { throw CairnError(.corrupted, "footer inside a file", offset: offset) }
+            if manifestHasher == nil {
+                guard verifiedLength == offset else {
+                    throw CairnError(.corrupted, "the footer does not follow a commit or manifest", offset: offset)
+                }
+                manifestOffset = offset
+            }
+            let manifestDigest = try manifestHasher?.finalize() ?? SHA256.hash([])
+            let digest = try chain.finalize()
+            guard footer.chainDigest == digest else {
+                throw CairnError(.checksumMismatch, "the footer's chain digest does not match the archive", offset: offset)
+            }
+            guard footer.manifestOffset == manifestOffset, footer.manifestLength == offset - manifestOffset,
+                footer.manifestDigest == manifestDigest
+            else {
+                throw CairnError(.corrupted, "the footer does not describe the manifest before it", offset: offset)
+            }
+            guard footer.entryCount == UInt64(expected.entries.count), footer.chunkCount == UInt64(expected.chunks.count),
+                footer.referenceCount == UInt64(expected.references.count), footer.contentBytes == totals.contentBytes,
+                footer.storedBytes == totals.storedBytes
+            else {
+                throw CairnError(.corrupted, "the footer's counts do not match the archive", offset: offset)
+            }
+            try checkManifest(offset: manifestOffset)
+            sawFooter = true
+            self.footer = footer
+            verifiedLength = offset + UInt64(record.framed.count)
+            verifiedChainDigest = digest
+            try emit(.footer(footer))
+        }
+    }
+
+    private var chunkIndexByID: [Digest: Int] = [:]
+
+    private func indexOfChunk(_ id: Digest) -> Int {
+        if let index = chunkIndexByID[id] { return index }
+        // Chunk rows are appended in order; index them lazily.
+        for i in chunkIndexByID.count..<expected.chunks.count { chunkIndexByID[expected.chunks[i].id] = i }
+        return chunkIndexByID[id] ?? 0
+    }
+
+    private static func isManifest(_ type: RecordType) -> Bool {
+        type == .manifestChunks || type == .manifestReferences || type == .manifestEntries
+    }
+
+    /// Path rules, duplicates, links through non-directories, hard-link targets.
+    private func checkEntry(_ entry: ArchiveEntry, offset: UInt64) throws(CairnError) {
+        if let problem = PathValidator.problem(with: entry.pathBytes) {
+            throw CairnError(.unsafePath, "entry path \(problem)", path: entry.path, offset: offset)
+        }
+        guard paths[entry.pathBytes] == nil else {
+            throw CairnError(.unsafePath, "entry path appears twice", path: entry.path, offset: offset)
+        }
+        var parent = PathValidator.parent(entry.pathBytes)
+        while !parent.isEmpty {
+            if let kind = paths[parent], kind != .directory {
+                throw CairnError(
+                    .unsafePath, "entry would be written through the \(kind) \(PathBytes.display(parent))", path: entry.path,
+                    offset: offset)
+            }
+            parent = PathValidator.parent(parent)
+        }
+        if entry.kind == .hardLink {
+            guard paths[entry.linkTarget] == .file else {
+                throw CairnError(
+                    .unsafePath, "hard link target \(entry.linkTargetDisplay) is not an earlier file of this archive",
+                    path: entry.path, offset: offset)
+            }
+        }
+        if entry.kind == .symlink, entry.linkTarget.isEmpty || entry.linkTarget.contains(0) {
+            throw CairnError(.corrupted, "symlink target is empty or contains NUL", path: entry.path, offset: offset)
+        }
+        paths[entry.pathBytes] = entry.kind
+    }
+
+    /// The manifest read must equal the one rebuilt from the stream.
+    private func checkManifest(offset: UInt64) throws(CairnError) {
+        guard decoded.chunks == expected.chunks else {
+            throw CairnError(.corrupted, "the manifest's chunk table does not match the chunk records", offset: offset)
+        }
+        guard decoded.references == expected.references else {
+            throw CairnError(.corrupted, "the manifest's reference table does not match the files", offset: offset)
+        }
+        guard decoded.entries == expected.entries else {
+            throw CairnError(.corrupted, "the manifest's entry table does not match the entry records", offset: offset)
+        }
+    }
+}

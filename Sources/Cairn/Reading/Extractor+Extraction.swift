@@ -1,0 +1,120 @@
+import Glibc
+
+extension Extractor {
+    /// Extracts the selected entries into `destination` through a ``StagingDirectory``.
+    func extract(selection: [[UInt8]]?, to destination: [UInt8], options: ExtractionOptions) async throws {
+        let plan = try makePlan(selection: selection)
+        guard plan.outputBytes <= options.maximumOutputBytes else {
+            throw CairnError(
+                .limitExceeded,
+                "the archive declares \(plan.outputBytes) bytes of output, over the limit of \(options.maximumOutputBytes)",
+                path: reader.path)
+        }
+        let staging = try StagingDirectory(for: destination)
+        if options.checkFreeSpace, let free = staging.availableBytes, plan.outputBytes > free {
+            staging.discard()
+            throw CairnError(
+                .limitExceeded, "the archive declares \(plan.outputBytes) bytes of output but only \(free) bytes are free",
+                path: PathBytes.display(destination))
+        }
+        progress.totalUnitCount = Int64(clamping: plan.outputBytes)
+        progress.completedUnitCount = 0
+        do {
+            try await write(plan, into: staging)
+            try staging.commit()
+        } catch {
+            staging.discard()
+            throw error
+        }
+    }
+
+    private func write(_ plan: ExtractionPlan, into staging: StagingDirectory) async throws {
+        let rows = reader.manifest.entries
+        let decompressor = ChunkDecompressor()
+        var chunkBuffer = [UInt8](repeating: 0, count: FormatLimits.maximumChunkLength)
+        var directories: [(path: [UInt8], entry: ArchiveEntry)] = []
+        var symlinks: [ArchiveEntry] = []
+        for index in plan.indices {
+            try Task.checkCancellation()
+            let entry = rows[index].entry
+            let display = entry.path
+            let name = PathBytes.lastComponent(entry.pathBytes)
+            switch entry.kind {
+            case .directory:
+                let parent = try staging.parentDirectory(of: entry.pathBytes)
+                // An earlier entry may have created it as an implicit parent; it must really be a
+                // directory then.
+                if (try? FileStatus.of(name, relativeTo: parent))?.kind != .directory {
+                    try FileSystem.makeDirectory(name, in: parent, mode: 0o700, display: display)
+                }
+                directories.append((entry.pathBytes, entry))
+            case .file:
+                try writeFile(
+                    entry, contentOf: index, in: staging, decompressor: decompressor, buffer: &chunkBuffer)
+            case .hardLink:
+                if let target = plan.copiedHardLinks[index] {
+                    try writeFile(entry, contentOf: target, in: staging, decompressor: decompressor, buffer: &chunkBuffer)
+                } else {
+                    let parent = try staging.parentDirectory(of: entry.pathBytes)
+                    try FileSystem.makeHardLink(
+                        from: entry.linkTarget, in: staging.descriptor, to: name, in: parent, display: display)
+                }
+            case .symlink:
+                symlinks.append(entry)
+            default:
+                throw CairnError(.unsupportedFileType, "entry kind \(entry.kind) cannot be extracted", path: display)
+            }
+        }
+        // Symlinks last, so no entry is ever written through one.
+        for entry in symlinks {
+            let parent = try staging.parentDirectory(of: entry.pathBytes)
+            let name = PathBytes.lastComponent(entry.pathBytes)
+            try FileSystem.makeSymlink(name, target: entry.linkTarget, in: parent, display: entry.path)
+            try FileSystem.setModificationTime(name, in: parent, nanoseconds: entry.modificationTime, display: entry.path)
+        }
+        // Directory modes and times last, deepest first, after their contents are complete.
+        for (path, entry) in directories.sorted(by: { $0.path.count > $1.path.count }) {
+            try FileSystem.setPermissions(path, in: staging.descriptor, mode: entry.permissions, display: entry.path)
+            try FileSystem.setModificationTime(
+                path, in: staging.descriptor, nanoseconds: entry.modificationTime, display: entry.path)
+        }
+    }
+
+    /// Writes a file whose content is that of manifest entry `contentIndex`, verifying every chunk
+    /// before its bytes are written.
+    private func writeFile(
+        _ entry: ArchiveEntry, contentOf contentIndex: Int, in staging: StagingDirectory,
+        decompressor: ChunkDecompressor, buffer: inout [UInt8]
+    ) throws {
+        let parent = try staging.parentDirectory(of: entry.pathBytes)
+        let name = PathBytes.lastComponent(entry.pathBytes)
+        let fd = try FileDescriptor.open(
+            name, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600, relativeTo: parent)
+        let file = FileDescriptor(rawValue: fd.rawValue, path: entry.path)
+        try file.closeAfter { () throws(CairnError) in
+            let digest = SHA256()
+            var written: UInt64 = 0
+            for reference in reader.references(ofEntry: contentIndex) {
+                let row = reader.manifest.chunks[Int(reference)]
+                let length = Int(row.rawLength)
+                try buffer.withMutableBytes { (raw) throws(CairnError) in
+                    do throws(CairnError) {
+                        try reader.readChunk(Int(reference), using: decompressor, into: raw)
+                    } catch {
+                        throw error.withPath(reader.path)
+                    }
+                    try file.writeAll(UnsafeRawBufferPointer(rebasing: raw[0..<length]))
+                }
+                row.id.withUnsafeBytes { digest.update($0) }
+                written += UInt64(length)
+                progress.completedUnitCount += Int64(length)
+            }
+            let contentRow = reader.manifest.entries[contentIndex]
+            guard try digest.finalize() == contentRow.contentDigest, written == contentRow.entry.size else {
+                throw CairnError(.corrupted, "content does not match the entry's digest", path: entry.path)
+            }
+            try FileSystem.setPermissions(name, in: parent, mode: entry.permissions, display: entry.path)
+            try FileSystem.setModificationTime(of: file, nanoseconds: entry.modificationTime)
+        }
+    }
+}

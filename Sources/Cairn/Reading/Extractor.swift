@@ -1,0 +1,166 @@
+import Foundation
+import Glibc
+
+/// Reads a Cairn archive: lists it, verifies it, and extracts it safely.
+///
+/// ```swift
+/// let extractor = try Extractor(path: "/tmp/export.cairn")
+/// defer { extractor.close() }
+/// for entry in extractor.entries { print(entry.path) }
+/// try await extractor.extractAll(to: URL(filePath: "/tmp/restored"))
+/// ```
+///
+/// Extraction is all-or-nothing: entries are written into a staging directory beside (or, when
+/// the destination exists, inside) the destination and renamed into place only when every chunk
+/// has been verified; on failure the staging directory is removed and nothing that was there
+/// before is touched. Nothing is written outside the destination: paths with `..`, absolute
+/// paths and paths through symlinks are refused, symlinks are created last, and every file is
+/// opened with `O_NOFOLLOW | O_EXCL`.
+///
+/// - Throws: Every method throws only ``CairnError`` or `CancellationError`.
+public final class Extractor {
+    package let reader: ArchiveReader
+
+    /// The archive's header: options and the creator's metadata.
+    public var header: ArchiveHeader { reader.header }
+    /// Every entry, in archive order.
+    public let entries: [ArchiveEntry]
+    /// Import progress in content bytes, updated during ``extractAll(to:options:)``.
+    public let progress = Progress(totalUnitCount: 0)
+
+    /// Opens the archive at `path` and reads its manifest.
+    ///
+    /// - Throws: `.notFound`, `.io`, `.corrupted`, `.checksumMismatch`, `.unsupportedVersion`,
+    ///   or `.truncated` for an incomplete archive (no valid footer).
+    public init(path: String) throws(CairnError) {
+        reader = try ArchiveReader(path: path)
+        entries = reader.manifest.entries.map(\.entry)
+    }
+
+    /// Closes the archive file.
+    public func close() {
+        reader.close()
+    }
+
+    /// Opens the archive at `path`, runs `body`, and closes it.
+    public static func withExtractor<R>(at path: String, _ body: (Extractor) async throws -> R) async throws -> R {
+        let extractor = try Extractor(path: path)
+        defer { extractor.close() }
+        return try await body(extractor)
+    }
+
+    /// The entry stored under `path`, if any.
+    public func entry(atPathInArchive path: String) -> ArchiveEntry? {
+        let bytes = Array(path.utf8)
+        return entries.first { $0.pathBytes == bytes }
+    }
+
+    /// Totals from the footer.
+    public var summary: ArchiveSummary {
+        let footer = reader.footer
+        let unique = reader.manifest.chunks.reduce(UInt64(0)) { $0 + UInt64($1.rawLength) }
+        return ArchiveSummary(
+            archiveBytes: reader.fileSize, entryCount: Int(footer.entryCount),
+            fileCount: entries.filter { $0.kind == .file }.count, chunkCount: Int(footer.chunkCount),
+            referenceCount: Int(footer.referenceCount), contentBytes: footer.contentBytes,
+            storedBytes: footer.storedBytes, uniqueBytes: unique)
+    }
+
+    /// Extracts every entry into `destination`.
+    ///
+    /// If `destination` does not exist it is created (atomically, by renaming a staging
+    /// directory); if it exists, the archive's top-level names must not exist in it yet.
+    ///
+    /// - Throws: `.unsafePath` for names that would escape or collide, `.limitExceeded` when the
+    ///   declared output exceeds ``ExtractionOptions/maximumOutputBytes`` or the free space,
+    ///   `.alreadyExists`, `.checksumMismatch` / `.corrupted` for damaged data, `.io`.
+    public func extractAll(to destination: URL, options: ExtractionOptions = ExtractionOptions()) async throws {
+        try await extract(selection: nil, to: Archiver.fileSystemPath(destination), options: options)
+    }
+
+    /// Extracts the entry at `path` (and, for a directory, everything below it) into
+    /// `destination`, keeping its path: `extractItem(atPathInArchive: "a/b", to: d)` writes `d/a/b`.
+    ///
+    /// - Throws: `.notFound` when no entry has that path; otherwise as ``extractAll(to:options:)``.
+    public func extractItem(
+        atPathInArchive path: String, to destination: URL, options: ExtractionOptions = ExtractionOptions()
+    ) async throws {
+        try await extract(selection: [Array(path.utf8)], to: Archiver.fileSystemPath(destination), options: options)
+    }
+
+    /// Verifies the whole archive front to back: every record's CRC, every chunk's SHA-256,
+    /// every commit's chain digest, every file's size and digest, the manifest and the footer.
+    ///
+    /// - Returns: what was verified.
+    /// - Throws: the first problem found, naming its offset.
+    public func verify() async throws -> VerificationReport {
+        try await Extractor.verify(descriptor: reader.descriptor, path: reader.path, seekToStart: true)
+    }
+
+    /// Verifies the archive read from `descriptor` front to back (a file or a pipe).
+    package static func verify(descriptor: FileDescriptor, path: String, seekToStart: Bool) async throws
+        -> VerificationReport
+    {
+        if seekToStart { try descriptor.seek(to: 0) }
+        let stream = RecordStream(descriptor: descriptor)
+        let scanner = ArchiveScanner()
+        do {
+            try scanner.start(stream)
+            while let record = try stream.next() {
+                try Task.checkCancellation()
+                try scanner.consume(record) { _ in }
+            }
+        } catch let error as CairnError {
+            throw error.withPath(path)
+        }
+        guard scanner.footer != nil else {
+            throw CairnError(
+                .truncated,
+                "the archive is incomplete: it ends without a footer; the first \(scanner.verifiedLength) bytes verify up to the last commit",
+                path: path, offset: stream.offset)
+        }
+        let totals = scanner.totals
+        return VerificationReport(
+            archiveBytes: stream.offset, entryCount: totals.entries, fileCount: totals.files, chunkCount: totals.chunks,
+            referenceCount: totals.references, contentBytes: totals.contentBytes, storedBytes: totals.storedBytes,
+            commitCount: totals.commits)
+    }
+}
+
+/// Totals of an archive, from its footer and manifest.
+public struct ArchiveSummary: Sendable, Equatable {
+    public var archiveBytes: UInt64
+    public var entryCount: Int
+    public var fileCount: Int
+    public var chunkCount: Int
+    public var referenceCount: Int
+    /// Sum of file content bytes.
+    public var contentBytes: UInt64
+    /// Sum of stored (compressed) chunk bytes.
+    public var storedBytes: UInt64
+    /// Sum of the distinct chunks' raw bytes.
+    public var uniqueBytes: UInt64
+}
+
+/// What ``Extractor/verify()`` checked.
+public struct VerificationReport: Sendable, Equatable {
+    public var archiveBytes: UInt64
+    public var entryCount: Int
+    public var fileCount: Int
+    public var chunkCount: Int
+    public var referenceCount: Int
+    public var contentBytes: UInt64
+    public var storedBytes: UInt64
+    public var commitCount: Int
+}
+
+/// Options for extraction.
+public struct ExtractionOptions: Sendable {
+    /// Refuse archives whose files total more than this many bytes (a deduplicated archive can
+    /// declare far more output than its size). Default 1 TiB.
+    public var maximumOutputBytes: UInt64 = 1 << 40
+    /// Refuse when the declared output exceeds the free space at the destination.
+    public var checkFreeSpace = true
+
+    public init() {}
+}
