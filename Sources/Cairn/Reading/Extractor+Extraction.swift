@@ -2,7 +2,7 @@ import Glibc
 
 extension Extractor {
     /// Extracts the selected entries into `destination` through a ``StagingDirectory``.
-    func extract(selection: [[UInt8]]?, to destination: [UInt8], options: ExtractionOptions) async throws {
+    package func extract(selection: [[UInt8]]?, to destination: [UInt8], options: ExtractionOptions) async throws {
         let plan = try makePlan(selection: selection)
         guard plan.outputBytes <= options.maximumOutputBytes else {
             throw CairnError(

@@ -97,6 +97,18 @@ public final class Extractor {
         try await Extractor.verify(descriptor: reader.descriptor, path: reader.path, seekToStart: true)
     }
 
+    /// Verifies the archive at `path` front to back without opening its manifest first, so an
+    /// archive whose footer is damaged still reports the first bad offset; `"-"` reads standard
+    /// input.
+    public static func verifyArchive(atPath path: String) async throws -> VerificationReport {
+        if path == "-" {
+            return try await verify(descriptor: .standardInput, path: "<stdin>", seekToStart: false)
+        }
+        let fd = try FileDescriptor.open(path, flags: O_RDONLY)
+        defer { _ = try? fd.close() }
+        return try await verify(descriptor: fd, path: path, seekToStart: false)
+    }
+
     /// Verifies the archive read from `descriptor` front to back (a file or a pipe).
     package static func verify(descriptor: FileDescriptor, path: String, seekToStart: Bool) async throws
         -> VerificationReport

@@ -1,0 +1,68 @@
+import Cairn
+import Foundation
+
+/// `cairn`: create, list, inspect, verify and extract Cairn archives.
+enum CommandLineTool {
+    static let usage = """
+        usage: cairn <command> [options]
+
+        commands:
+          create   -o ARCHIVE [options] PATH...   archive files and directories
+          extract  ARCHIVE [-C DEST] [PATH...]    extract all or some entries, all-or-nothing
+          list     ARCHIVE [--long] [--json]      one line per entry
+          info     ARCHIVE [--json]               header metadata and totals
+          verify   ARCHIVE [--json]               check every byte against its checksum
+          demo     [--size-mib N] [--keep DIR]    run create/list/verify/extract on sample data
+
+        ARCHIVE may be - for standard input (verify, extract) or output (create).
+        Run 'cairn <command> --help' for a command's options.
+        Exit status: 0 success, 1 failure, 2 usage error, 3 completed with warnings.
+        """
+
+    static func run(_ arguments: [[UInt8]]) async -> ExitStatus {
+        guard let first = arguments.first else {
+            Output.err(usage)
+            return .usage
+        }
+        let command = String(decoding: first, as: UTF8.self)
+        let rest = Array(arguments.dropFirst())
+        let handler: (([[UInt8]]) async throws -> ExitStatus)?
+        let help: String
+        switch command {
+        case "create": (handler, help) = (CreateCommand.run, CreateCommand.usage)
+        case "extract": (handler, help) = (ExtractCommand.run, ExtractCommand.usage)
+        case "list": (handler, help) = (ListCommand.run, ListCommand.usage)
+        case "info": (handler, help) = (InfoCommand.run, InfoCommand.usage)
+        case "verify": (handler, help) = (VerifyCommand.run, VerifyCommand.usage)
+        case "demo": (handler, help) = (DemoCommand.run, DemoCommand.usage)
+        case "-h", "--help", "help":
+            Output.out(usage)
+            return .success
+        case "--version":
+            Output.out("cairn 0.1.0 (format 1.0)")
+            return .success
+        default:
+            Output.err("cairn: unknown command '\(command)'\n\n\(usage)")
+            return .usage
+        }
+        if rest.contains(where: { $0 == Array("--help".utf8) || $0 == Array("-h".utf8) }) {
+            Output.out(help)
+            return .success
+        }
+        do {
+            return try await handler?(rest) ?? .usage
+        } catch let error as UsageError {
+            Output.err("cairn \(command): \(error.message)\n\n\(help)")
+            return .usage
+        } catch {
+            Output.error(error)
+            return .failure
+        }
+    }
+
+    /// The single archive operand of list/info/verify/extract.
+    static func archiveOperand(_ arguments: Arguments) throws(UsageError) -> String {
+        guard let first = arguments.operands.first else { throw UsageError("missing ARCHIVE") }
+        return String(decoding: first, as: UTF8.self)
+    }
+}

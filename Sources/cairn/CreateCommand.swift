@@ -1,0 +1,114 @@
+import Cairn
+import Foundation
+
+/// `cairn create -o ARCHIVE [options] PATH...`
+enum CreateCommand {
+    static let usage = """
+        usage: cairn create -o ARCHIVE [options] PATH...
+
+        Archives each PATH (file, directory recursively, or symlink) under its last path
+        component, as tar does: 'cairn create -o a.cairn some/dir' stores dir/...
+
+        options:
+          -o, --output ARCHIVE      the archive to write, or - for standard output
+          --compression METHOD      lz4 (default), zlib[:LEVEL], zstd[:LEVEL], none
+          --chunking POLICY         cdc (default, 16k/64k/256k), cdc:MIN:AVG:MAX, fixed[:SIZE]
+          --not-compressible        store chunks raw (the compressible hint is off)
+          --resources-version V     the payload's own version string
+          --app-id ID               identifier of the app that made the archive
+          --size-estimate BYTES     estimate of the content size (for progress)
+          --meta KEY=VALUE          free metadata, repeatable
+          --json                    print the export properties as JSON
+          -q, --quiet               print nothing on success
+        """
+
+    static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
+        let args = try Arguments(
+            raw, valued: ["-o", "--output", "--compression", "--chunking", "--resources-version", "--app-id", "--size-estimate", "--meta"],
+            flags: ["--not-compressible", "--json", "-q", "--quiet", "--progress", "--no-progress"])
+        guard let output = args.value("-o", "--output") else { throw UsageError("missing -o ARCHIVE") }
+        guard !args.operands.isEmpty else { throw UsageError("no PATH to archive") }
+        var configuration = Archiver.Configuration()
+        if let name = args.value("--compression") {
+            guard let method = CompressionMethod(name: name) else { throw UsageError("unknown compression '\(name)'") }
+            configuration.compression = method
+        }
+        if let name = args.value("--chunking") {
+            guard let policy = ChunkingPolicy(name: name) else { throw UsageError("invalid chunking '\(name)'") }
+            configuration.chunking = policy
+        }
+        if args.flag("--not-compressible") { configuration.isCompressible = false }
+        if let version = args.value("--resources-version") { configuration.resourcesVersion = version }
+        if let app = args.value("--app-id") { configuration.appIdentifier = app }
+        if let estimate = args.value("--size-estimate") {
+            guard let value = UInt64(estimate) else { throw UsageError("--size-estimate takes a number of bytes") }
+            configuration.sizeEstimate = value
+        }
+        for pair in args.allValues("--meta") {
+            guard let eq = pair.firstIndex(of: "=") else { throw UsageError("--meta takes KEY=VALUE") }
+            configuration.metadata[String(pair[..<eq])] = String(pair[pair.index(after: eq)...])
+        }
+        let toStandardOutput = output == "-"
+        let sink: any ArchiveSink = toStandardOutput ? StandardOutputSink() : try FileSink(path: output)
+        let archiver = try Archiver(sink: sink, configuration: configuration)
+        let started = monotonicSeconds()
+        let cpuStarted = ProcessTimes.cpuSeconds()
+        let showProgress = ProgressBar.shouldShow(args)
+        let bar = showProgress ? ProgressBar(progress: archiver.progress, label: "create") : nil
+        bar?.start()
+        let properties: ExportProperties
+        do {
+            for path in args.operands {
+                try await archiver.appendItem(atPath: path)
+            }
+            properties = try await archiver.finish()
+        } catch {
+            bar?.stop()
+            await archiver.abandon()
+            if !toStandardOutput, let file = sink as? FileSink {
+                Output.err("cairn: the incomplete archive was left at \(file.partialPath)")
+            }
+            throw error
+        }
+        bar?.stop()
+        let seconds = monotonicSeconds() - started
+        let cpu = ProcessTimes.cpuSeconds() - cpuStarted
+        for warning in properties.warnings { Output.warning(warning) }
+        var text: String?
+        if args.flag("--json") {
+            text = Output.json(Self.json(properties, seconds: seconds, cpuSeconds: cpu))
+        } else if !args.flag("-q", "--quiet") {
+            text = Self.summary(properties, seconds: seconds, cpuSeconds: cpu, output: output)
+        }
+        if let text {
+            if toStandardOutput { Output.err(text) } else { Output.out(text) }
+        }
+        return properties.warnings.isEmpty ? .success : .warnings
+    }
+
+    static func json(_ p: ExportProperties, seconds: Double, cpuSeconds: Double) -> [String: Any] {
+        var object: [String: Any] = [
+            "uncompressedBytes": p.uncompressedBytes, "archiveBytes": p.archiveBytes, "version": p.version,
+            "entryCount": p.entryCount, "chunkCount": p.chunkCount, "referenceCount": p.referenceCount,
+            "uniqueBytes": p.uniqueBytes, "deduplicatedBytes": p.deduplicatedBytes, "wallSeconds": seconds,
+            "cpuSeconds": cpuSeconds, "warnings": p.warnings.map(\.description),
+        ]
+        object["compressedBytes"] = p.compressedBytes.map { $0 as Any } ?? NSNull()
+        object["sizeEstimate"] = p.sizeEstimate.map { $0 as Any } ?? NSNull()
+        return object
+    }
+
+    static func summary(_ p: ExportProperties, seconds: Double, cpuSeconds: Double, output: String) -> String {
+        var lines = [
+            "created \(output): \(p.entryCount) entries, \(Output.bytes(p.uncompressedBytes)) of content → \(Output.bytes(p.archiveBytes)) archive",
+            "  chunks: \(p.chunkCount) stored, \(p.referenceCount) referenced; dedup saved \(Output.bytes(p.deduplicatedBytes))",
+        ]
+        if let compressed = p.compressedBytes {
+            let ratio = compressed == 0 ? 0 : Double(p.uniqueBytes) / Double(compressed)
+            lines.append("  compression: \(Output.bytes(p.uniqueBytes)) unique → \(Output.bytes(compressed)) stored (\(String(format: "%.2f", ratio))×)")
+        }
+        lines.append(
+            "  time: \(String(format: "%.2f", seconds)) s wall, \(String(format: "%.2f", cpuSeconds)) s CPU, \(Output.rate(p.uncompressedBytes, seconds: seconds))")
+        return lines.joined(separator: "\n")
+    }
+}

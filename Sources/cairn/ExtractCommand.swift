@@ -1,0 +1,73 @@
+import Cairn
+import Foundation
+
+/// `cairn extract ARCHIVE [-C DEST] [PATH...]`
+enum ExtractCommand {
+    static let usage = """
+        usage: cairn extract ARCHIVE [-C DEST] [options] [PATH...]
+
+        Extracts every entry (or only PATHs and what is below them) into DEST (default: the
+        current directory). Every chunk is verified before its bytes are written. Extraction is
+        all-or-nothing: it writes into a staging directory and renames into place at the end; on
+        failure nothing partial remains and nothing that existed is changed. If DEST exists, the
+        archive's top-level names must not exist in it.
+
+        options:
+          -C, --directory DEST     where to extract (created if missing)
+          --max-output BYTES       refuse archives declaring more output (default 1 TiB)
+          --no-space-check         do not compare the declared output with the free space
+          -q, --quiet              print nothing on success
+          --json                   print the figures as JSON
+        """
+
+    static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
+        let args = try Arguments(
+            raw, valued: ["-C", "--directory", "--max-output"],
+            flags: ["--no-space-check", "-q", "--quiet", "--json", "--progress", "--no-progress"])
+        let archive = try CommandLineTool.archiveOperand(args)
+        let destination = args.rawValue("-C", "--directory") ?? Array(".".utf8)
+        var options = ExtractionOptions()
+        if let limit = args.value("--max-output") {
+            guard let value = UInt64(limit) else { throw UsageError("--max-output takes a number of bytes") }
+            options.maximumOutputBytes = value
+        }
+        if args.flag("--no-space-check") { options.checkFreeSpace = false }
+        if archive == "-" {
+            throw UsageError("reading an archive from standard input is not supported by extract yet")
+        }
+        let selection = args.operands.dropFirst().map { String(decoding: $0, as: UTF8.self) }
+        let started = monotonicSeconds()
+        let cpuStarted = ProcessTimes.cpuSeconds()
+        let extractor = try Extractor(path: archive)
+        defer { extractor.close() }
+        let bar = ProgressBar.shouldShow(args) ? ProgressBar(progress: extractor.progress, label: "extract") : nil
+        bar?.start()
+        let destinationURL = URL(fileURLWithPath: String(decoding: destination, as: UTF8.self))
+        do {
+            if selection.isEmpty {
+                try await extractor.extractAll(to: destinationURL, options: options)
+            } else {
+                try await extractor.extract(selection: args.operands.dropFirst().map { $0 }, to: destination, options: options)
+            }
+        } catch {
+            bar?.stop()
+            throw error
+        }
+        bar?.stop()
+        let seconds = monotonicSeconds() - started
+        let cpu = ProcessTimes.cpuSeconds() - cpuStarted
+        let summary = extractor.summary
+        if args.flag("--json") {
+            Output.out(
+                Output.json([
+                    "entryCount": summary.entryCount, "contentBytes": summary.contentBytes, "wallSeconds": seconds,
+                    "cpuSeconds": cpu,
+                ]))
+        } else if !args.flag("-q", "--quiet") {
+            Output.out(
+                "extracted \(summary.entryCount) entries, \(Output.bytes(summary.contentBytes)) into \(String(decoding: destination, as: UTF8.self)) "
+                    + "in \(String(format: "%.2f", seconds)) s (\(Output.rate(summary.contentBytes, seconds: seconds)), \(String(format: "%.2f", cpu)) s CPU)")
+        }
+        return .success
+    }
+}

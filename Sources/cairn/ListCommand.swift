@@ -1,0 +1,67 @@
+import Cairn
+import Foundation
+
+/// `cairn list ARCHIVE [--long] [--json]`
+enum ListCommand {
+    static let usage = """
+        usage: cairn list ARCHIVE [--long] [--json]
+
+        Prints one line per entry: its path, with bytes that are not printable UTF-8 escaped as
+        \\xHH and backslashes doubled (reversible). --long adds kind, mode, size and mtime;
+        --json prints a JSON array with one object per entry and line.
+        """
+
+    static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
+        let args = try Arguments(raw, valued: [], flags: ["--json", "-l", "--long"])
+        let archive = try CommandLineTool.archiveOperand(args)
+        let extractor = try Extractor(path: archive)
+        defer { extractor.close() }
+        if args.flag("--json") {
+            var lines = ["["]
+            for (i, entry) in extractor.entries.enumerated() {
+                let comma = i + 1 < extractor.entries.count ? "," : ""
+                lines.append(Output.json(Self.json(entry)) + comma)
+            }
+            lines.append("]")
+            Output.out(lines.joined(separator: "\n"))
+        } else if args.flag("-l", "--long") {
+            Output.out(extractor.entries.map(Self.long).joined(separator: "\n"))
+        } else {
+            Output.out(extractor.entries.map(\.path).joined(separator: "\n"))
+        }
+        return .success
+    }
+
+    static func json(_ entry: ArchiveEntry) -> [String: Any] {
+        var object: [String: Any] = [
+            "path": entry.path, "kind": entry.kind.description, "mode": entry.permissions,
+            "modeOctal": String(entry.permissions, radix: 8), "mtimeNanoseconds": entry.modificationTime,
+            "size": entry.size, "uid": entry.userID, "gid": entry.groupID,
+        ]
+        if entry.kind == .symlink || entry.kind == .hardLink { object["target"] = entry.linkTargetDisplay }
+        if let digest = entry.contentDigest {
+            object["contentDigest"] = digest.hexString
+            object["chunkCount"] = entry.chunkCount
+        }
+        return object
+    }
+
+    static func long(_ entry: ArchiveEntry) -> String {
+        let kind: String
+        switch entry.kind {
+        case .directory: kind = "d"
+        case .symlink: kind = "l"
+        case .hardLink: kind = "h"
+        default: kind = "-"
+        }
+        let mode = String(entry.permissions, radix: 8)
+        let padded = String(repeating: "0", count: max(0, 4 - mode.count)) + mode
+        let size = String(entry.size)
+        let seconds = Double(entry.modificationTime) / 1e9
+        let date = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: seconds))
+        var line = "\(kind) \(padded) \(String(repeating: " ", count: max(0, 12 - size.count)))\(size) \(date) \(entry.path)"
+        if entry.kind == .symlink { line += " -> \(entry.linkTargetDisplay)" }
+        if entry.kind == .hardLink { line += " link to \(entry.linkTargetDisplay)" }
+        return line
+    }
+}
