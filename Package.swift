@@ -17,10 +17,16 @@ let package = Package(
             name: "Cairn",
             dependencies: ["CZlib", "CLZ4", "CCrypto", "CZstd", "CLinux"]
         ),
-        .executableTarget(name: "cairn", dependencies: ["Cairn"]),
+        .target(name: "CairnCorpus", dependencies: ["Cairn"]),
+        .executableTarget(name: "cairn", dependencies: ["Cairn", "CairnCorpus"]),
+        .executableTarget(
+            name: "cairn-bench",
+            dependencies: ["Cairn", "CairnCorpus"],
+            path: "Benchmarks/CairnBench"
+        ),
         .target(
             name: "CairnTestSupport",
-            dependencies: ["Cairn"],
+            dependencies: ["Cairn", "CairnCorpus"],
             path: "Tests/CairnTestSupport"
         ),
         .testTarget(

@@ -41,6 +41,7 @@ package final class ArchiveWriter {
 
     /// Starts an archive: the prelude, the header record and commit 0.
     package init(header: ArchiveHeader) throws(CairnError) {
+        try header.validate()
         output.reserveCapacity(1 << 20)
         output.append(contentsOf: Prelude.bytes)
         RecordCodec.append(.header, payload: header.encoded(), to: &output)

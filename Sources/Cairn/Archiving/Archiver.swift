@@ -258,8 +258,8 @@ public final class Archiver {
     ) async throws {
         try Task.checkCancellation()
         let display = PathBytes.display(sourcePath)
-        guard archivePath.count <= FormatLimits.maximumPathLength else {
-            warn(CairnError(.limitExceeded, "path in archive is too long; skipped", path: display))
+        if !archivePath.isEmpty, let problem = PathValidator.problem(with: archivePath) {
+            warn(CairnError(.limitExceeded, "path in archive \(problem); skipped", path: display))
             return
         }
         switch status.kind {
@@ -325,9 +325,12 @@ public final class Archiver {
                             linkTarget: first))
                     return
                 }
-                hardLinks[key] = archivePath
             }
-            try await appendFile(name: name, parent: parent, display: display, status: status, archivePath: archivePath)
+            if try await appendFile(name: name, parent: parent, display: display, status: status, archivePath: archivePath),
+                status.linkCount > 1
+            {
+                hardLinks[HardLinkKey(device: status.device, inode: status.inode)] = archivePath
+            }
         default:
             warn(CairnError(.unsupportedFileType, "\(status.kind) files are not archived; skipped", path: display))
         }
@@ -335,15 +338,18 @@ public final class Archiver {
     }
 
     /// Appends a regular file's entry and content.
+    ///
+    /// - Returns: whether an entry was written (false when the file was skipped with a warning).
+    @discardableResult
     private func appendFile(
         name: [UInt8], parent: FileDescriptor?, display: String, status: FileStatus, archivePath: [UInt8]
-    ) async throws {
+    ) async throws -> Bool {
         let fd: FileDescriptor
         do {
             fd = try FileDescriptor.open(name, flags: O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, relativeTo: parent)
         } catch {
             warn(error.withDisplay(display))
-            return
+            return false
         }
         defer { _ = try? fd.close() }
         let before: FileStatus
@@ -351,11 +357,11 @@ public final class Archiver {
             before = try fd.status()
         } catch {
             warn(error.withDisplay(display))
-            return
+            return false
         }
         guard before.kind == .regular else {
             warn(CairnError(.sourceChanged, "was replaced by a \(before.kind) after it was listed; skipped", path: display))
-            return
+            return false
         }
         try claim(archivePath)
         try writer.beginEntry(
@@ -392,7 +398,7 @@ public final class Archiver {
         try writer.endFile()
         if let readError {
             warn(CairnError(.io, "read failed; only the first \(readTotal) bytes were archived", path: display, cause: readError.cause))
-            return
+            return true
         }
         let after = try? fd.status()
         if let after,
@@ -405,6 +411,7 @@ public final class Archiver {
                     "changed while it was read (size \(before.size) → \(after.size), \(readTotal) bytes archived)",
                     path: display))
         }
+        return true
     }
 
     /// Chunks `readBuffer[0..<count]`, processes every complete chunk, moves the undetermined tail

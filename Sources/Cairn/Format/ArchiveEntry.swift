@@ -107,7 +107,7 @@ public struct ArchiveEntry: Sendable, Equatable {
     /// checked by the extractor, not here, so `list` can show hostile names.
     package static func decode(_ r: inout ByteReader) throws(CairnError) -> ArchiveEntry {
         let kind = Kind(rawValue: try r.u8("entry kind"))
-        try r.skip(3, "reserved")
+        guard try r.raw(3, "reserved") == [0, 0, 0] else { throw r.error("reserved bytes are not zero") }
         let permissions = try r.u32("mode")
         let uid = try r.u32("uid")
         let gid = try r.u32("gid")

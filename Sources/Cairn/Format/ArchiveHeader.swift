@@ -45,6 +45,10 @@ public struct ArchiveHeader: Sendable, Equatable {
         for v in metadata.values where v.utf8.count > FormatLimits.maximumMetadataValueLength {
             throw CairnError(.limitExceeded, "metadata value is longer than \(FormatLimits.maximumMetadataValueLength) bytes")
         }
+        let size = encoded().count
+        guard size <= FormatLimits.maximumHeaderPayload else {
+            throw CairnError(.limitExceeded, "header is \(size) bytes, over the limit of \(FormatLimits.maximumHeaderPayload)")
+        }
     }
 
     package func encoded() -> [UInt8] {
@@ -74,6 +78,7 @@ public struct ArchiveHeader: Sendable, Equatable {
         let kind = try r.u8("chunking kind")
         let codecID = try r.u8("codec")
         let flags = try r.u8("flags")
+        guard flags & ~1 == 0 else { throw r.error("reserved flag bits are set") }
         let level = Int(Int8(bitPattern: try r.u8("compression level")))
         let minimum = Int(try r.u32("minimum chunk length"))
         let average = Int(try r.u32("average chunk length"))

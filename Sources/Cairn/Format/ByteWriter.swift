@@ -1,6 +1,6 @@
 /// Appends little-endian fixed-width integers and length-prefixed byte strings to a `[UInt8]`.
 ///
-/// The encoding rules are those of `Spec/0001-container-format.md §2`.
+/// The encoding rules are those of `Spec/0001-container-format.md §1.3`.
 package struct ByteWriter {
     package var bytes: [UInt8]
 

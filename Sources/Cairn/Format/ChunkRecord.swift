@@ -17,7 +17,7 @@ package struct ChunkRecordPrefix: Sendable, Equatable {
     package static func decode(_ r: inout ByteReader, storedLength: Int) throws(CairnError) -> ChunkRecordPrefix {
         let id = try r.digest("chunk id")
         let codecByte = try r.u8("codec")
-        try r.skip(3, "reserved")
+        guard try r.raw(3, "reserved") == [0, 0, 0] else { throw r.error("reserved bytes are not zero") }
         let raw = Int(try r.u32("raw length"))
         guard let codec = ChunkCodec(rawValue: codecByte) else { throw r.error("unknown codec \(codecByte)") }
         guard raw >= 1, raw <= FormatLimits.maximumChunkLength else {

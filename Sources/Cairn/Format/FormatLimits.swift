@@ -1,9 +1,11 @@
-/// The hard limits of format version 1 (`Spec/0001-container-format.md §9`).
+/// The hard limits of format version 1 (`Spec/0001-container-format.md §14`).
 ///
 /// A reader refuses anything past these before allocating; a writer never produces it.
 public enum FormatLimits {
     /// Largest record payload, in bytes (16 MiB).
     public static let maximumRecordPayload = 16 * 1024 * 1024
+    /// Largest header record payload, in bytes (1 MiB).
+    public static let maximumHeaderPayload = 1024 * 1024
     /// Largest raw (uncompressed) chunk, in bytes (8 MiB).
     public static let maximumChunkLength = 8 * 1024 * 1024
     /// Longest path in archive, in bytes.
@@ -32,6 +34,8 @@ public enum FormatLimits {
     public static let maximumChunkRowsPerRecord = 65536
     /// Most rows in one manifest reference-table record.
     public static let maximumReferenceRowsPerRecord = 1_048_576
-    /// A writer starts a new manifest entry-table record before its payload passes this many bytes.
+    /// A writer starts a new manifest entry-table record when adding the next row would take its
+    /// payload past this many bytes (one row is at most about 8.5 MB, so a record stays under
+    /// ``maximumRecordPayload``).
     public static let entryTableRecordTarget = 8 * 1024 * 1024
 }

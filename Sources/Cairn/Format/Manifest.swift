@@ -73,13 +73,15 @@ package struct Manifest: Sendable {
             var w = ByteWriter(capacity: 1 << 16)
             var count = 0
             var rows = ByteWriter(capacity: 1 << 16)
-            while index + count < entries.count, rows.bytes.count < FormatLimits.entryTableRecordTarget {
+            while index + count < entries.count {
                 let row = entries[index + count]
+                let payload = row.entry.encoded()
+                let rowLength = 60 + payload.count
+                if count > 0, rows.bytes.count + rowLength > FormatLimits.entryTableRecordTarget { break }
                 rows.u64(row.recordOffset)
                 rows.u64(row.firstReference)
                 rows.u64(row.referenceCount)
                 rows.digest(row.contentDigest)
-                let payload = row.entry.encoded()
                 rows.u32(UInt32(truncatingIfNeeded: payload.count))
                 rows.raw(payload)
                 count += 1
@@ -112,10 +114,13 @@ package struct Manifest: Sendable {
                 let raw = try r.u32("raw length")
                 let stored = try r.u32("stored length")
                 let codecByte = try r.u8("codec")
-                try r.skip(3, "reserved")
+                guard try r.raw(3, "reserved") == [0, 0, 0] else { throw r.error("reserved bytes are not zero") }
                 guard let codec = ChunkCodec(rawValue: codecByte) else { throw r.error("unknown codec \(codecByte)") }
                 guard raw >= 1, raw <= UInt32(FormatLimits.maximumChunkLength) else {
                     throw r.error("chunk raw length \(raw) is out of range")
+                }
+                guard codec != .none || stored == raw else {
+                    throw r.error("uncompressed chunk row stores \(stored) bytes but declares \(raw)")
                 }
                 chunks.append(ChunkRow(id: id, offset: chunkOffset, rawLength: raw, storedLength: stored, codec: codec))
             }
@@ -152,8 +157,8 @@ package struct Manifest: Sendable {
                 if entry.kind == .file {
                     entry.contentDigest = digest
                     entry.chunkCount = Int(referenceCount)
-                } else if referenceCount != 0 {
-                    throw r.error("a \(entry.kind) entry has chunk references")
+                } else if referenceCount != 0 || digest != .zero {
+                    throw r.error("a \(entry.kind) entry has chunk references or a content digest")
                 }
                 entries.append(
                     EntryRow(

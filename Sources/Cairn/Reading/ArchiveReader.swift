@@ -117,7 +117,8 @@ package final class ArchiveReader {
         guard !overflow, footer.manifestOffset >= bodyOffset, end == footerOffset else {
             throw CairnError(.corrupted, "footer points at a manifest outside the file", offset: footerOffset)
         }
-        // Every row costs at least 4 bytes on disk, so counts beyond that are lies.
+        // Rows cost at least 52 (chunk), 4 (reference) and 60 (entry) bytes on disk, so larger
+        // counts are lies.
         guard footer.chunkCount <= footer.manifestLength / 52, footer.referenceCount <= footer.manifestLength / 4,
             footer.entryCount <= footer.manifestLength / 60
         else {
@@ -165,6 +166,11 @@ package final class ArchiveReader {
         let (record, _) = try ArchiveReader.readRecord(descriptor, at: row.offset, fileSize: footer.manifestOffset)
         guard record.type == .chunk else {
             throw CairnError(.corrupted, "manifest points at a \(record.type?.name ?? "unknown") record, not chunk \(row.id)", offset: row.offset)
+        }
+        guard record.payload.count == ChunkRecordPrefix.length + Int(row.storedLength),
+            record.payload.count > ChunkRecordPrefix.length, record.payload[32] == row.codec.rawValue
+        else {
+            throw CairnError(.corrupted, "chunk record \(row.id) disagrees with its manifest row", offset: row.offset)
         }
         try ArchiveReader.decodeChunk(
             record.payload, expected: row.id, rawLength: Int(row.rawLength),

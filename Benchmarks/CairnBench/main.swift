@@ -1,0 +1,1 @@
+// Placeholder: the benchmark harness lands in a later commit.

@@ -1,0 +1,2 @@
+// Placeholder: the seeded sample-data generator lands in a later commit.
+public enum SampleCorpus {}
