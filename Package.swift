@@ -31,7 +31,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CairnTests",
-            dependencies: ["Cairn", "CairnTestSupport"],
+            dependencies: ["Cairn", "CairnTestSupport", "cairn"],
             resources: [.copy("Fixtures")]
         ),
     ]
