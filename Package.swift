@@ -21,7 +21,7 @@ let package = Package(
         .executableTarget(name: "cairn", dependencies: ["Cairn", "CairnCorpus"]),
         .executableTarget(
             name: "cairn-bench",
-            dependencies: ["Cairn", "CairnCorpus"],
+            dependencies: ["Cairn", "CairnCorpus", "CZlib", "CLZ4", "CCrypto", "CZstd"],
             path: "Benchmarks/CairnBench"
         ),
         .target(
