@@ -33,7 +33,8 @@ enum ExtractCommand {
         }
         if args.flag("--no-space-check") { options.checkFreeSpace = false }
         if archive == "-" {
-            throw UsageError("reading an archive from standard input is not supported by extract yet")
+            guard args.operands.count == 1 else { throw UsageError("PATH selection needs a seekable ARCHIVE, not -") }
+            return try await extractFromStandardInput(args, destination: destination, options: options)
         }
         let selection = args.operands.dropFirst().map { String(decoding: $0, as: UTF8.self) }
         let started = monotonicSeconds()
@@ -67,6 +68,42 @@ enum ExtractCommand {
             Output.out(
                 "extracted \(summary.entryCount) entries, \(Output.bytes(summary.contentBytes)) into \(String(decoding: destination, as: UTF8.self)) "
                     + "in \(String(format: "%.2f", seconds)) s (\(Output.rate(summary.contentBytes, seconds: seconds)), \(String(format: "%.2f", cpu)) s CPU)")
+        }
+        return .success
+    }
+
+    /// `cairn extract - -C DEST`: reads the archive once from standard input.
+    static func extractFromStandardInput(_ args: Arguments, destination: [UInt8], options: ExtractionOptions) async throws
+        -> ExitStatus
+    {
+        let started = monotonicSeconds()
+        let cpuStarted = ProcessTimes.cpuSeconds()
+        let progress = Progress(totalUnitCount: 0)
+        let bar = ProgressBar.shouldShow(args) ? ProgressBar(progress: progress, label: "extract") : nil
+        bar?.start()
+        let report: VerificationReport
+        do {
+            report = try await Extractor.extractStream(
+                from: FileHandle.standardInput, to: URL(fileURLWithPath: String(decoding: destination, as: UTF8.self)),
+                options: options, progress: progress)
+        } catch {
+            bar?.stop()
+            throw error
+        }
+        bar?.stop()
+        let seconds = monotonicSeconds() - started
+        let cpu = ProcessTimes.cpuSeconds() - cpuStarted
+        if args.flag("--json") {
+            Output.out(
+                Output.json([
+                    "entryCount": report.entryCount, "contentBytes": report.contentBytes, "wallSeconds": seconds,
+                    "cpuSeconds": cpu,
+                ]))
+        } else if !args.flag("-q", "--quiet") {
+            Output.out(
+                "extracted \(report.entryCount) entries, \(Output.bytes(report.contentBytes)) from standard input into "
+                    + "\(String(decoding: destination, as: UTF8.self)) in \(String(format: "%.2f", seconds)) s "
+                    + "(\(Output.rate(report.contentBytes, seconds: seconds)), \(String(format: "%.2f", cpu)) s CPU)")
         }
         return .success
     }

@@ -20,11 +20,13 @@ extension Archiver {
         public var sourcePlatform = Configuration.currentPlatform
         /// Free key/value pairs stored in the header.
         public var metadata: [String: String] = [:]
-        /// Concurrent hashing and compression tasks; default: the active processor count.
-        public var concurrency = max(1, ProcessInfo.processInfo.activeProcessorCount)
-        /// Bytes of a file read per batch (bounded memory: about three batches are in flight at
-        /// most). Default 4 MiB.
-        public var batchBytes = 4 * 1024 * 1024
+        /// How many bytes may be in flight (read, not yet written); default
+        /// ``BackpressurePolicy/default``.
+        public var backpressure: BackpressurePolicy = .default
+        /// Bytes of content per batch, the unit of parallel work: each batch is hashed and
+        /// compressed by its own task, so batches in flight use every core. Default 2 MiB;
+        /// at least twice the maximum chunk length and at most the high watermark.
+        public var batchBytes = 2 * 1024 * 1024
 
         public init() {}
 

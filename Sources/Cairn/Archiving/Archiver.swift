@@ -21,29 +21,23 @@ public final class Archiver {
     private let configuration: Configuration
     private let sink: any ArchiveSink
     private let writer: ArchiveWriter
-    private let chunker: Chunker
-    private let processor: ChunkBatchProcessor
-    private var warnings: [CairnError] = []
-    /// (device, inode) of files with more than one link → their path in archive.
-    private var hardLinks: [HardLinkKey: [UInt8]] = [:]
-    /// Paths already used, to refuse duplicates.
-    private var pathsInArchive: Set<[UInt8]> = []
+    private let budget: ByteBudget
+    private let claims = ChunkClaims()
+    private var producerState = ItemProducer.State()
     private var state: State = .open
-    private var readBuffer: [UInt8] = []
 
     /// Export progress: `totalUnitCount` is the size estimate (or the bytes seen so far when there
-    /// is none), `completedUnitCount` the content bytes archived.
+    /// is none), `completedUnitCount` the content bytes read.
     public let progress: Progress
 
     private enum State { case open, failed, finished }
 
-    private struct HardLinkKey: Hashable {
-        var device: UInt64
-        var inode: UInt64
-    }
-
     /// Output is handed to the sink once this many bytes are pending.
     private static let flushThreshold = 1 << 20
+
+    /// The most bytes that were in flight (read, not yet handed to the sink) at once; stays
+    /// within the backpressure policy's high watermark plus one batch.
+    public var peakBytesInFlight: Int { budget.peakBytesInUse }
 
     /// Creates an archiver that writes to any sink.
     ///
@@ -51,13 +45,15 @@ public final class Archiver {
     public init(sink: any ArchiveSink, configuration: Configuration = Configuration()) throws(CairnError) {
         var configuration = configuration
         configuration.batchBytes = max(configuration.batchBytes, configuration.chunking.maximum * 2)
+        if configuration.batchBytes > configuration.backpressure.high.bytes {
+            configuration.batchBytes = max(configuration.backpressure.high.bytes, configuration.chunking.maximum * 2)
+        }
         try configuration.header.validate()
         self.configuration = configuration
         self.sink = sink
+        try configuration.backpressure.validate()
         self.writer = try ArchiveWriter(header: configuration.header)
-        self.chunker = Chunker(policy: configuration.chunking)
-        self.processor = ChunkBatchProcessor(
-            compression: configuration.effectiveCompression, concurrency: configuration.concurrency)
+        self.budget = ByteBudget(policy: configuration.backpressure)
         let total = configuration.sizeEstimate.map { Int64(clamping: $0) } ?? 0
         self.progress = Progress(totalUnitCount: total)
     }
@@ -128,9 +124,8 @@ public final class Archiver {
         } catch {
             throw error.withDisplay(PathBytes.display(path))
         }
-        try await guarded {
-            try await self.appendTree(sourcePath: path, parent: nil, name: path, status: status, archivePath: name)
-            try await self.flush(force: true)
+        try await runPipeline { producer in
+            try await producer.appendTree(sourcePath: path, parent: nil, name: path, status: status, archivePath: name)
         }
     }
 
@@ -143,25 +138,13 @@ public final class Archiver {
     ///   - modificationTime: nanoseconds since the Unix epoch, default now.
     public func append<S: AsyncSequence>(
         contentsOf bytes: S, pathInArchive: String, permissions: UInt32 = 0o644, modificationTime: Int64? = nil
-    ) async throws where S.Element == [UInt8] {
+    ) async throws where S.Element == [UInt8], S: Sendable {
         try checkOpen()
         let name = try Archiver.normalizedPathInArchive(Array(pathInArchive.utf8))
         let mtime = modificationTime ?? Int64(Date().timeIntervalSince1970 * 1_000_000_000)
-        try await guarded {
-            try self.claim(name)
-            let entry = ArchiveEntry(pathBytes: name, kind: .file, permissions: permissions & 0o7777, modificationTime: mtime)
-            try self.writer.beginEntry(entry)
-            var pending: [UInt8] = []
-            for try await piece in bytes {
-                try Task.checkCancellation()
-                pending.append(contentsOf: piece)
-                if pending.count >= self.configuration.batchBytes {
-                    pending = try await self.processChunks(of: pending, isFinal: false)
-                }
-            }
-            _ = try await self.processChunks(of: pending, isFinal: true)
-            try self.writer.endFile()
-            try await self.flush(force: true)
+        let entry = ArchiveEntry(pathBytes: name, kind: .file, permissions: permissions & 0o7777, modificationTime: mtime)
+        try await runPipeline { producer in
+            try await producer.appendStream(bytes, entry: entry)
         }
     }
 
@@ -187,7 +170,8 @@ public final class Archiver {
             compressedBytes: configuration.effectiveCompression == .none ? nil : writer.storedBytes,
             sizeEstimate: configuration.sizeEstimate, version: configuration.resourcesVersion,
             archiveBytes: writer.offset, entryCount: writer.entryCount, chunkCount: writer.chunkCount,
-            referenceCount: writer.manifest.references.count, uniqueBytes: writer.uniqueBytes, warnings: warnings)
+            referenceCount: writer.manifest.references.count, uniqueBytes: writer.uniqueBytes,
+            warnings: producerState.warnings)
     }
 
     /// Abandons the archive: writes what is pending and tells the sink. Used after errors.
@@ -242,240 +226,84 @@ public final class Archiver {
         }
     }
 
-    private func claim(_ path: [UInt8]) throws(CairnError) {
-        guard pathsInArchive.insert(path).inserted else {
-            throw CairnError(.alreadyExists, "path is already in the archive", path: PathBytes.display(path))
-        }
-    }
-
-    private func warn(_ error: CairnError) {
-        warnings.append(error)
-    }
-
-    /// Appends one item and, for directories, everything below it, depth first in byte order.
-    private func appendTree(
-        sourcePath: [UInt8], parent: FileDescriptor?, name: [UInt8], status: FileStatus, archivePath: [UInt8]
+    /// Runs one append through the pipeline: a producer task reads and chunks into batches,
+    /// one processing task per batch hashes and compresses on every core, and this task writes the
+    /// results in order, returning each batch's bytes to the budget once they reach the sink.
+    private func runPipeline(
+        _ produce: @escaping @Sendable (inout ItemProducer) async throws -> Void
     ) async throws {
-        try Task.checkCancellation()
-        let display = PathBytes.display(sourcePath)
-        if !archivePath.isEmpty, let problem = PathValidator.problem(with: archivePath) {
-            warn(CairnError(.limitExceeded, "path in archive \(problem); skipped", path: display))
-            return
+        let (stream, continuation) = AsyncStream<ItemProducer.Item>.makeStream()
+        let initial = producerState
+        let budget = budget
+        let claims = claims
+        let configuration = configuration
+        let progress = progress
+        let estimate = configuration.sizeEstimate
+        let producer = Task { () async throws -> ItemProducer.State in
+            defer { continuation.finish() }
+            var item = ItemProducer(
+                state: initial, chunking: configuration.chunking, batchBytes: configuration.batchBytes, budget: budget,
+                claims: claims, compression: configuration.effectiveCompression, output: continuation,
+                onProgress: { bytes in
+                    if estimate == nil, progress.totalUnitCount < Int64(clamping: bytes) {
+                        progress.totalUnitCount = Int64(clamping: bytes)
+                    }
+                    progress.completedUnitCount = min(Int64(clamping: bytes), max(progress.totalUnitCount, 0))
+                })
+            try await produce(&item)
+            try await item.finish()
+            return item.state
         }
-        switch status.kind {
-        case .directory:
-            let directory: FileDescriptor
-            do {
-                directory = try FileSystem.openDirectory(name, in: parent, display: display)
-            } catch {
-                warn(error.withDisplay(display))
-                return
-            }
-            defer { _ = try? directory.close() }
-            if !archivePath.isEmpty {
-                try claim(archivePath)
-                try writer.beginEntry(
-                ArchiveEntry(
-                    pathBytes: archivePath, kind: .directory, permissions: status.permissions,
-                        modificationTime: status.modificationTime, userID: status.userID, groupID: status.groupID))
-            }
-            let names: [[UInt8]]
-            do {
-                names = try DirectoryReader.names(in: directory)
-            } catch {
-                warn(error.withDisplay(display))
-                return
-            }
-            for child in names {
-                let childPath = PathBytes.join(sourcePath, child)
-                let childStatus: FileStatus
-                do {
-                    childStatus = try FileStatus.of(child, relativeTo: directory)
-                } catch {
-                    warn(error.withDisplay(PathBytes.display(childPath)))
-                    continue
-                }
-                try await appendTree(
-                    sourcePath: childPath, parent: directory, name: child, status: childStatus,
-                    archivePath: PathBytes.join(archivePath, child))
-            }
-        case .symlink:
-            let target: [UInt8]
-            do {
-                target = try FileSystem.readSymlink(name, in: parent, display: display)
-            } catch {
-                warn(error.withDisplay(display))
-                return
-            }
-            try claim(archivePath)
-            try writer.beginEntry(
-                ArchiveEntry(
-                    pathBytes: archivePath, kind: .symlink, permissions: status.permissions,
-                    modificationTime: status.modificationTime, userID: status.userID, groupID: status.groupID,
-                    linkTarget: target))
-        case .regular:
-            if status.linkCount > 1 {
-                let key = HardLinkKey(device: status.device, inode: status.inode)
-                if let first = hardLinks[key] {
-                    try claim(archivePath)
-                    try writer.beginEntry(
-                        ArchiveEntry(
-                            pathBytes: archivePath, kind: .hardLink, permissions: status.permissions,
-                            modificationTime: status.modificationTime, userID: status.userID, groupID: status.groupID,
-                            linkTarget: first))
-                    return
-                }
-            }
-            if try await appendFile(name: name, parent: parent, display: display, status: status, archivePath: archivePath),
-                status.linkCount > 1
-            {
-                hardLinks[HardLinkKey(device: status.device, inode: status.inode)] = archivePath
-            }
-        default:
-            warn(CairnError(.unsupportedFileType, "\(status.kind) files are not archived; skipped", path: display))
-        }
-        try await flush(force: false)
-    }
-
-    /// Appends a regular file's entry and content.
-    ///
-    /// - Returns: whether an entry was written (false when the file was skipped with a warning).
-    @discardableResult
-    private func appendFile(
-        name: [UInt8], parent: FileDescriptor?, display: String, status: FileStatus, archivePath: [UInt8]
-    ) async throws -> Bool {
-        let fd: FileDescriptor
         do {
-            fd = try FileDescriptor.open(name, flags: O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, relativeTo: parent)
-        } catch {
-            warn(error.withDisplay(display))
-            return false
-        }
-        defer { _ = try? fd.close() }
-        let before: FileStatus
-        do {
-            before = try fd.status()
-        } catch {
-            warn(error.withDisplay(display))
-            return false
-        }
-        guard before.kind == .regular else {
-            warn(CairnError(.sourceChanged, "was replaced by a \(before.kind) after it was listed; skipped", path: display))
-            return false
-        }
-        try claim(archivePath)
-        try writer.beginEntry(
-            ArchiveEntry(
-                pathBytes: archivePath, kind: .file, permissions: before.permissions,
-                modificationTime: before.modificationTime, size: before.size, userID: before.userID,
-                groupID: before.groupID))
-        if progress.totalUnitCount < Int64(clamping: writer.contentBytes + before.size) && configuration.sizeEstimate == nil {
-            progress.totalUnitCount = Int64(clamping: writer.contentBytes + before.size)
-        }
-        let batch = configuration.batchBytes
-        var carry = 0
-        var readTotal: UInt64 = 0
-        var readError: CairnError?
-        if readBuffer.count < batch { readBuffer = [UInt8](repeating: 0, count: batch) }
-        while true {
-            try Task.checkCancellation()
-            var n = 0
-            do {
-                n = try readBuffer.withMutableBytes { (raw) throws(CairnError) in
-                    try fd.readFully(into: UnsafeMutableRawBufferPointer(rebasing: raw[carry...]))
+            try await withTaskCancellationHandler {
+                for await item in stream {
+                    let processed = try await item.processing.value
+                    try apply(item.batch, processed)
+                    try await flush(force: false)
+                    budget.release(item.batch.byteCount)
+                    try Task.checkCancellation()
                 }
-            } catch {
-                readError = error.withDisplay(display)
+                producerState = try await producer.value
+                try Task.checkCancellation()
+                try await flush(force: true)
+            } onCancel: {
+                producer.cancel()
+                budget.close()
             }
-            readTotal += UInt64(n)
-            let isFinal = carry + n < batch
-            let filled = carry + n
-            carry = try await processBuffer(count: filled, isFinal: isFinal)
-            progress.completedUnitCount = Int64(clamping: writer.contentBytes)
-            try await flush(force: false)
-            if isFinal { break }
+        } catch {
+            producer.cancel()
+            budget.close()
+            // Drain what the producer already queued so no task is left running.
+            for await item in stream { item.processing.cancel() }
+            _ = try? await producer.value
+            budget.reset()
+            await abandon()
+            throw Archiver.wrap(error)
         }
-        try writer.endFile()
-        if let readError {
-            warn(CairnError(.io, "read failed; only the first \(readTotal) bytes were archived", path: display, cause: readError.cause))
-            return true
-        }
-        let after = try? fd.status()
-        if let after,
-            after.size != before.size || after.modificationTime != before.modificationTime
-                || after.changeTime != before.changeTime || readTotal != before.size
-        {
-            warn(
-                CairnError(
-                    .sourceChanged,
-                    "changed while it was read (size \(before.size) → \(after.size), \(readTotal) bytes archived)",
-                    path: display))
-        }
-        return true
     }
 
-    /// Chunks `readBuffer[0..<count]`, processes every complete chunk, moves the undetermined tail
-    /// to the front, and returns its length.
-    private func processBuffer(count: Int, isFinal: Bool) async throws -> Int {
-        var ranges: [Range<Int>] = []
-        var position = 0
-        readBuffer.withUnsafeBytes { raw in
-            while position < count {
-                let window = UnsafeRawBufferPointer(rebasing: raw[position..<count])
-                guard let length = chunker.nextChunkLength(in: window, isFinal: isFinal) else { break }
-                ranges.append(position..<(position + length))
-                position += length
-            }
-        }
-        try await appendChunks(of: readBuffer, ranges: ranges)
-        let rest = count - position
-        if rest > 0 {
-            readBuffer.withUnsafeMutableBytes { raw in
-                guard let base = raw.baseAddress else { return }
-                memmove(base, base + position, rest)
-            }
-        }
-        return rest
-    }
-
-    /// Chunks an owned buffer (used by ``append(contentsOf:pathInArchive:permissions:modificationTime:)``)
-    /// and returns the undetermined tail.
-    private func processChunks(of buffer: [UInt8], isFinal: Bool) async throws -> [UInt8] {
-        var ranges: [Range<Int>] = []
-        var position = 0
-        buffer.withUnsafeBytes { raw in
-            while position < buffer.count {
-                let window = UnsafeRawBufferPointer(rebasing: raw[position...])
-                guard let length = chunker.nextChunkLength(in: window, isFinal: isFinal) else { break }
-                ranges.append(position..<(position + length))
-                position += length
-            }
-        }
-        try await appendChunks(of: buffer, ranges: ranges)
-        progress.completedUnitCount = Int64(clamping: writer.contentBytes)
-        try await flush(force: false)
-        return Array(buffer[position...])
-    }
-
-    /// Hashes the chunks, compresses the new ones, and appends them in order.
-    private func appendChunks(of buffer: [UInt8], ranges: [Range<Int>]) async throws {
-        guard !ranges.isEmpty else { return }
-        let ids = try await processor.hash(buffer, ranges: ranges)
-        var newRanges: [Range<Int>] = []
-        var seen: Set<Digest> = []
-        for (id, range) in zip(ids, ranges) where !writer.contains(id) && seen.insert(id).inserted {
-            newRanges.append(range)
-        }
-        let stored = try await processor.compress(buffer, ranges: newRanges)
-        var next = 0
-        for (id, range) in zip(ids, ranges) {
-            if writer.contains(id) {
-                try writer.appendChunk(id: id, rawLength: range.count, codec: .none, stored: nil)
-            } else {
-                let chunk = stored[next]
-                next += 1
-                try chunk.bytes.withBytes { (raw) throws(CairnError) in
-                    try writer.appendChunk(id: id, rawLength: range.count, codec: chunk.codec, stored: raw)
+    /// Applies a processed batch's events to the writer, in order.
+    private func apply(_ batch: ContentBatch, _ processed: ProcessedBatch) throws {
+        var chunkIndex = 0
+        try batch.buffer.withBytes { (_) throws(CairnError) in
+            for event in batch.events {
+                switch event {
+                case .entry(let entry):
+                    try writer.beginEntry(entry)
+                case .chunk(let range):
+                    let id = processed.ids[chunkIndex]
+                    if writer.contains(id) {
+                        try writer.appendChunk(id: id, rawLength: range.count, codec: .none, stored: nil)
+                    } else if let stored = processed.stored[chunkIndex] {
+                        try stored.bytes.withBytes { (raw) throws(CairnError) in
+                            try writer.appendChunk(id: id, rawLength: range.count, codec: stored.codec, stored: raw)
+                        }
+                    } else {
+                        throw CairnError(.corrupted, "internal error: chunk \(id) has no stored form")
+                    }
+                    chunkIndex += 1
+                case .endFile:
+                    try writer.endFile()
                 }
             }
         }

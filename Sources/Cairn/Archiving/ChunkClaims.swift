@@ -1,0 +1,55 @@
+import Synchronization
+
+/// Which chunk ordinal first claimed each chunk id, shared by the processing tasks so that a
+/// duplicate chunk is not compressed twice.
+///
+/// A task compresses a chunk only if no chunk with a smaller ordinal (earlier in the output)
+/// has claimed its id. The chunk with the smallest ordinal for an id always compresses, and the
+/// writer writes chunks in ordinal order, so whenever the writer meets an id for the first time
+/// it holds that id's payload, whatever the scheduling.
+package final class ChunkClaims: Sendable {
+    private let claims = Mutex<[Digest: UInt64]>([:])
+
+    package init() {}
+
+    /// Records `ordinal` for `id` unless an earlier ordinal holds it.
+    ///
+    /// - Returns: true when the caller must produce the stored form.
+    package func claim(_ id: Digest, ordinal: UInt64) -> Bool {
+        claims.withLock { map in
+            if let existing = map[id], existing <= ordinal { return existing == ordinal }
+            map[id] = ordinal
+            return true
+        }
+    }
+}
+
+/// Hashes (SHA-256) and compresses one batch; runs as its own task, one per batch, so batches
+/// in flight use every core.
+package enum BatchProcessor {
+    package static func process(_ batch: ContentBatch, compression: CompressionMethod, claims: ChunkClaims) throws
+        -> ProcessedBatch
+    {
+        let ranges = batch.chunkRanges
+        var ids: [Digest] = []
+        var stored: [StoredChunk?] = []
+        ids.reserveCapacity(ranges.count)
+        stored.reserveCapacity(ranges.count)
+        let compressor = ChunkCompressor(method: compression)
+        try batch.buffer.withBytes { (raw) throws(CairnError) in
+            for (index, range) in ranges.enumerated() {
+                let bytes = UnsafeRawBufferPointer(rebasing: raw[range])
+                let id = try SHA256.hash(bytes)
+                ids.append(id)
+                if claims.claim(id, ordinal: batch.firstChunkOrdinal + UInt64(index)) {
+                    var out: [UInt8] = []
+                    let codec = compressor.compress(bytes, appendingTo: &out)
+                    stored.append(StoredChunk(codec: codec, bytes: out))
+                } else {
+                    stored.append(nil)
+                }
+            }
+        }
+        return ProcessedBatch(ids: ids, stored: stored)
+    }
+}

@@ -1,0 +1,44 @@
+/// One unit of work in the archiving pipeline: a buffer of file content and the ordered events
+/// (entries, chunks, file ends) that the writer applies.
+///
+/// Small files are packed several to a batch; a large file spans many batches. The producer
+/// takes ``byteCount`` from the ``ByteBudget`` before reading into the buffer, and the writer
+/// returns it after the batch's bytes were handed to the sink.
+package struct ContentBatch: Sendable {
+    /// What the writer does, in order.
+    package enum Event: Sendable {
+        /// Begin an entry (a file stays open until ``endFile``).
+        case entry(ArchiveEntry)
+        /// The next chunk of the open file: `buffer[range]`.
+        case chunk(Range<Int>)
+        /// The open file is complete.
+        case endFile
+    }
+
+    /// Sequence number, for ordering.
+    package var sequence: UInt64
+    /// Global ordinal of this batch's first chunk (chunk ordinals decide which duplicate is stored).
+    package var firstChunkOrdinal: UInt64
+    package var buffer: [UInt8]
+    package var events: [Event]
+    /// Bytes taken from the budget for this batch.
+    package var byteCount: Int
+
+    package var chunkRanges: [Range<Int>] {
+        events.compactMap { if case .chunk(let range) = $0 { return range } else { return nil } }
+    }
+}
+
+/// The hashed, and where needed compressed, chunks of a batch, in event order.
+package struct ProcessedBatch: Sendable {
+    package var ids: [Digest]
+    /// The stored form of each chunk this batch must write; nil where an earlier chunk with the
+    /// same id will have been written first.
+    package var stored: [StoredChunk?]
+}
+
+/// A chunk's stored form.
+package struct StoredChunk: Sendable {
+    package var codec: ChunkCodec
+    package var bytes: [UInt8]
+}

@@ -1,0 +1,339 @@
+import Glibc
+
+/// The first stage of the archiving pipeline: walks sources, reads files into batches, cuts
+/// them into chunks, and hands each full batch to a processing task and, in order, to the writer.
+///
+/// It runs on its own task; everything it keeps between ``Archiver`` calls is in ``State``, a
+/// value that moves in and out of that task.
+struct ItemProducer {
+    /// What persists across appends.
+    struct State: Sendable {
+        /// (device, inode) of files with several links → their path in archive.
+        var hardLinks: [HardLinkKey: [UInt8]] = [:]
+        /// Paths already used, to refuse duplicates.
+        var paths: Set<[UInt8]> = []
+        var warnings: [CairnError] = []
+        var nextBatch: UInt64 = 0
+        var nextChunkOrdinal: UInt64 = 0
+        /// Content bytes read so far (for progress).
+        var contentBytes: UInt64 = 0
+    }
+
+    struct HardLinkKey: Hashable, Sendable {
+        var device: UInt64
+        var inode: UInt64
+    }
+
+    /// A batch and the task computing its chunks' ids and stored forms.
+    struct Item: Sendable {
+        var batch: ContentBatch
+        var processing: Task<ProcessedBatch, any Error>
+    }
+
+    var state: State
+    private let chunker: Chunker
+    private let batchBytes: Int
+    private let budget: ByteBudget
+    private let claims: ChunkClaims
+    private let compression: CompressionMethod
+    private let output: AsyncStream<Item>.Continuation
+    private let onProgress: @Sendable (UInt64) -> Void
+
+    private var buffer: [UInt8]
+    private var used = 0
+    /// Start of the open file's bytes not yet cut into chunks.
+    private var pendingStart = 0
+    private var events: [ContentBatch.Event] = []
+    private var chunksInBatch = 0
+    private var acquired = 0
+
+    init(
+        state: State, chunking: ChunkingPolicy, batchBytes: Int, budget: ByteBudget, claims: ChunkClaims,
+        compression: CompressionMethod, output: AsyncStream<Item>.Continuation,
+        onProgress: @escaping @Sendable (UInt64) -> Void
+    ) {
+        self.state = state
+        self.chunker = Chunker(policy: chunking)
+        self.batchBytes = batchBytes
+        self.budget = budget
+        self.claims = claims
+        self.compression = compression
+        self.output = output
+        self.onProgress = onProgress
+        self.buffer = []
+    }
+
+    // MARK: - Batches
+
+    /// Makes sure a buffer with room is available, taking its size from the budget.
+    private mutating func ensureBuffer() async throws {
+        if acquired == 0 {
+            try await budget.acquire(batchBytes)
+            acquired = batchBytes
+            if buffer.count != batchBytes { buffer = [UInt8](repeating: 0, count: batchBytes) }
+        }
+    }
+
+    /// Sends the current batch (if it has any event) and starts a new one, carrying the open
+    /// file's undetermined tail `buffer[pendingStart..<used]` over.
+    mutating func flushBatch() async throws {
+        guard !events.isEmpty else { return }
+        let tail = Array(buffer[pendingStart..<used])
+        let batch = ContentBatch(
+            sequence: state.nextBatch, firstChunkOrdinal: state.nextChunkOrdinal, buffer: buffer, events: events,
+            byteCount: acquired)
+        state.nextBatch += 1
+        state.nextChunkOrdinal += UInt64(chunksInBatch)
+        let compression = compression
+        let claims = claims
+        let processing = Task {
+            try BatchProcessor.process(batch, compression: compression, claims: claims)
+        }
+        output.yield(Item(batch: batch, processing: processing))
+        events = []
+        chunksInBatch = 0
+        acquired = 0
+        buffer = []
+        used = 0
+        pendingStart = 0
+        try await ensureBuffer()
+        buffer.replaceSubrange(0..<tail.count, with: tail)
+        used = tail.count
+    }
+
+    private mutating func emit(_ event: ContentBatch.Event) async throws {
+        try await ensureBuffer()
+        events.append(event)
+        if events.count >= 4096 { try await flushBatch() }
+    }
+
+    /// Cuts `buffer[pendingStart..<used]` into chunks; with `isFinal` the rest is the file's end.
+    private mutating func cutChunks(isFinal: Bool) {
+        buffer.withUnsafeBytes { raw in
+            while pendingStart < used {
+                let window = UnsafeRawBufferPointer(rebasing: raw[pendingStart..<used])
+                guard let length = chunker.nextChunkLength(in: window, isFinal: isFinal) else { break }
+                events.append(.chunk(pendingStart..<(pendingStart + length)))
+                chunksInBatch += 1
+                pendingStart += length
+            }
+        }
+    }
+
+    // MARK: - Sources
+
+    /// Appends one item and, for directories, everything below it, depth first in byte order.
+    mutating func appendTree(
+        sourcePath: [UInt8], parent: FileDescriptor?, name: [UInt8], status: FileStatus, archivePath: [UInt8]
+    ) async throws {
+        try Task.checkCancellation()
+        let display = PathBytes.display(sourcePath)
+        if !archivePath.isEmpty, let problem = PathValidator.problem(with: archivePath) {
+            warn(CairnError(.limitExceeded, "path in archive \(problem); skipped", path: display))
+            return
+        }
+        switch status.kind {
+        case .directory:
+            let directory: FileDescriptor
+            do {
+                directory = try FileSystem.openDirectory(name, in: parent, display: display)
+            } catch {
+                warn(error.withDisplay(display))
+                return
+            }
+            defer { _ = try? directory.close() }
+            if !archivePath.isEmpty {
+                try claim(archivePath)
+                try await emit(
+                    .entry(
+                        ArchiveEntry(
+                            pathBytes: archivePath, kind: .directory, permissions: status.permissions,
+                            modificationTime: status.modificationTime, userID: status.userID, groupID: status.groupID)))
+            }
+            let names: [[UInt8]]
+            do {
+                names = try DirectoryReader.names(in: directory)
+            } catch {
+                warn(error.withDisplay(display))
+                return
+            }
+            for child in names {
+                let childPath = PathBytes.join(sourcePath, child)
+                let childStatus: FileStatus
+                do {
+                    childStatus = try FileStatus.of(child, relativeTo: directory)
+                } catch {
+                    warn(error.withDisplay(PathBytes.display(childPath)))
+                    continue
+                }
+                try await appendTree(
+                    sourcePath: childPath, parent: directory, name: child, status: childStatus,
+                    archivePath: PathBytes.join(archivePath, child))
+            }
+        case .symlink:
+            let target: [UInt8]
+            do {
+                target = try FileSystem.readSymlink(name, in: parent, display: display)
+            } catch {
+                warn(error.withDisplay(display))
+                return
+            }
+            try claim(archivePath)
+            try await emit(
+                .entry(
+                    ArchiveEntry(
+                        pathBytes: archivePath, kind: .symlink, permissions: status.permissions,
+                        modificationTime: status.modificationTime, userID: status.userID, groupID: status.groupID,
+                        linkTarget: target)))
+        case .regular:
+            let key = HardLinkKey(device: status.device, inode: status.inode)
+            if status.linkCount > 1, let first = state.hardLinks[key] {
+                try claim(archivePath)
+                try await emit(
+                    .entry(
+                        ArchiveEntry(
+                            pathBytes: archivePath, kind: .hardLink, permissions: status.permissions,
+                            modificationTime: status.modificationTime, userID: status.userID, groupID: status.groupID,
+                            linkTarget: first)))
+                return
+            }
+            if try await appendFile(name: name, parent: parent, display: display, archivePath: archivePath),
+                status.linkCount > 1
+            {
+                state.hardLinks[key] = archivePath
+            }
+        default:
+            warn(CairnError(.unsupportedFileType, "\(status.kind) files are not archived; skipped", path: display))
+        }
+    }
+
+    /// Appends a regular file's entry and content.
+    ///
+    /// - Returns: whether an entry was written (false when the file was skipped with a warning).
+    private mutating func appendFile(name: [UInt8], parent: FileDescriptor?, display: String, archivePath: [UInt8])
+        async throws -> Bool
+    {
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(name, flags: O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, relativeTo: parent)
+        } catch {
+            warn(error.withDisplay(display))
+            return false
+        }
+        defer { _ = try? fd.close() }
+        let before: FileStatus
+        do {
+            before = try fd.status()
+        } catch {
+            warn(error.withDisplay(display))
+            return false
+        }
+        guard before.kind == .regular else {
+            warn(CairnError(.sourceChanged, "was replaced by a \(before.kind) after it was listed; skipped", path: display))
+            return false
+        }
+        try claim(archivePath)
+        try await emit(
+            .entry(
+                ArchiveEntry(
+                    pathBytes: archivePath, kind: .file, permissions: before.permissions,
+                    modificationTime: before.modificationTime, size: before.size, userID: before.userID,
+                    groupID: before.groupID)))
+        var readTotal: UInt64 = 0
+        var readError: CairnError?
+        pendingStart = used
+        while true {
+            try Task.checkCancellation()
+            // Keep at least one maximum-size chunk of room, so every read makes progress.
+            if buffer.count - used < chunker.maximum { try await flushBatch() }
+            var n = 0
+            let room = buffer.count - used
+            do {
+                n = try buffer.withMutableBytes { (raw) throws(CairnError) in
+                    try fd.readFully(into: UnsafeMutableRawBufferPointer(rebasing: raw[used...]))
+                }
+            } catch {
+                readError = error.withDisplay(display)
+            }
+            used += n
+            readTotal += UInt64(n)
+            state.contentBytes += UInt64(n)
+            let atEnd = n < room || readError != nil
+            cutChunks(isFinal: atEnd)
+            if atEnd { break }
+            onProgress(state.contentBytes)
+            try await flushBatch()
+        }
+        onProgress(state.contentBytes)
+        try await emit(.endFile)
+        if let readError {
+            warn(
+                CairnError(
+                    .io, "read failed; only the first \(readTotal) bytes were archived", path: display,
+                    cause: readError.cause))
+            return true
+        }
+        if let after = try? fd.status(),
+            after.size != before.size || after.modificationTime != before.modificationTime
+                || after.changeTime != before.changeTime || readTotal != before.size
+        {
+            warn(
+                CairnError(
+                    .sourceChanged,
+                    "changed while it was read (size \(before.size) → \(after.size), \(readTotal) bytes archived)",
+                    path: display))
+        }
+        // Keep small files packed together, but start a fresh batch once this one is mostly full.
+        if used >= batchBytes - batchBytes / 8 { try await flushBatch() }
+        return true
+    }
+
+    /// Appends a file whose content comes from an async sequence of byte arrays.
+    mutating func appendStream<S: AsyncSequence>(_ bytes: S, entry: ArchiveEntry) async throws
+    where S.Element == [UInt8] {
+        try claim(entry.pathBytes)
+        try await emit(.entry(entry))
+        pendingStart = used
+        for try await piece in bytes {
+            var offset = 0
+            while offset < piece.count {
+                try Task.checkCancellation()
+                if buffer.count - used < chunker.maximum {
+                    cutChunks(isFinal: false)
+                    try await flushBatch()
+                }
+                let take = min(buffer.count - used, piece.count - offset)
+                buffer.replaceSubrange(used..<(used + take), with: piece[offset..<(offset + take)])
+                used += take
+                offset += take
+                state.contentBytes += UInt64(take)
+                if used == buffer.count {
+                    cutChunks(isFinal: false)
+                    onProgress(state.contentBytes)
+                }
+            }
+        }
+        cutChunks(isFinal: true)
+        onProgress(state.contentBytes)
+        try await emit(.endFile)
+    }
+
+    /// Returns the unused budget of an empty trailing buffer.
+    mutating func finish() async throws {
+        try await flushBatch()
+        if acquired > 0, events.isEmpty {
+            budget.release(acquired)
+            acquired = 0
+        }
+    }
+
+    private mutating func claim(_ path: [UInt8]) throws(CairnError) {
+        guard state.paths.insert(path).inserted else {
+            throw CairnError(.alreadyExists, "path is already in the archive", path: PathBytes.display(path))
+        }
+    }
+
+    private mutating func warn(_ error: CairnError) {
+        state.warnings.append(error)
+    }
+}
