@@ -30,8 +30,17 @@ extension Extractor {
 
     private func write(_ plan: ExtractionPlan, into staging: StagingDirectory) async throws {
         let rows = reader.manifest.entries
-        let decompressor = ChunkDecompressor()
-        var chunkBuffer = [UInt8](repeating: 0, count: FormatLimits.maximumChunkLength)
+        var order: [Int] = []
+        for index in plan.indices where rows[index].entry.kind == .file || plan.copiedHardLinks[index] != nil {
+            let contentIndex = plan.copiedHardLinks[index] ?? index
+            order.append(contentsOf: reader.references(ofEntry: contentIndex).map { Int($0) })
+        }
+        let prefetcher = ChunkPrefetcher(
+            source: ChunkPrefetcher.Source(
+                descriptor: reader.descriptor, path: reader.path, chunks: reader.manifest.chunks,
+                limit: reader.footer.manifestOffset),
+            order: order)
+        defer { prefetcher.cancel() }
         var directories: [(path: [UInt8], entry: ArchiveEntry)] = []
         var symlinks: [ArchiveEntry] = []
         for index in plan.indices {
@@ -49,11 +58,10 @@ extension Extractor {
                 }
                 directories.append((entry.pathBytes, entry))
             case .file:
-                try writeFile(
-                    entry, contentOf: index, in: staging, decompressor: decompressor, buffer: &chunkBuffer)
+                try await writeFile(entry, contentOf: index, in: staging, chunks: prefetcher)
             case .hardLink:
                 if let target = plan.copiedHardLinks[index] {
-                    try writeFile(entry, contentOf: target, in: staging, decompressor: decompressor, buffer: &chunkBuffer)
+                    try await writeFile(entry, contentOf: target, in: staging, chunks: prefetcher)
                 } else {
                     let parent = try staging.parentDirectory(of: entry.pathBytes)
                     try FileSystem.makeHardLink(
@@ -80,34 +88,26 @@ extension Extractor {
         }
     }
 
-    /// Writes a file whose content is that of manifest entry `contentIndex`, verifying every chunk
-    /// before its bytes are written.
+    /// Writes a file whose content is that of manifest entry `contentIndex`; its chunks come,
+    /// verified, from `chunks` in order.
     private func writeFile(
-        _ entry: ArchiveEntry, contentOf contentIndex: Int, in staging: StagingDirectory,
-        decompressor: ChunkDecompressor, buffer: inout [UInt8]
-    ) throws {
+        _ entry: ArchiveEntry, contentOf contentIndex: Int, in staging: StagingDirectory, chunks: ChunkPrefetcher
+    ) async throws {
         let parent = try staging.parentDirectory(of: entry.pathBytes)
         let name = PathBytes.lastComponent(entry.pathBytes)
         let fd = try FileDescriptor.open(
             name, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600, relativeTo: parent)
         let file = FileDescriptor(rawValue: fd.rawValue, path: entry.path)
-        try file.closeAfter { () throws(CairnError) in
+        do {
             let digest = SHA256()
             var written: UInt64 = 0
             for reference in reader.references(ofEntry: contentIndex) {
                 let row = reader.manifest.chunks[Int(reference)]
-                let length = Int(row.rawLength)
-                try buffer.withMutableBytes { (raw) throws(CairnError) in
-                    do throws(CairnError) {
-                        try reader.readChunk(Int(reference), using: decompressor, into: raw)
-                    } catch {
-                        throw error.withPath(reader.path)
-                    }
-                    try file.writeAll(UnsafeRawBufferPointer(rebasing: raw[0..<length]))
-                }
+                let bytes = try await chunks.next()
+                try file.writeAll(bytes)
                 row.id.withUnsafeBytes { digest.update($0) }
-                written += UInt64(length)
-                progress.completedUnitCount += Int64(length)
+                written += UInt64(bytes.count)
+                progress.completedUnitCount += Int64(bytes.count)
             }
             let contentRow = reader.manifest.entries[contentIndex]
             guard try digest.finalize() == contentRow.contentDigest, written == contentRow.entry.size else {
@@ -115,6 +115,10 @@ extension Extractor {
             }
             try FileSystem.setPermissions(name, in: parent, mode: entry.permissions, display: entry.path)
             try FileSystem.setModificationTime(of: file, nanoseconds: entry.modificationTime)
+        } catch {
+            _ = try? file.close()
+            throw error
         }
+        try file.close()
     }
 }

@@ -1,0 +1,107 @@
+/// Reads, decompresses and verifies chunks ahead of the extractor's writes, on every core,
+/// handing them back strictly in order.
+///
+/// The chunks to deliver are known up front (the files' references, in extraction order). They
+/// are cut into groups of about ``groupBytes`` raw bytes; up to ``window`` groups are decoded
+/// by their own tasks while the caller writes earlier ones, so memory stays near
+/// `window × groupBytes`.
+final class ChunkPrefetcher {
+    /// What a decode task needs: the archive descriptor (read with `pread`, so tasks share it) and
+    /// the chunk table.
+    struct Source: Sendable {
+        var descriptor: FileDescriptor
+        var path: String
+        var chunks: [Manifest.ChunkRow]
+        /// Chunk records end before the manifest.
+        var limit: UInt64
+
+        /// Reads chunk `index`, checks its record and its SHA-256, and returns its raw bytes.
+        func decode(_ index: Int, using decompressor: ChunkDecompressor) throws(CairnError) -> [UInt8] {
+            let row = chunks[index]
+            let (record, _) = try ArchiveReader.readRecord(descriptor, at: row.offset, fileSize: limit)
+            guard record.type == .chunk, record.payload.count == ChunkRecordPrefix.length + Int(row.storedLength),
+                record.payload.count > ChunkRecordPrefix.length, record.payload[32] == row.codec.rawValue
+            else {
+                throw CairnError(.corrupted, "chunk record \(row.id) disagrees with its manifest row", path: path, offset: row.offset)
+            }
+            var out = [UInt8](repeating: 0, count: Int(row.rawLength))
+            do {
+                try out.withMutableBytes { (raw) throws(CairnError) in
+                    try ArchiveReader.decodeChunk(
+                        record.payload, expected: row.id, rawLength: Int(row.rawLength), offset: row.offset,
+                        using: decompressor, into: raw)
+                }
+            } catch {
+                throw error.withPath(path)
+            }
+            return out
+        }
+    }
+
+    private let source: Source
+    private let order: [Int]
+    private let window: Int
+    private let groupBytes: Int
+    private var nextToSchedule = 0
+    private var tasks: [Task<[[UInt8]], any Error>] = []
+    private var current: [[UInt8]] = []
+    private var currentIndex = 0
+
+    /// - Parameters:
+    ///   - order: chunk-table indices in the order they will be requested.
+    ///   - window: decode tasks in flight.
+    ///   - groupBytes: raw bytes per task.
+    init(source: Source, order: [Int], window: Int = 6, groupBytes: Int = 2 << 20) {
+        self.source = source
+        self.order = order
+        self.window = max(1, window)
+        self.groupBytes = max(1, groupBytes)
+    }
+
+    private func schedule() {
+        while tasks.count < window, nextToSchedule < order.count {
+            var group: [Int] = []
+            var bytes = 0
+            while nextToSchedule < order.count, group.isEmpty || bytes < groupBytes {
+                let index = order[nextToSchedule]
+                group.append(index)
+                bytes += Int(source.chunks[index].rawLength)
+                nextToSchedule += 1
+            }
+            let source = source
+            tasks.append(
+                Task {
+                    let decompressor = ChunkDecompressor()
+                    var out: [[UInt8]] = []
+                    out.reserveCapacity(group.count)
+                    for index in group {
+                        try Task.checkCancellation()
+                        out.append(try source.decode(index, using: decompressor))
+                    }
+                    return out
+                })
+        }
+    }
+
+    /// The next chunk's verified raw bytes.
+    func next() async throws -> [UInt8] {
+        if currentIndex >= current.count {
+            schedule()
+            guard !tasks.isEmpty else {
+                throw CairnError(.invalidArgument, "internal error: more chunks requested than planned")
+            }
+            let task = tasks.removeFirst()
+            current = try await task.value
+            currentIndex = 0
+            schedule()
+        }
+        defer { currentIndex += 1 }
+        return current[currentIndex]
+    }
+
+    /// Cancels the decode tasks still running.
+    func cancel() {
+        for task in tasks { task.cancel() }
+        tasks.removeAll()
+    }
+}
