@@ -18,6 +18,9 @@ enum CreateCommand {
           --app-id ID               identifier of the app that made the archive
           --size-estimate BYTES     estimate of the content size (for progress)
           --meta KEY=VALUE          free metadata, repeatable
+          --resume                  continue ARCHIVE.partial left by an interrupted run: items
+                                    already committed are not read again; a file cut in the
+                                    middle continues after its last committed chunk
           --json                    print the export properties as JSON
           -q, --quiet               print nothing on success
         """
@@ -25,7 +28,7 @@ enum CreateCommand {
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(
             raw, valued: ["-o", "--output", "--compression", "--chunking", "--resources-version", "--app-id", "--size-estimate", "--meta"],
-            flags: ["--not-compressible", "--json", "-q", "--quiet", "--progress", "--no-progress"])
+            flags: ["--not-compressible", "--json", "-q", "--quiet", "--progress", "--no-progress", "--resume"])
         guard let output = args.value("-o", "--output") else { throw UsageError("missing -o ARCHIVE") }
         guard !args.operands.isEmpty else { throw UsageError("no PATH to archive") }
         var configuration = Archiver.Configuration()
@@ -49,8 +52,39 @@ enum CreateCommand {
             configuration.metadata[String(pair[..<eq])] = String(pair[pair.index(after: eq)...])
         }
         let toStandardOutput = output == "-"
-        let sink: any ArchiveSink = toStandardOutput ? StandardOutputSink() : try FileSink(path: output)
-        let archiver = try Archiver(sink: sink, configuration: configuration)
+        let archiver: Archiver
+        let sink: (any ArchiveSink)?
+        if args.flag("--resume") {
+            guard !toStandardOutput else { throw UsageError("--resume needs a file, not -o -") }
+            var resumed: Archiver?
+            if FileManager.default.fileExists(atPath: output + ".partial") {
+                do {
+                    resumed = try Archiver(resuming: output, configuration: configuration)
+                    if !args.flag("-q", "--quiet") { Output.err("cairn: resuming \(output).partial") }
+                } catch let error where error.code == .notResumable {
+                    Output.err("cairn: \(output).partial has nothing committed (\(error.message)); starting over")
+                }
+            }
+            if let resumed {
+                archiver = resumed
+                sink = nil
+            } else if FileManager.default.fileExists(atPath: output + ".partial") {
+                let fileSink = try FileSink(path: output)
+                archiver = try Archiver(sink: fileSink, configuration: configuration)
+                sink = fileSink
+            } else if FileManager.default.fileExists(atPath: output) {
+                if !args.flag("-q", "--quiet") { Output.out("\(output) is already complete; nothing to resume") }
+                return .success
+            } else {
+                let fileSink = try FileSink(path: output)
+                archiver = try Archiver(sink: fileSink, configuration: configuration)
+                sink = fileSink
+            }
+        } else {
+            let fresh: any ArchiveSink = toStandardOutput ? StandardOutputSink() : try FileSink(path: output)
+            archiver = try Archiver(sink: fresh, configuration: configuration)
+            sink = fresh
+        }
         let started = monotonicSeconds()
         let cpuStarted = ProcessTimes.cpuSeconds()
         let showProgress = ProgressBar.shouldShow(args)
@@ -65,8 +99,8 @@ enum CreateCommand {
         } catch {
             bar?.stop()
             await archiver.abandon()
-            if !toStandardOutput, let file = sink as? FileSink {
-                Output.err("cairn: the incomplete archive was left at \(file.partialPath)")
+            if !toStandardOutput, sink == nil || sink is FileSink {
+                Output.err("cairn: the incomplete archive was left at \(output).partial; continue it with --resume")
             }
             throw error
         }

@@ -49,6 +49,58 @@ package final class ArchiveWriter {
         try commit()
     }
 
+    /// Everything needed to continue an archive after one of its commit records
+    /// (see ``ArchiveRecovery``).
+    package struct RecoveredState: Sendable {
+        package struct OpenFile: Sendable {
+            package var index: Int
+            package var bytes: UInt64
+            package var firstReference: Int
+        }
+        package var manifest: Manifest
+        package var contentBytes: UInt64
+        package var storedBytes: UInt64
+        package var nextCommitSequence: UInt64
+        package var chainDigest: Digest
+        /// The commit record's bytes (the chain hash continues over them).
+        package var commitRecord: [UInt8]
+        /// Offset just after the commit record; the writer continues there.
+        package var offset: UInt64
+        package var openFile: OpenFile?
+    }
+
+    /// Continues an archive after a commit record: the next byte produced belongs at
+    /// `state.offset`. If the commit was inside a file, that file is open and takes chunks.
+    package init(recovering state: RecoveredState) throws(CairnError) {
+        output.reserveCapacity(1 << 20)
+        takenBytes = state.offset
+        manifest = state.manifest
+        for (index, row) in manifest.chunks.enumerated() {
+            chunkIndex[row.id] = UInt32(truncatingIfNeeded: index)
+            uniqueBytes += UInt64(row.rawLength)
+        }
+        contentBytes = state.contentBytes
+        storedBytes = state.storedBytes
+        commitSequence = state.nextCommitSequence
+        lastChainDigest = state.chainDigest
+        chain.update(state.chainDigest.bytes)
+        chain.update(state.commitRecord)
+        if let open = state.openFile {
+            guard open.index < manifest.entries.count, open.firstReference <= manifest.references.count else {
+                throw CairnError(.notResumable, "the open file of the last commit is not in the archive")
+            }
+            openEntry = open.index
+            openFileBytes = open.bytes
+            openFileFirstReference = open.firstReference
+            for reference in manifest.references[open.firstReference...] {
+                manifest.chunks[Int(reference)].id.withUnsafeBytes { openFileDigest.update($0) }
+            }
+        }
+    }
+
+    /// The index of the file entry currently open, if any.
+    package var openEntryIndex: Int? { openEntry }
+
     /// The archive offset of the next byte to be produced.
     package var offset: UInt64 { takenBytes + UInt64(output.count) }
     /// Entries begun so far.

@@ -20,7 +20,10 @@ import Glibc
 public final class Archiver {
     private let configuration: Configuration
     private let sink: any ArchiveSink
-    private let writer: ArchiveWriter
+    private var writer: ArchiveWriter
+    /// Set when resuming: where to go back to if the file open at the last commit cannot be
+    /// continued.
+    private var recovery: (state: ArchiveRecovery, sink: FileSink)?
     private let budget: ByteBudget
     private let claims = ChunkClaims()
     private var producerState = ItemProducer.State()
@@ -57,6 +60,86 @@ public final class Archiver {
         let total = configuration.sizeEstimate.map { Int64(clamping: $0) } ?? 0
         self.progress = Progress(totalUnitCount: total)
     }
+
+    /// Resumes the interrupted archive `<path>.partial` (left by a killed process, a full disk,
+    /// an error or a cancelled task): finds its last valid commit, cuts off the torn tail, rebuilds
+    /// the dedup index, entries and counts, and continues appending (`Spec/0001 §10.4`).
+    ///
+    /// Appending the same sources again skips every item already committed with the same path,
+    /// size and mtime without reading it; a file cut in the middle continues after its last
+    /// committed chunk when its size and mtime are unchanged (otherwise it is archived again from
+    /// its start). The finished archive is the one an uninterrupted run would have written.
+    /// The archive keeps its own header (chunking, codec, metadata); `configuration` only
+    /// supplies the backpressure and batch settings.
+    ///
+    /// - Throws: `.notFound` when there is no `<path>.partial`; `.notResumable` when it has no
+    ///   valid commit; `.io`.
+    public convenience init(resuming path: String, configuration: Configuration = Configuration()) throws(CairnError) {
+        let partial = path + ".partial"
+        let input = try FileDescriptor.open(partial, flags: O_RDONLY)
+        let recovery: ArchiveRecovery
+        do {
+            recovery = try ArchiveRecovery.scan(input, path: partial)
+        } catch {
+            _ = try? input.close()
+            throw (error as? CairnError) ?? CairnError(.io, "cannot read the archive", path: partial)
+        }
+        _ = try? input.close()
+        var resumed = configuration
+        resumed.chunking = recovery.header.chunking
+        resumed.compression = recovery.header.compression
+        resumed.isCompressible = recovery.header.isCompressible
+        resumed.sizeEstimate = recovery.header.sizeEstimate
+        resumed.resourcesVersion = recovery.header.resourcesVersion
+        resumed.sourcePlatform = recovery.header.sourcePlatform
+        resumed.appIdentifier = recovery.header.appIdentifier
+        resumed.metadata = recovery.header.metadata
+        let sink = try FileSink(resuming: path, at: recovery.last.end)
+        try self.init(sink: sink, configuration: resumed)
+        try adoptRecovery(recovery, sink: sink)
+        resumedFromPartial = true
+    }
+
+    /// Replaces the fresh writer with one continuing `recovery`'s last commit, and tells the
+    /// producer what is already committed.
+    private func adoptRecovery(_ recovery: ArchiveRecovery, sink: FileSink) throws(CairnError) {
+        let state = recovery.writerState(at: recovery.last)
+        writer = try ArchiveWriter(recovering: state)
+        self.recovery = (recovery, sink)
+        for row in state.manifest.chunks { _ = claims.claim(row.id, ordinal: 0) }
+        var producer = ItemProducer.State()
+        producer.nextChunkOrdinal = 1
+        for row in state.manifest.entries {
+            producer.paths.insert(row.entry.pathBytes)
+            producer.committed[row.entry.pathBytes] = .init(
+                kind: row.entry.kind, size: row.entry.size, modificationTime: row.entry.modificationTime)
+        }
+        if let open = state.openFile {
+            let entry = state.manifest.entries[open.index].entry
+            producer.committed[entry.pathBytes] = nil
+            producer.openFileToContinue = .init(
+                path: entry.pathBytes, size: entry.size, modificationTime: entry.modificationTime,
+                committedBytes: open.bytes)
+        }
+        producerState = producer
+        progress.completedUnitCount = Int64(clamping: state.contentBytes)
+    }
+
+    /// Resuming, when the file open at the last commit cannot be continued: go back to the last
+    /// commit before that file began. Nothing has been written after the last commit yet.
+    private func rewindToLastBoundary() throws(CairnError) {
+        guard let (recovery, sink) = recovery else { return }
+        self.recovery = nil
+        guard writer.pendingOutputCount == 0, writer.offset == recovery.last.end else {
+            throw CairnError(.notResumable, "internal error: output was produced before the resume point was settled")
+        }
+        writer = try ArchiveWriter(recovering: recovery.writerState(at: recovery.lastBoundary))
+        try sink.truncate(to: recovery.lastBoundary.end)
+    }
+
+    /// Whether this archiver continues an interrupted archive.
+    public var isResumed: Bool { recovery != nil || resumedFromPartial }
+    private var resumedFromPartial = false
 
     /// Creates an archiver writing to a file through ``FileSink``: the archive appears at `path`
     /// only when ``finish()`` succeeds.
@@ -154,6 +237,10 @@ public final class Archiver {
     public func finish() async throws -> ExportProperties {
         try checkOpen()
         try await guarded {
+            if self.producerState.openFileToContinue != nil {
+                self.producerState.openFileToContinue = nil
+                try self.rewindToLastBoundary()
+            }
             try self.writer.finish()
             try await self.flush(force: true)
             do {
@@ -304,6 +391,8 @@ public final class Archiver {
                     chunkIndex += 1
                 case .endFile:
                     try writer.endFile()
+                case .discardOpenFile:
+                    try rewindToLastBoundary()
                 }
             }
         }

@@ -13,6 +13,9 @@ package struct ContentBatch: Sendable {
         case chunk(Range<Int>)
         /// The open file is complete.
         case endFile
+        /// Resuming: the file left open by the last commit cannot be continued (it changed or is
+        /// gone); go back to the last commit before it began.
+        case discardOpenFile
     }
 
     /// Sequence number, for ordering.

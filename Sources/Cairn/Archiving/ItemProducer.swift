@@ -17,6 +17,27 @@ struct ItemProducer {
         var nextChunkOrdinal: UInt64 = 0
         /// Content bytes read so far (for progress).
         var contentBytes: UInt64 = 0
+        /// Resuming: entries already committed in the archive, by path.
+        var committed: [[UInt8]: CommittedItem] = [:]
+        /// Resuming: the file left open by the last commit, to be continued if unchanged.
+        var openFileToContinue: OpenFileToContinue?
+    }
+
+    /// An entry already in a resumed archive.
+    struct CommittedItem: Sendable {
+        var kind: ArchiveEntry.Kind
+        var size: UInt64
+        var modificationTime: Int64
+    }
+
+    /// The file a resumed archive's last commit left open.
+    struct OpenFileToContinue: Sendable {
+        var path: [UInt8]
+        /// Size and mtime recorded in its entry record: it continues only if both still match.
+        var size: UInt64
+        var modificationTime: Int64
+        /// Content bytes already committed.
+        var committedBytes: UInt64
     }
 
     struct HardLinkKey: Hashable, Sendable {
@@ -103,8 +124,19 @@ struct ItemProducer {
 
     private mutating func emit(_ event: ContentBatch.Event) async throws {
         try await ensureBuffer()
+        if state.openFileToContinue != nil { discardOpenFile() }
         events.append(event)
         if events.count >= 4096 { try await flushBatch() }
+    }
+
+    /// Resuming: the open file will not be continued; the writer goes back to the commit before
+    /// it, and its path becomes free to be archived again from the start.
+    private mutating func discardOpenFile() {
+        guard let open = state.openFileToContinue else { return }
+        state.openFileToContinue = nil
+        state.committed[open.path] = nil
+        state.paths.remove(open.path)
+        events.append(.discardOpenFile)
     }
 
     /// Cuts `buffer[pendingStart..<used]` into chunks; with `isFinal` the rest is the file's end.
@@ -142,7 +174,7 @@ struct ItemProducer {
                 return
             }
             defer { _ = try? directory.close() }
-            if !archivePath.isEmpty {
+            if !archivePath.isEmpty, state.committed[archivePath]?.kind != .directory {
                 try claim(archivePath)
                 try await emit(
                     .entry(
@@ -171,6 +203,7 @@ struct ItemProducer {
                     archivePath: PathBytes.join(archivePath, child))
             }
         case .symlink:
+            if state.committed[archivePath] != nil { return }
             let target: [UInt8]
             do {
                 target = try FileSystem.readSymlink(name, in: parent, display: display)
@@ -187,6 +220,24 @@ struct ItemProducer {
                         linkTarget: target)))
         case .regular:
             let key = HardLinkKey(device: status.device, inode: status.inode)
+            if let open = state.openFileToContinue, open.path == archivePath {
+                if open.size == status.size, open.modificationTime == status.modificationTime,
+                    try await appendFile(
+                        name: name, parent: parent, display: display, archivePath: archivePath,
+                        continuingAfter: open.committedBytes)
+                {
+                    if status.linkCount > 1 { state.hardLinks[key] = archivePath }
+                    return
+                }
+                discardOpenFile()
+            }
+            if let committed = state.committed[archivePath] {
+                if committed.kind == .file, status.linkCount > 1 { state.hardLinks[key] = archivePath }
+                if committed.kind == .file, committed.size != status.size || committed.modificationTime != status.modificationTime {
+                    warn(CairnError(.sourceChanged, "changed since it was archived; the archived copy is kept", path: display))
+                }
+                return
+            }
             if status.linkCount > 1, let first = state.hardLinks[key] {
                 try claim(archivePath)
                 try await emit(
@@ -210,9 +261,9 @@ struct ItemProducer {
     /// Appends a regular file's entry and content.
     ///
     /// - Returns: whether an entry was written (false when the file was skipped with a warning).
-    private mutating func appendFile(name: [UInt8], parent: FileDescriptor?, display: String, archivePath: [UInt8])
-        async throws -> Bool
-    {
+    private mutating func appendFile(
+        name: [UInt8], parent: FileDescriptor?, display: String, archivePath: [UInt8], continuingAfter: UInt64? = nil
+    ) async throws -> Bool {
         let fd: FileDescriptor
         do {
             fd = try FileDescriptor.open(name, flags: O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, relativeTo: parent)
@@ -232,14 +283,23 @@ struct ItemProducer {
             warn(CairnError(.sourceChanged, "was replaced by a \(before.kind) after it was listed; skipped", path: display))
             return false
         }
-        try claim(archivePath)
-        try await emit(
-            .entry(
-                ArchiveEntry(
-                    pathBytes: archivePath, kind: .file, permissions: before.permissions,
-                    modificationTime: before.modificationTime, size: before.size, userID: before.userID,
-                    groupID: before.groupID)))
         var readTotal: UInt64 = 0
+        if let committedBytes = continuingAfter {
+            // The writer holds this file open after its last commit: continue right after the
+            // committed bytes, which end on a chunk boundary, so the chunks come out the same.
+            guard committedBytes <= before.size, (try? fd.seek(to: committedBytes)) != nil else { return false }
+            state.openFileToContinue = nil
+            try await ensureBuffer()
+            readTotal = committedBytes
+        } else {
+            try claim(archivePath)
+            try await emit(
+                .entry(
+                    ArchiveEntry(
+                        pathBytes: archivePath, kind: .file, permissions: before.permissions,
+                        modificationTime: before.modificationTime, size: before.size, userID: before.userID,
+                        groupID: before.groupID)))
+        }
         var readError: CairnError?
         pendingStart = used
         while true {
@@ -318,7 +378,7 @@ struct ItemProducer {
         try await emit(.endFile)
     }
 
-    /// Returns the unused budget of an empty trailing buffer.
+    /// Sends the last batch and returns the unused budget of an empty trailing buffer.
     mutating func finish() async throws {
         try await flushBatch()
         if acquired > 0, events.isEmpty {

@@ -44,6 +44,24 @@ public final class FileSink: ArchiveSink {
         descriptor = try FileDescriptor.open(partialPath, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644)
     }
 
+    /// Reopens `<path>.partial` to continue it at `offset`: everything after `offset` is cut off
+    /// (`ftruncate(2)`) and writing continues there.
+    ///
+    /// - Throws: `.notFound` when there is no `<path>.partial`; `.io`.
+    package init(resuming path: String, at offset: UInt64) throws(CairnError) {
+        self.path = path
+        self.partialPath = path + ".partial"
+        descriptor = try FileDescriptor.open(partialPath, flags: O_WRONLY)
+        try descriptor.truncate(to: offset)
+        try descriptor.seek(to: offset)
+    }
+
+    /// Cuts the file back to `offset` and continues writing there (resuming at an earlier commit).
+    package func truncate(to offset: UInt64) throws(CairnError) {
+        try descriptor.truncate(to: offset)
+        try descriptor.seek(to: offset)
+    }
+
     public func write(_ bytes: [UInt8]) async throws {
         try descriptor.writeAll(bytes)
     }

@@ -55,9 +55,23 @@ package final class ArchiveScanner {
     private var nextCommitSequence: UInt64 = 0
     private var sawFooter = false
 
-    package init() {
+    /// Whether chunk payloads are decompressed and their SHA-256 checked. Resuming a write turns
+    /// this off: the chain digests already vouch for every byte before a commit, and skipping
+    /// decompression makes finding the resume point cost a CRC and a SHA-256 pass over the
+    /// archive, not a full decode.
+    private let verifiesChunkContents: Bool
+
+    package init(verifyingChunkContents: Bool = true) {
+        verifiesChunkContents = verifyingChunkContents
         chain.update(Digest.zero.bytes)
     }
+
+    /// The manifest rebuilt from the records seen so far (entries, chunks and references,
+    /// including any not yet committed).
+    package var manifestSoFar: Manifest { expected }
+
+    /// The open file's entry index and content bytes so far, if a file is open.
+    package var openFileProgress: (index: Int, bytes: UInt64)? { openFile.map { ($0.index, $0.bytes) } }
 
     /// Reads and checks the prelude and the header record.
     package func start(_ stream: RecordStream) throws(CairnError) {
@@ -105,9 +119,11 @@ package final class ArchiveScanner {
             guard chunkLengths[prefix.id] == nil else {
                 throw CairnError(.corrupted, "chunk \(prefix.id) is stored twice", offset: offset)
             }
-            try chunkBuffer.withMutableBytes { (raw) throws(CairnError) in
-                try ArchiveReader.decodeChunk(
-                    payload, expected: nil, rawLength: nil, offset: offset, using: decompressor, into: raw)
+            if verifiesChunkContents {
+                try chunkBuffer.withMutableBytes { (raw) throws(CairnError) in
+                    try ArchiveReader.decodeChunk(
+                        payload, expected: nil, rawLength: nil, offset: offset, using: decompressor, into: raw)
+                }
             }
             chunkLengths[prefix.id] = prefix.rawLength
             expected.chunks.append(
@@ -117,7 +133,7 @@ package final class ArchiveScanner {
             totals.chunks += 1
             totals.storedBytes += UInt64(payload.count - ChunkRecordPrefix.length)
             chain.update(record.framed)
-            try emit(.chunk(id: prefix.id, bytes: Array(chunkBuffer[0..<prefix.rawLength])))
+            try emit(.chunk(id: prefix.id, bytes: verifiesChunkContents ? Array(chunkBuffer[0..<prefix.rawLength]) : []))
         case .entry:
             guard openFile == nil else {
                 throw CairnError(.corrupted, "entry record while a file is still open", offset: offset)

@@ -1,0 +1,86 @@
+/// Finds where an interrupted archive can be resumed (`Spec/0001-container-format.md §10.4`).
+///
+/// Reads the file front to back with an ``ArchiveScanner`` (CRC-32s, chain digests and record
+/// rules; chunk payloads are not decompressed), remembering every commit. Reading stops at the
+/// end of the file, at the first torn or invalid record, or at the footer. Everything up to the
+/// last valid commit is vouched for by its chain digest; everything after it is discarded.
+package struct ArchiveRecovery {
+    /// The state at one commit record.
+    package struct Checkpoint: Sendable {
+        /// Offset just after the commit record: the length of the valid prefix.
+        package var end: UInt64
+        package var commit: CommitRecord
+        /// The commit record's bytes as on disk (the chain hash continues over them).
+        package var framed: [UInt8]
+        /// Manifest reference-table length at this commit.
+        package var referenceCount: Int
+    }
+
+    package var header: ArchiveHeader
+    /// The last valid commit.
+    package var last: Checkpoint
+    /// The last valid commit with no file open (the start of an entry).
+    package var lastBoundary: Checkpoint
+    /// Everything the scan rebuilt, possibly past ``last``; cut it with ``writerState(at:)``.
+    package var manifest: Manifest
+    /// Whether a valid footer was found (the archive was complete).
+    package var wasComplete: Bool
+    /// Why reading stopped before the footer, if it did (for messages).
+    package var stopReason: CairnError?
+
+    /// Scans the archive readable from `descriptor` (positioned at its start).
+    ///
+    /// - Throws: `.notResumable` when not even the header and the first commit are valid.
+    package static func scan(_ descriptor: FileDescriptor, path: String) throws -> ArchiveRecovery {
+        let stream = RecordStream(descriptor: descriptor)
+        let scanner = ArchiveScanner(verifyingChunkContents: false)
+        do throws(CairnError) {
+            try scanner.start(stream)
+        } catch {
+            throw CairnError(.notResumable, "the archive's header is not readable: \(error.message)", path: path, offset: error.offset)
+        }
+        var last: Checkpoint?
+        var boundary: Checkpoint?
+        var stopReason: CairnError?
+        do {
+            while let record = try stream.next() {
+                try scanner.consume(record) { event in
+                    guard case .commit(let end, let commit) = event else { return }
+                    let checkpoint = Checkpoint(
+                        end: end, commit: commit, framed: record.framed,
+                        referenceCount: scanner.manifestSoFar.references.count)
+                    last = checkpoint
+                    if commit.openEntry == CommitRecord.noOpenEntry { boundary = checkpoint }
+                }
+                if scanner.footer != nil { break }
+            }
+        } catch let error as CairnError {
+            stopReason = error
+        }
+        guard let header = scanner.header, let last, let boundary else {
+            throw CairnError(.notResumable, "the archive has no valid commit record to resume from", path: path)
+        }
+        return ArchiveRecovery(
+            header: header, last: last, lastBoundary: boundary, manifest: scanner.manifestSoFar,
+            wasComplete: scanner.footer != nil, stopReason: stopReason)
+    }
+
+    /// What an ``ArchiveWriter`` needs to continue after `checkpoint`.
+    package func writerState(at checkpoint: Checkpoint) -> ArchiveWriter.RecoveredState {
+        let commit = checkpoint.commit
+        var cut = Manifest()
+        cut.entries = Array(manifest.entries.prefix(Int(commit.entryCount)))
+        cut.chunks = Array(manifest.chunks.prefix(Int(commit.chunkCount)))
+        cut.references = Array(manifest.references.prefix(checkpoint.referenceCount))
+        var open: ArchiveWriter.RecoveredState.OpenFile?
+        if commit.openEntry != CommitRecord.noOpenEntry, Int(commit.openEntry) < cut.entries.count {
+            let index = Int(commit.openEntry)
+            open = .init(
+                index: index, bytes: commit.openEntryBytes, firstReference: Int(cut.entries[index].firstReference))
+        }
+        return ArchiveWriter.RecoveredState(
+            manifest: cut, contentBytes: commit.contentBytes, storedBytes: commit.storedBytes,
+            nextCommitSequence: commit.sequence + 1, chainDigest: commit.chainDigest, commitRecord: checkpoint.framed,
+            offset: checkpoint.end, openFile: open)
+    }
+}
