@@ -7,11 +7,13 @@ enum CommandLineTool {
         usage: cairn <command> [options]
 
         commands:
-          create   -o ARCHIVE [options] PATH...   archive files and directories
+          create   -o ARCHIVE [options] PATH...   archive files and directories (--resume)
           extract  ARCHIVE [-C DEST] [PATH...]    extract all or some entries, all-or-nothing
           list     ARCHIVE [--long] [--json]      one line per entry
           info     ARCHIVE [--json]               header metadata and totals
-          verify   ARCHIVE [--json]               check every byte against its checksum
+          verify   ARCHIVE [--partial] [--json]   check every byte against its checksum
+          cat      ARCHIVE --from-offset N [--expect-token T]
+                                                  send the rest of an archive (resume a transfer)
           demo     [--size-mib N] [--keep DIR]    run create/list/verify/extract on sample data
 
         ARCHIVE may be - for standard input (verify, extract) or output (create).
@@ -35,6 +37,7 @@ enum CommandLineTool {
         case "info": (handler, help) = (InfoCommand.run, InfoCommand.usage)
         case "verify": (handler, help) = (VerifyCommand.run, VerifyCommand.usage)
         case "demo": (handler, help) = (DemoCommand.run, DemoCommand.usage)
+        case "cat": (handler, help) = (CatCommand.run, CatCommand.usage)
         case "-h", "--help", "help":
             Output.out(usage)
             return .success

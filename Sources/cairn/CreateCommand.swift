@@ -61,7 +61,8 @@ enum CreateCommand {
                 do {
                     resumed = try Archiver(resuming: output, configuration: configuration)
                     if !args.flag("-q", "--quiet") { Output.err("cairn: resuming \(output).partial") }
-                } catch let error where error.code == .notResumable {
+                } catch {
+                    guard error.code == .notResumable else { throw error }
                     Output.err("cairn: \(output).partial has nothing committed (\(error.message)); starting over")
                 }
             }

@@ -4,17 +4,23 @@ import Foundation
 /// `cairn verify ARCHIVE [--json]`
 enum VerifyCommand {
     static let usage = """
-        usage: cairn verify ARCHIVE [--json]
+        usage: cairn verify ARCHIVE [--partial] [--json]
 
         Reads the archive front to back (ARCHIVE may be - for standard input) and checks every
         record's CRC-32, every chunk's SHA-256, every commit's chain digest, every file's size
         and digest, the manifest and the footer. Exit status 0 when everything verifies, 1 with
         the offset of the first problem otherwise.
+
+        --partial   for a copy that may be cut off (an interrupted transfer): verify as much as
+                    is valid and print the verified length (bytes, up to the end of the last
+                    valid commit) and a resume token; exit 0 whenever the header is readable.
+                    Give both to the sender: cairn cat ARCHIVE --from-offset N --expect-token T
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
-        let args = try Arguments(raw, valued: [], flags: ["--json"])
+        let args = try Arguments(raw, valued: [], flags: ["--json", "--partial"])
         let archive = try CommandLineTool.archiveOperand(args)
+        if args.flag("--partial") { return try await partial(archive, json: args.flag("--json")) }
         let started = monotonicSeconds()
         let report = try await Extractor.verifyArchive(atPath: archive)
         let seconds = monotonicSeconds() - started
@@ -29,6 +35,28 @@ enum VerifyCommand {
             Output.out(
                 "OK \(archive): \(report.entryCount) entries, \(report.chunkCount) chunks, \(Output.bytes(report.contentBytes)) of content verified "
                     + "(\(Output.bytes(report.archiveBytes)) read in \(String(format: "%.2f", seconds)) s, \(Output.rate(report.archiveBytes, seconds: seconds)))")
+        }
+        return .success
+    }
+
+    static func partial(_ archive: String, json: Bool) async throws -> ExitStatus {
+        let result = try await Extractor.verifyPrefix(atPath: archive)
+        if json {
+            var object: [String: Any] = [
+                "verifiedLength": result.verifiedLength, "resumeToken": result.resumeToken.description,
+                "complete": result.isComplete, "fileBytes": result.fileBytes, "entryCount": result.entryCount,
+                "contentBytes": result.contentBytes,
+            ]
+            object["stopReason"] = result.stopReason.map { $0.description as Any } ?? NSNull()
+            Output.out(Output.json(object))
+        } else {
+            Output.out("verified length: \(result.verifiedLength)")
+            Output.out("resume token: \(result.resumeToken)")
+            Output.out(
+                result.isComplete
+                    ? "complete: the archive verifies to its footer (\(result.fileBytes) bytes)"
+                    : "incomplete: \(result.fileBytes - result.verifiedLength) of \(result.fileBytes) bytes are after the last valid commit; ask the sender for the rest from offset \(result.verifiedLength)")
+            if let reason = result.stopReason { Output.err("cairn: stopped at: \(reason.description)") }
         }
         return .success
     }

@@ -1,0 +1,36 @@
+import Foundation
+import Glibc
+
+/// The sender's half of resuming a transfer (`Spec/0003-command-line.md`, `cat`).
+public enum ArchiveTransfer {
+    /// Writes `archive`'s bytes from `offset` to its end into `output`.
+    ///
+    /// - Parameter token: when given, the receiver's ``ResumeToken``; the bytes are sent only if
+    ///   the record ending at `offset` in `archive` is a commit (or the footer) with the token's
+    ///   chain digest, i.e. the receiver's prefix is a prefix of this archive.
+    /// - Throws: `.tokenMismatch`; `.invalidArgument` for an offset past the end; `.io`.
+    public static func send(archiveAt path: String, from offset: UInt64, expecting token: ResumeToken?, to output: FileHandle)
+        throws
+    {
+        let fd = try FileDescriptor.open(path, flags: O_RDONLY)
+        defer { _ = try? fd.close() }
+        let size = try fd.status().size
+        guard offset <= size else {
+            throw CairnError(.invalidArgument, "offset is past the end of the archive (\(size) bytes)", path: path, offset: offset)
+        }
+        if let token { try token.check(against: fd, fileSize: size, path: path) }
+        let out = FileDescriptor(rawValue: output.fileDescriptor, path: "<output>")
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var position = offset
+        while position < size {
+            let n = try buffer.withMutableBytes { (raw) throws(CairnError) in
+                try fd.read(fromAbsoluteOffset: position, into: raw)
+            }
+            if n == 0 { break }
+            try buffer.withBytes { (raw) throws(CairnError) in
+                try out.writeAll(UnsafeRawBufferPointer(rebasing: raw[0..<n]))
+            }
+            position += UInt64(n)
+        }
+    }
+}

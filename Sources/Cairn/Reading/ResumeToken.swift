@@ -1,0 +1,134 @@
+/// Names a verified prefix of an archive: its length and the chain digest of the commit (or
+/// footer) that ends it (`Spec/0001-container-format.md §10.3`, §10.5).
+///
+/// Written `cairn1-<length>-<64 hex digits>`. Two archives whose prefixes of that length have
+/// the same token are identical over that length (the chain digest is a SHA-256 over every byte
+/// before the commit), so a sender can check a receiver's token against its own file and send
+/// only the bytes after it.
+public struct ResumeToken: Hashable, Sendable, CustomStringConvertible {
+    /// Bytes of the verified prefix: the offset just after its last commit record or footer.
+    public var length: UInt64
+    /// The chain digest recorded in that commit or footer.
+    public var chainDigest: Digest
+
+    public init(length: UInt64, chainDigest: Digest) {
+        self.length = length
+        self.chainDigest = chainDigest
+    }
+
+    /// Parses `cairn1-<length>-<hex>`.
+    public init?(_ text: String) {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == "cairn1", let length = UInt64(parts[1]),
+            let digest = Digest(hexString: String(parts[2]))
+        else { return nil }
+        self.init(length: length, chainDigest: digest)
+    }
+
+    public var description: String { "cairn1-\(length)-\(chainDigest.hexString)" }
+
+    /// Checks that the archive file open at `descriptor` (of `fileSize` bytes) has this token:
+    /// the record ending at ``length`` is a commit record, or the footer, with this chain digest.
+    ///
+    /// - Throws: `.tokenMismatch` naming the offset when it does not.
+    package func check(against descriptor: FileDescriptor, fileSize: UInt64, path: String) throws(CairnError) {
+        let mismatch = CairnError(
+            .tokenMismatch, "the receiver's prefix is not a prefix of this archive (token \(self))", path: path,
+            offset: length)
+        guard length <= fileSize else { throw mismatch }
+        if length == 0, chainDigest == .zero { return }  // the empty prefix is a prefix of anything
+        for framedLength in [CommitRecord.framedLength, Footer.framedLength] {
+            guard length >= UInt64(framedLength) else { continue }
+            let start = length - UInt64(framedLength)
+            guard let (record, _) = try? ArchiveReader.readRecord(descriptor, at: start, fileSize: length) else { continue }
+            let payloadOffset = start + UInt64(RecordFraming.headerLength)
+            if record.type == .commit, framedLength == CommitRecord.framedLength {
+                var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "commit record")
+                if let commit = try? CommitRecord.decode(&r), commit.chainDigest == chainDigest { return }
+            }
+            if record.type == .footer, framedLength == Footer.framedLength, length == fileSize {
+                var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "footer")
+                if let footer = try? Footer.decode(&r), footer.chainDigest == chainDigest { return }
+            }
+        }
+        throw mismatch
+    }
+}
+
+/// What ``Extractor/verifyPrefix(atPath:)`` found in a possibly incomplete archive.
+public struct PrefixVerification: Sendable {
+    /// Bytes that verify: the end of the last valid commit record, or the whole file when its
+    /// footer verified.
+    public var verifiedLength: UInt64
+    /// The token naming that prefix; give it to the sender with the length.
+    public var resumeToken: ResumeToken
+    /// Whether the archive is complete (its footer verified).
+    public var isComplete: Bool
+    /// Bytes in the file.
+    public var fileBytes: UInt64
+    /// Entries and content bytes fully inside the verified prefix.
+    public var entryCount: Int
+    public var contentBytes: UInt64
+    /// Why verification stopped before the end of the file, if it did.
+    public var stopReason: CairnError?
+}
+
+extension Extractor {
+    /// Verifies as much of a possibly incomplete archive as is valid (a transfer cut at any
+    /// byte): every record, chunk and commit up to the last valid commit (or the footer).
+    ///
+    /// - Returns: the verified length and the resume token naming it.
+    /// - Throws: `.corrupted`/`.unsupportedVersion` when not even the prelude and header are
+    ///   valid; `.io`.
+    public static func verifyPrefix(atPath path: String) async throws -> PrefixVerification {
+        let descriptor = path == "-" ? FileDescriptor.standardInput : try FileDescriptor.open(path, flags: 0)
+        defer { if path != "-" { _ = try? descriptor.close() } }
+        let stream = RecordStream(descriptor: descriptor)
+        let scanner = ArchiveScanner()
+        do {
+            try scanner.start(stream)
+        } catch {
+            // A copy too short to hold the prelude and header has verified nothing yet: the
+            // receiver asks for everything. Anything else (wrong magic, version) is not Cairn.
+            guard error.code == .truncated else { throw error.withPath(path) }
+            while (try? stream.isAtEnd()) == false { _ = try stream.readBytes(1 << 20) }
+            return PrefixVerification(
+                verifiedLength: 0, resumeToken: ResumeToken(length: 0, chainDigest: .zero), isComplete: false,
+                fileBytes: stream.offset, entryCount: 0, contentBytes: 0, stopReason: error.withPath(path))
+        }
+        var stopReason: CairnError?
+        var committedEntries = 0
+        var committedContent: UInt64 = 0
+        do {
+            while let record = try stream.next() {
+                try Task.checkCancellation()
+                try scanner.consume(record) { event in
+                    if case .commit(_, let commit) = event {
+                        committedEntries = Int(commit.entryCount)
+                        committedContent = commit.contentBytes
+                    }
+                }
+                if scanner.footer != nil { break }
+            }
+        } catch let error as CairnError {
+            stopReason = error
+        }
+        // Read to the end so the file size is known even for a pipe.
+        var total = stream.offset
+        if stopReason == nil, scanner.footer != nil, !(try stream.isAtEnd()) {
+            stopReason = CairnError(.corrupted, "data after the footer", offset: total)
+        }
+        while (try? stream.isAtEnd()) == false { _ = try stream.readBytes(1 << 20) }
+        total = stream.offset
+        let complete = scanner.footer != nil && stopReason == nil
+        if let footer = scanner.footer {
+            committedEntries = Int(footer.entryCount)
+            committedContent = footer.contentBytes
+        }
+        return PrefixVerification(
+            verifiedLength: scanner.verifiedLength,
+            resumeToken: ResumeToken(length: scanner.verifiedLength, chainDigest: scanner.verifiedChainDigest),
+            isComplete: complete, fileBytes: total, entryCount: committedEntries, contentBytes: committedContent,
+            stopReason: stopReason?.withPath(path))
+    }
+}

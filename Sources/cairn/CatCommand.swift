@@ -1,0 +1,36 @@
+import Cairn
+import Foundation
+import Glibc
+
+/// `cairn cat ARCHIVE --from-offset N [--expect-token T]`
+enum CatCommand {
+    static let usage = """
+        usage: cairn cat ARCHIVE [--from-offset N] [--expect-token T]
+
+        Writes the archive's bytes from offset N (default 0) to the end on standard output: the
+        sender's half of resuming a transfer. The receiver runs 'cairn verify --partial COPY' to
+        learn N and T, then appends what this prints to its copy; the result is identical to
+        ARCHIVE. With --expect-token, refuses (exit 1) unless the receiver's prefix is a prefix of
+        ARCHIVE. Offsets are plain byte offsets, so HTTP range requests work the same way.
+        """
+
+    static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
+        let args = try Arguments(raw, valued: ["--from-offset", "--expect-token"], flags: [])
+        let archive = try CommandLineTool.archiveOperand(args)
+        var offset: UInt64 = 0
+        if let text = args.value("--from-offset") {
+            guard let value = UInt64(text) else { throw UsageError("--from-offset takes a byte offset") }
+            offset = value
+        }
+        var token: ResumeToken?
+        if let text = args.value("--expect-token") {
+            guard let parsed = ResumeToken(text) else { throw UsageError("--expect-token: malformed token '\(text)'") }
+            guard parsed.length == offset else {
+                throw UsageError("the token names offset \(parsed.length) but --from-offset is \(offset)")
+            }
+            token = parsed
+        }
+        try ArchiveTransfer.send(archiveAt: archive, from: offset, expecting: token, to: FileHandle.standardOutput)
+        return .success
+    }
+}
