@@ -1,5 +1,6 @@
 import Cairn
 import Foundation
+import Glibc
 
 /// `cairn create -o ARCHIVE [options] PATH...`
 enum CreateCommand {
@@ -50,6 +51,14 @@ enum CreateCommand {
         for pair in args.allValues("--meta") {
             guard let eq = pair.firstIndex(of: "=") else { throw UsageError("--meta takes KEY=VALUE") }
             configuration.metadata[String(pair[..<eq])] = String(pair[pair.index(after: eq)...])
+        }
+        // Every input must exist before the archive file is created.
+        for path in args.operands {
+            var st = stat()
+            let missing = path.withNullTerminated { lstat($0, &st) } != 0
+            if missing {
+                throw CairnError(.notFound, "no such file or directory", path: String(decoding: path, as: UTF8.self))
+            }
         }
         let toStandardOutput = output == "-"
         let archiver: Archiver

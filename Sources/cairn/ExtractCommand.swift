@@ -16,6 +16,8 @@ enum ExtractCommand {
           -C, --directory DEST     where to extract (created if missing)
           --max-output BYTES       refuse archives declaring more output (default 1 TiB)
           --no-space-check         do not compare the declared output with the free space
+          --resume                 continue an extraction that was killed or whose input ended
+                                   early: entries already written and verified are skipped
           -q, --quiet              print nothing on success
           --json                   print the figures as JSON
         """
@@ -23,7 +25,7 @@ enum ExtractCommand {
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(
             raw, valued: ["-C", "--directory", "--max-output"],
-            flags: ["--no-space-check", "-q", "--quiet", "--json", "--progress", "--no-progress"])
+            flags: ["--no-space-check", "-q", "--quiet", "--json", "--progress", "--no-progress", "--resume"])
         let archive = try CommandLineTool.archiveOperand(args)
         let destination = args.rawValue("-C", "--directory") ?? Array(".".utf8)
         var options = ExtractionOptions()
@@ -32,6 +34,7 @@ enum ExtractCommand {
             options.maximumOutputBytes = value
         }
         if args.flag("--no-space-check") { options.checkFreeSpace = false }
+        if args.flag("--resume") { options.resume = true }
         if archive == "-" {
             guard args.operands.count == 1 else { throw UsageError("PATH selection needs a seekable ARCHIVE, not -") }
             return try await extractFromStandardInput(args, destination: destination, options: options)

@@ -59,6 +59,9 @@ public final class Archiver {
         self.budget = ByteBudget(policy: configuration.backpressure)
         let total = configuration.sizeEstimate.map { Int64(clamping: $0) } ?? 0
         self.progress = Progress(totalUnitCount: total)
+        if let file = sink as? FileSink, let identity = file.fileIdentity {
+            producerState.excluded.insert(.init(device: identity.device, inode: identity.inode))
+        }
     }
 
     /// Resumes the interrupted archive `<path>.partial` (left by a killed process, a full disk,
@@ -121,6 +124,7 @@ public final class Archiver {
                 path: entry.pathBytes, size: entry.size, modificationTime: entry.modificationTime,
                 committedBytes: open.bytes)
         }
+        producer.excluded = producerState.excluded
         producerState = producer
         progress.completedUnitCount = Int64(clamping: state.contentBytes)
     }

@@ -17,6 +17,8 @@ struct ItemProducer {
         var nextChunkOrdinal: UInt64 = 0
         /// Content bytes read so far (for progress).
         var contentBytes: UInt64 = 0
+        /// Files never to archive: the archive being written, when it lies inside the tree.
+        var excluded: Set<HardLinkKey> = []
         /// Resuming: entries already committed in the archive, by path.
         var committed: [[UInt8]: CommittedItem] = [:]
         /// Resuming: the file left open by the last commit, to be continued if unchanged.
@@ -220,6 +222,7 @@ struct ItemProducer {
                         linkTarget: target)))
         case .regular:
             let key = HardLinkKey(device: status.device, inode: status.inode)
+            if state.excluded.contains(key) { return }  // the archive being written
             if let open = state.openFileToContinue, open.path == archivePath {
                 if open.size == status.size, open.modificationTime == status.modificationTime,
                     try await appendFile(

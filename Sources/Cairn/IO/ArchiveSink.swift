@@ -56,6 +56,13 @@ public final class FileSink: ArchiveSink {
         try descriptor.seek(to: offset)
     }
 
+    /// The device and inode of the file being written, so the archiver can leave it out when
+    /// it lies inside the tree being archived.
+    package var fileIdentity: (device: UInt64, inode: UInt64)? {
+        guard let status = try? descriptor.status() else { return nil }
+        return (status.device, status.inode)
+    }
+
     /// Cuts the file back to `offset` and continues writing there (resuming at an earlier commit).
     package func truncate(to offset: UInt64) throws(CairnError) {
         try descriptor.truncate(to: offset)

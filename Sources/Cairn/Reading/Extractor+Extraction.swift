@@ -10,7 +10,24 @@ extension Extractor {
                 "the archive declares \(plan.outputBytes) bytes of output, over the limit of \(options.maximumOutputBytes)",
                 path: reader.path)
         }
-        let staging = try StagingDirectory(for: destination)
+        let staging = try StagingDirectory(for: destination, resume: options.resume)
+        let identity = "cairn-journal 1 seekable \(reader.footer.chainDigest.hexString) \(Extractor.selectionDigest(selection))"
+        var completed = 0
+        if staging.isResumed {
+            let lines = staging.journal()
+            guard lines.first == identity else {
+                staging.release()
+                throw CairnError(
+                    .notResumable, "the interrupted extraction staged here is of another archive or selection",
+                    path: PathBytes.display(destination))
+            }
+            for line in lines.dropFirst() {
+                let parts = line.split(separator: " ")
+                if parts.count == 2, parts[0] == "done", let position = Int(parts[1]) { completed = max(completed, position + 1) }
+            }
+        } else {
+            try staging.appendJournal(identity)
+        }
         if options.checkFreeSpace, let free = staging.availableBytes, plan.outputBytes > free {
             staging.discard()
             throw CairnError(
@@ -20,18 +37,33 @@ extension Extractor {
         progress.totalUnitCount = Int64(clamping: plan.outputBytes)
         progress.completedUnitCount = 0
         do {
-            try await write(plan, into: staging)
+            try await write(plan, into: staging, skipping: completed)
             try staging.commit()
+        } catch is CancellationError {
+            // Cancelled like a kill: keep what is verified for --resume.
+            staging.release()
+            throw CancellationError()
         } catch {
             staging.discard()
             throw error
         }
     }
 
-    private func write(_ plan: ExtractionPlan, into staging: StagingDirectory) async throws {
+    /// A digest naming the selection, so a resumed extraction uses the same one.
+    static func selectionDigest(_ selection: [[UInt8]]?) -> String {
+        guard let selection else { return "all" }
+        var bytes: [UInt8] = []
+        for path in selection { bytes += path + [0] }
+        return (try? SHA256.hash(bytes).hexString) ?? "unknown"
+    }
+
+    /// Writes the plan's entries, journaling each one once it is complete; the first `skipping`
+    /// entries were completed by an interrupted run.
+    private func write(_ plan: ExtractionPlan, into staging: StagingDirectory, skipping: Int) async throws {
         let rows = reader.manifest.entries
         var order: [Int] = []
-        for index in plan.indices where rows[index].entry.kind == .file || plan.copiedHardLinks[index] != nil {
+        for (position, index) in plan.indices.enumerated()
+        where position >= skipping && (rows[index].entry.kind == .file || plan.copiedHardLinks[index] != nil) {
             let contentIndex = plan.copiedHardLinks[index] ?? index
             order.append(contentsOf: reader.references(ofEntry: contentIndex).map { Int($0) })
         }
@@ -43,11 +75,18 @@ extension Extractor {
         defer { prefetcher.cancel() }
         var directories: [(path: [UInt8], entry: ArchiveEntry)] = []
         var symlinks: [ArchiveEntry] = []
-        for index in plan.indices {
+        for (position, index) in plan.indices.enumerated() {
             try Task.checkCancellation()
             let entry = rows[index].entry
             let display = entry.path
             let name = PathBytes.lastComponent(entry.pathBytes)
+            if position < skipping {
+                if entry.kind == .directory { directories.append((entry.pathBytes, entry)) }
+                if entry.kind == .symlink { symlinks.append(entry) }
+                if entry.kind == .file { progress.completedUnitCount += Int64(clamping: entry.size) }
+                continue
+            }
+            if staging.isResumed, entry.kind != .directory { try staging.removeLeftover(entry.pathBytes) }
             switch entry.kind {
             case .directory:
                 let parent = try staging.parentDirectory(of: entry.pathBytes)
@@ -72,6 +111,8 @@ extension Extractor {
             default:
                 throw CairnError(.unsupportedFileType, "entry kind \(entry.kind) cannot be extracted", path: display)
             }
+            // Journal only what is complete: a kill before this line redoes the entry.
+            if entry.kind != .symlink { try staging.appendJournal("done \(position)") }
         }
         // Symlinks last, so no entry is ever written through one.
         for entry in symlinks {

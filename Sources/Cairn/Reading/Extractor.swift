@@ -173,6 +173,11 @@ public struct ExtractionOptions: Sendable {
     public var maximumOutputBytes: UInt64 = 1 << 40
     /// Refuse when the declared output exceeds the free space at the destination.
     public var checkFreeSpace = true
+    /// Continue an interrupted extraction into the same destination from its staging
+    /// directory's journal: entries already written and verified are skipped. Without it, a
+    /// staging directory left by an interrupted extraction makes extraction fail with
+    /// `.alreadyExists` (it is never deleted silently).
+    public var resume = false
 
     public init() {}
 }

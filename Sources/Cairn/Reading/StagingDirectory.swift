@@ -13,6 +13,7 @@ import Glibc
 ///
 /// - Important: Call ``commit()`` or ``discard()`` exactly once.
 final class StagingDirectory {
+    // Journal handling is below; see `journal()` and `appendJournal(_:)`.
     /// The staging directory, open.
     let descriptor: FileDescriptor
     private let destination: [UInt8]
@@ -22,36 +23,101 @@ final class StagingDirectory {
     private let name: [UInt8]
     private var cachedParent: (path: [UInt8], descriptor: FileDescriptor)?
 
-    /// Creates the staging directory for `destination` (a raw path).
+    /// The journal file inside the staging directory: one line per completed step, so an
+    /// interrupted extraction can resume (`Spec/0003-command-line.md §4`).
+    static let journalName = Array(".cairn-journal".utf8)
+
+    /// Whether this staging directory was left by an interrupted extraction and reopened.
+    let isResumed: Bool
+
+    /// Creates (or, with `resume`, reopens) the staging directory for `destination` (a raw path).
     ///
-    /// - Throws: `.alreadyExists` when the destination exists and is not a directory; `.io`.
-    init(for destination: [UInt8]) throws(CairnError) {
+    /// The name is fixed (`.<name>.cairn-staging` beside a missing destination,
+    /// `<destination>/.cairn-staging` inside an existing one), so an interrupted extraction can be
+    /// found again; two extractions into the same destination cannot run at once.
+    ///
+    /// - Throws: `.alreadyExists` when the destination exists and is not a directory, or when an
+    ///   interrupted extraction's staging directory is there and `resume` is false; `.io`.
+    init(for destination: [UInt8], resume: Bool = false) throws(CairnError) {
         var trimmed = destination
         while trimmed.count > 1, trimmed.last == 0x2F { trimmed.removeLast() }
         self.destination = trimmed
         let display = PathBytes.display(trimmed)
         let existing = try? FileStatus.of(trimmed, followSymlinks: true)
-        let suffix = Array("\(getpid())-\(UInt32.random(in: 0...UInt32.max))".utf8)
         if let existing {
             guard existing.kind == .directory else {
                 throw CairnError(.alreadyExists, "destination exists and is not a directory", path: display)
             }
             destinationExists = true
             container = try FileSystem.openDirectory(trimmed, in: nil, display: display)
-            name = Array(".cairn-staging-".utf8) + suffix
+            name = Array(".cairn-staging".utf8)
         } else {
             destinationExists = false
             let parent = PathValidator.parent(trimmed)
             let parentPath: [UInt8] = parent.isEmpty ? (trimmed.first == 0x2F ? [0x2F] : [0x2E]) : parent
             container = try FileSystem.openDirectory(parentPath, in: nil, display: PathBytes.display(parentPath))
-            name = [0x2E] + PathBytes.lastComponent(trimmed) + Array(".cairn-staging-".utf8) + suffix
+            name = [0x2E] + PathBytes.lastComponent(trimmed) + Array(".cairn-staging".utf8)
         }
-        do {
-            try FileSystem.makeDirectory(name, in: container, mode: 0o700, display: display)
-            descriptor = try FileSystem.openDirectory(name, in: container, display: display)
+        let stagingDisplay = PathBytes.display(PathBytes.join(destinationExists ? trimmed : PathValidator.parent(trimmed), name))
+        let leftOver = (try? FileStatus.of(name, relativeTo: container))?.kind == .directory
+        do throws(CairnError) {
+            if leftOver {
+                guard resume else {
+                    throw CairnError(
+                        .alreadyExists,
+                        "an interrupted extraction is staged here; continue it with --resume (or remove the directory)",
+                        path: stagingDisplay)
+                }
+                descriptor = try FileSystem.openDirectory(name, in: container, display: stagingDisplay)
+                guard (try? FileStatus.of(Self.journalName, relativeTo: descriptor)) != nil else {
+                    _ = try? descriptor.close()
+                    throw CairnError(.notResumable, "this directory has no Cairn journal; not resuming into it", path: stagingDisplay)
+                }
+                isResumed = true
+            } else {
+                try FileSystem.makeDirectory(name, in: container, mode: 0o700, display: display)
+                descriptor = try FileSystem.openDirectory(name, in: container, display: display)
+                isResumed = false
+            }
         } catch {
             _ = try? container.close()
-            throw error.withDisplay(display)
+            throw error
+        }
+    }
+
+    /// The journal's lines (empty for a new staging directory).
+    func journal() -> [String] {
+        guard let fd = try? FileDescriptor.open(Self.journalName, flags: O_RDONLY, relativeTo: descriptor) else { return [] }
+        defer { _ = try? fd.close() }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while let n = try? chunk.withMutableBytes({ (raw) throws(CairnError) in try fd.read(into: raw) }), n > 0 {
+            bytes.append(contentsOf: chunk[0..<n])
+            if bytes.count > 64 << 20 { break }
+        }
+        // A line cut by a crash has no newline: ignore it.
+        guard let lastNewline = bytes.lastIndex(of: 0x0A) else { return [] }
+        return String(decoding: bytes[..<lastNewline], as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+
+    /// Appends one line to the journal (one `write(2)` with `O_APPEND`).
+    func appendJournal(_ line: String) throws(CairnError) {
+        if journalDescriptor == nil {
+            journalDescriptor = try FileDescriptor.open(
+                Self.journalName, flags: O_WRONLY | O_CREAT | O_APPEND, mode: 0o600, relativeTo: descriptor)
+        }
+        try journalDescriptor?.writeAll(Array((line + "\n").utf8))
+    }
+
+    private var journalDescriptor: FileDescriptor?
+
+    /// Removes `path` (relative to the staging root) if it exists: a file an interrupted run left
+    /// half written.
+    func removeLeftover(_ path: [UInt8]) throws(CairnError) {
+        let parent = try parentDirectory(of: path)
+        let name = PathBytes.lastComponent(path)
+        if let status = try? FileStatus.of(name, relativeTo: parent), status.kind != .directory {
+            _ = name.withNullTerminated { unlinkat(parent.rawValue, $0, 0) }
         }
     }
 
@@ -96,6 +162,9 @@ final class StagingDirectory {
     ///   destination; nothing is moved in that case.
     func commit() throws(CairnError) {
         closeCachedParent()
+        if let journal = journalDescriptor { _ = try? journal.close() }
+        journalDescriptor = nil
+        _ = Self.journalName.withNullTerminated { unlinkat(descriptor.rawValue, $0, 0) }
         let display = PathBytes.display(destination)
         if !destinationExists {
             try FileSystem.setPermissions(name, in: container, mode: 0o755 & ~Self.umask, display: display)
@@ -138,9 +207,20 @@ final class StagingDirectory {
         discard()
     }
 
+    /// Closes the staging directory but keeps it and its journal, for `--resume`.
+    func release() {
+        closeCachedParent()
+        if let journal = journalDescriptor { _ = try? journal.close() }
+        journalDescriptor = nil
+        _ = try? descriptor.close()
+        _ = try? container.close()
+    }
+
     /// Removes the staging directory and everything in it.
     func discard() {
         closeCachedParent()
+        if let journal = journalDescriptor { _ = try? journal.close() }
+        journalDescriptor = nil
         _ = try? descriptor.close()
         FileSystem.removeTree(name, in: container)
         _ = try? container.close()

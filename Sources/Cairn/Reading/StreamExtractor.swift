@@ -19,16 +19,37 @@ final class StreamExtractor {
     private var locations: [Digest: (path: [UInt8], offset: UInt64, length: Int)] = [:]
     /// Chunks seen since the last references record.
     private var pending: [Digest: [UInt8]] = [:]
-    private var openFile: (entry: ArchiveEntry, fd: FileDescriptor, written: UInt64)?
+    /// The file being written; `fd` is nil while skipping a file an interrupted run completed.
+    private var openFile: (entry: ArchiveEntry, fd: FileDescriptor?, written: UInt64)?
+    /// Resuming: entries below this index were completed by the interrupted run.
+    private var skipUntil = 0
+    /// Resuming: the chain digest the interrupted run journaled at entry count `skipUntil`.
+    private var expectedDigest: Digest?
+    private static let journalIdentity = "cairn-journal 1 stream"
     private var directories: [ArchiveEntry] = []
     private var symlinks: [ArchiveEntry] = []
     private var outputBytes: UInt64 = 0
     private var declaredBytes: UInt64 = 0
 
-    init(staging: StagingDirectory, options: ExtractionOptions, progress: Progress?) {
+    init(staging: StagingDirectory, options: ExtractionOptions, progress: Progress?) throws(CairnError) {
         self.staging = staging
         self.options = options
         self.progress = progress
+        if staging.isResumed {
+            let lines = staging.journal()
+            guard lines.first == Self.journalIdentity else {
+                staging.release()
+                throw CairnError(.notResumable, "the interrupted extraction staged here was not read from a stream")
+            }
+            if let last = lines.last?.split(separator: " "), last.count == 3, last[0] == "commit",
+                let count = Int(last[1]), let digest = Digest(hexString: String(last[2]))
+            {
+                skipUntil = count
+                expectedDigest = digest
+            }
+        } else {
+            try staging.appendJournal(Self.journalIdentity)
+        }
     }
 
     /// Reads the whole stream and extracts it into the staging directory; on success the
@@ -54,11 +75,22 @@ final class StreamExtractor {
                 throw CairnError(.corrupted, "data after the footer", offset: stream.offset)
             }
             try finishTree()
-            if let open = openFile { _ = try? open.fd.close() }
+            if let open = openFile { _ = try? open.fd?.close() }
             try staging.commit()
         } catch {
-            if let open = openFile { _ = try? open.fd.close() }
+            if let open = openFile { _ = try? open.fd?.close() }
             openFile = nil
+            if let error = error as? CairnError, error.code == .truncated {
+                // Keep what verified: `extract --resume` continues from the journal.
+                staging.release()
+                var kept = error
+                kept.message += "; what verified is kept: rerun with --resume and the whole stream to continue"
+                throw kept
+            }
+            if error is CancellationError {
+                staging.release()
+                throw error
+            }
             staging.discard()
             throw error
         }
@@ -71,8 +103,13 @@ final class StreamExtractor {
 
     private func handle(_ event: ArchiveScanner.Event) throws {
         switch event {
-        case .entry(_, let entry, _):
-            try begin(entry)
+        case .entry(let index, let entry, _):
+            if index < skipUntil {
+                try skip(entry)
+            } else {
+                if staging.isResumed, entry.kind != .directory { try staging.removeLeftover(entry.pathBytes) }
+                try begin(entry)
+            }
         case .chunk(let id, let bytes):
             pending[id] = bytes
         case .references(_, let references):
@@ -82,14 +119,27 @@ final class StreamExtractor {
             guard open.written == size else {
                 throw CairnError(.corrupted, "file size does not match its content", path: open.entry.path)
             }
+            guard let fd = open.fd else {
+                openFile = nil
+                pending.removeAll()
+                return
+            }
             try FileSystem.setPermissions(
                 PathBytes.lastComponent(open.entry.pathBytes), in: try staging.parentDirectory(of: open.entry.pathBytes),
                 mode: open.entry.permissions, display: open.entry.path)
-            try FileSystem.setModificationTime(of: open.fd, nanoseconds: open.entry.modificationTime)
-            try open.fd.close()
+            try FileSystem.setModificationTime(of: fd, nanoseconds: open.entry.modificationTime)
+            try fd.close()
             openFile = nil
             pending.removeAll()
-        case .commit, .footer:
+        case .commit(_, let commit):
+            guard commit.openEntry == CommitRecord.noOpenEntry, commit.entryCount > 0 else { return }
+            let count = Int(commit.entryCount)
+            if count == skipUntil, let expected = expectedDigest, commit.chainDigest != expected {
+                throw CairnError(
+                    .notResumable, "this stream is not the archive whose extraction was interrupted (entry \(count) differs)")
+            }
+            if count > skipUntil { try staging.appendJournal("commit \(count) \(commit.chainDigest.hexString)") }
+        case .footer:
             break
         }
     }
@@ -129,9 +179,38 @@ final class StreamExtractor {
         }
     }
 
+    /// Resuming: an entry the interrupted run completed. Files are not rewritten, but their
+    /// chunks' locations are learned, for later references.
+    private func skip(_ entry: ArchiveEntry) throws {
+        switch entry.kind {
+        case .directory:
+            let parent = try staging.parentDirectory(of: entry.pathBytes)
+            let name = PathBytes.lastComponent(entry.pathBytes)
+            if (try? FileStatus.of(name, relativeTo: parent))?.kind != .directory {
+                try FileSystem.makeDirectory(name, in: parent, mode: 0o700, display: entry.path)
+            }
+            directories.append(entry)
+        case .file:
+            openFile = (entry, nil, 0)
+        case .symlink:
+            symlinks.append(entry)
+        default:
+            break
+        }
+    }
+
     private func write(_ references: [ChunkReference]) throws {
         guard var open = openFile else { return }
         for reference in references {
+            guard let fd = open.fd else {
+                // Skipping a completed file: only learn where its chunks are.
+                pending.removeValue(forKey: reference.id)
+                if locations[reference.id] == nil {
+                    locations[reference.id] = (open.entry.pathBytes, open.written, reference.length)
+                }
+                open.written += UInt64(reference.length)
+                continue
+            }
             let bytes: [UInt8]
             if let fresh = pending.removeValue(forKey: reference.id) {
                 bytes = fresh
@@ -139,7 +218,7 @@ final class StreamExtractor {
                     locations[reference.id] = (open.entry.pathBytes, open.written, bytes.count)
                 }
             } else {
-                bytes = try readBack(reference.id, openFile: open)
+                bytes = try readBack(reference.id, into: open.entry, fd: fd)
             }
             let (total, overflow) = outputBytes.addingReportingOverflow(UInt64(bytes.count))
             guard !overflow, total <= options.maximumOutputBytes else {
@@ -147,25 +226,25 @@ final class StreamExtractor {
                     .limitExceeded, "the archive writes more than \(options.maximumOutputBytes) bytes", path: open.entry.path)
             }
             outputBytes = total
-            try open.fd.writeAll(bytes)
+            try fd.writeAll(bytes)
             open.written += UInt64(bytes.count)
-            if let progress { progress.completedUnitCount = min(Int64(clamping: outputBytes), max(progress.totalUnitCount, Int64(clamping: outputBytes))) }
+            if let progress {
+                progress.completedUnitCount = min(Int64(clamping: outputBytes), max(progress.totalUnitCount, Int64(clamping: outputBytes)))
+            }
         }
         openFile = open
     }
 
     /// Reads a chunk back from where it was first written and checks its SHA-256.
-    private func readBack(_ id: Digest, openFile open: (entry: ArchiveEntry, fd: FileDescriptor, written: UInt64))
-        throws -> [UInt8]
-    {
+    private func readBack(_ id: Digest, into entry: ArchiveEntry, fd openFD: FileDescriptor) throws -> [UInt8] {
         guard let location = locations[id] else {
-            throw CairnError(.corrupted, "reference to chunk \(id), whose bytes were not seen", path: open.entry.path)
+            throw CairnError(.corrupted, "reference to chunk \(id), whose bytes were not seen", path: entry.path)
         }
         var bytes = [UInt8](repeating: 0, count: location.length)
         let got: Int
-        if location.path == open.entry.pathBytes {
+        if location.path == entry.pathBytes {
             got = try bytes.withMutableBytes { (raw) throws(CairnError) in
-                try open.fd.read(fromAbsoluteOffset: location.offset, into: raw)
+                try openFD.read(fromAbsoluteOffset: location.offset, into: raw)
             }
         } else {
             let parent = try staging.parentDirectory(of: location.path)
@@ -180,7 +259,7 @@ final class StreamExtractor {
         guard got == location.length, try SHA256.hash(bytes) == id else {
             throw CairnError(
                 .checksumMismatch, "chunk \(id) read back from \(PathBytes.display(location.path)) no longer matches",
-                path: open.entry.path)
+                path: entry.path)
         }
         return bytes
     }
@@ -213,8 +292,8 @@ extension Extractor {
         progress: Progress? = nil
     ) async throws -> VerificationReport {
         let descriptor = FileDescriptor(rawValue: input.fileDescriptor, path: "<input>")
-        let staging = try StagingDirectory(for: Archiver.fileSystemPath(destination))
-        let extractor = StreamExtractor(staging: staging, options: options, progress: progress)
+        let staging = try StagingDirectory(for: Archiver.fileSystemPath(destination), resume: options.resume)
+        let extractor = try StreamExtractor(staging: staging, options: options, progress: progress)
         return try await extractor.run(RecordStream(descriptor: descriptor))
     }
 }
