@@ -376,6 +376,8 @@ struct ItemProducer {
                 }
             }
         }
+        // A cancelled task sees an async sequence end early: that is not the end of the content.
+        try Task.checkCancellation()
         cutChunks(isFinal: true)
         onProgress(state.contentBytes)
         try await emit(.endFile)
