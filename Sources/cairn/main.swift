@@ -1,5 +1,9 @@
 import Glibc
 
+// A file-size limit (RLIMIT_FSIZE) must surface as an EFBIG error naming the file, not kill the
+// process with SIGXFSZ and leave no message.
+signal(SIGXFSZ, SIG_IGN)
+
 // Raw argument bytes, so file names that are not UTF-8 survive.
 var rawArguments: [[UInt8]] = []
 for index in 1..<Int(CommandLine.argc) {
