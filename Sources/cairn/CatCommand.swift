@@ -9,7 +9,8 @@ enum CatCommand {
 
         Writes the archive's bytes from offset N (default 0) to the end on standard output: the
         sender's half of resuming a transfer. The receiver runs 'cairn verify --partial COPY' to
-        learn N and T, then appends what this prints to its copy; the result is identical to
+        learn N and T, cuts its copy to N bytes (truncate -s N COPY: bytes after the last valid
+        commit are not trusted), then appends what this prints; the result is identical to
         ARCHIVE. With --expect-token, refuses (exit 1) unless the receiver's prefix is a prefix of
         ARCHIVE. Offsets are plain byte offsets, so HTTP range requests work the same way.
         """

@@ -24,6 +24,7 @@ public final class Archiver {
     /// Set when resuming: where to go back to if the file open at the last commit cannot be
     /// continued.
     private var recovery: (state: ArchiveRecovery, sink: FileSink)?
+    private var fallbackCompressor: ChunkCompressor?
     private let budget: ByteBudget
     private let claims = ChunkClaims()
     private var producerState = ItemProducer.State()
@@ -390,7 +391,18 @@ public final class Archiver {
                             try writer.appendChunk(id: id, rawLength: range.count, codec: stored.codec, stored: raw)
                         }
                     } else {
-                        throw CairnError(.corrupted, "internal error: chunk \(id) has no stored form")
+                        // Only after a resume went back to an earlier commit: a chunk the dedup
+                        // claims thought stored is not stored any more. Compress it here; the
+                        // result is the same bytes a processing task would have produced.
+                        var stored: [UInt8] = []
+                        let compressor = fallbackCompressor ?? ChunkCompressor(method: configuration.effectiveCompression)
+                        fallbackCompressor = compressor
+                        let codec = try batch.buffer.withBytes { (raw) throws(CairnError) in
+                            compressor.compress(UnsafeRawBufferPointer(rebasing: raw[range]), appendingTo: &stored)
+                        }
+                        try stored.withBytes { (raw) throws(CairnError) in
+                            try writer.appendChunk(id: id, rawLength: range.count, codec: codec, stored: raw)
+                        }
                     }
                     chunkIndex += 1
                 case .endFile:

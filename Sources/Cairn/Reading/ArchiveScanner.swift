@@ -95,6 +95,9 @@ package final class ArchiveScanner {
         let offset = record.offset
         guard !sawFooter else { throw CairnError(.corrupted, "data after the footer", offset: offset) }
         guard let type = record.header.type else {
+            if manifestHasher != nil {
+                throw CairnError(.corrupted, "unknown record type \(record.header.typeByte) inside the manifest", offset: offset)
+            }
             if record.header.isSkippable {
                 chain.update(record.framed)
                 return

@@ -29,7 +29,7 @@ extension Extractor {
             try staging.appendJournal(identity)
         }
         if options.checkFreeSpace, let free = staging.availableBytes, plan.outputBytes > free {
-            staging.discard()
+            if staging.isResumed { staging.release() } else { staging.discard() }
             throw CairnError(
                 .limitExceeded, "the archive declares \(plan.outputBytes) bytes of output but only \(free) bytes are free",
                 path: PathBytes.display(destination))
@@ -43,6 +43,10 @@ extension Extractor {
             // Cancelled like a kill: keep what is verified for --resume.
             staging.release()
             throw CancellationError()
+        } catch where staging.isResumed {
+            // Never throw away progress an earlier run verified; the error says what went wrong.
+            staging.release()
+            throw error
         } catch {
             staging.discard()
             throw error
