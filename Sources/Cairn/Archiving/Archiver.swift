@@ -13,6 +13,10 @@ import Glibc
 /// compressed on every core; the bytes are written in a deterministic order, so the same inputs
 /// and configuration always give the same archive. Each chunk is stored once per archive.
 ///
+/// The async methods run on the caller's executor (`nonisolated(nonsending)`), so an archiver
+/// can be used from the main actor or any actor; reading, chunking, hashing and compression run
+/// on detached tasks, never on the caller's executor.
+///
 /// - Important: Call the methods one at a time (they are `async` but not reentrant), and call
 ///   ``finish()`` exactly once. After an error the archive is abandoned: what was written is a
 ///   valid prefix up to its last commit record.
@@ -157,7 +161,7 @@ public final class Archiver {
     /// If `body` throws or the task is cancelled, the archive is abandoned (left as
     /// `<path>.partial`, resumable) and the error is rethrown.
     /// - Returns: the export properties.
-    public static func withArchiver(
+    nonisolated(nonsending) public static func withArchiver(
         writingTo path: String, configuration: Configuration = Configuration(),
         _ body: (Archiver) async throws -> Void
     ) async throws -> ExportProperties {
@@ -180,19 +184,19 @@ public final class Archiver {
     ///   fails) or `CancellationError`. Problems with single files inside a directory (unreadable,
     ///   changed while read, unsupported type) do not throw; they are collected in
     ///   ``ExportProperties/warnings``.
-    public func appendItem(at url: URL) async throws {
+    nonisolated(nonsending) public func appendItem(at url: URL) async throws {
         let path = Archiver.fileSystemPath(url)
         try await appendItem(atPath: path)
     }
 
     /// Appends the item at `url` under `pathInArchive` (a relative path with `/` separators).
-    public func appendItem(at url: URL, pathInArchive: String) async throws {
+    nonisolated(nonsending) public func appendItem(at url: URL, pathInArchive: String) async throws {
         try await appendItem(atPath: Archiver.fileSystemPath(url), pathInArchive: Array(pathInArchive.utf8))
     }
 
     /// Appends the item at the raw file-system path `path` under its last component; a path
     /// whose last component is `.`, `..` or `/` stores the directory's contents at the top level.
-    package func appendItem(atPath path: [UInt8]) async throws {
+    nonisolated(nonsending) package func appendItem(atPath path: [UInt8]) async throws {
         let last = PathBytes.lastComponent(path)
         if last == [0x2E] || last == [0x2E, 0x2E] || last == [0x2F] || last.isEmpty {
             try await appendItem(atPath: path, pathInArchive: [])
@@ -203,7 +207,7 @@ public final class Archiver {
 
     /// Appends the item at the raw file-system path `path` under the raw `pathInArchive`; an
     /// empty `pathInArchive` stores a directory's contents at the top level.
-    package func appendItem(atPath path: [UInt8], pathInArchive: [UInt8]) async throws {
+    nonisolated(nonsending) package func appendItem(atPath path: [UInt8], pathInArchive: [UInt8]) async throws {
         try checkOpen()
         let name = pathInArchive.isEmpty ? [] : try Archiver.normalizedPathInArchive(pathInArchive)
         let status: FileStatus
@@ -224,7 +228,7 @@ public final class Archiver {
     ///   - pathInArchive: where the file is stored.
     ///   - permissions: mode bits, default `0o644`.
     ///   - modificationTime: nanoseconds since the Unix epoch, default now.
-    public func append<S: AsyncSequence>(
+    nonisolated(nonsending) public func append<S: AsyncSequence>(
         contentsOf bytes: S, pathInArchive: String, permissions: UInt32 = 0o644, modificationTime: Int64? = nil
     ) async throws where S.Element == [UInt8], S: Sendable {
         try checkOpen()
@@ -239,7 +243,7 @@ public final class Archiver {
     /// Writes the manifest and footer and completes the sink.
     ///
     /// - Returns: the export properties of the whole archive.
-    public func finish() async throws -> ExportProperties {
+    nonisolated(nonsending) public func finish() async throws -> ExportProperties {
         try checkOpen()
         try await guarded {
             if self.producerState.openFileToContinue != nil {
@@ -267,7 +271,7 @@ public final class Archiver {
     }
 
     /// Abandons the archive: writes what is pending and tells the sink. Used after errors.
-    public func abandon() async {
+    nonisolated(nonsending) public func abandon() async {
         guard state == .open else { return }
         state = .failed
         if let bytes = Optional(writer.takeOutput()), !bytes.isEmpty {
@@ -289,7 +293,7 @@ public final class Archiver {
 
     /// Runs `body`; on any error abandons the archive and rethrows (as CairnError or
     /// CancellationError).
-    private func guarded(_ body: () async throws -> Void) async throws {
+    nonisolated(nonsending) private func guarded(_ body: () async throws -> Void) async throws {
         do {
             try await body()
         } catch let error as CancellationError {
@@ -306,7 +310,7 @@ public final class Archiver {
         return CairnError(.io, "the sink failed", cause: String(describing: error))
     }
 
-    private func flush(force: Bool) async throws {
+    nonisolated(nonsending) private func flush(force: Bool) async throws {
         guard writer.pendingOutputCount >= Archiver.flushThreshold || (force && writer.pendingOutputCount > 0) else {
             return
         }
@@ -321,7 +325,7 @@ public final class Archiver {
     /// Runs one append through the pipeline: a producer task reads and chunks into batches,
     /// one processing task per batch hashes and compresses on every core, and this task writes the
     /// results in order, returning each batch's bytes to the budget once they reach the sink.
-    private func runPipeline(
+    nonisolated(nonsending) private func runPipeline(
         _ produce: @escaping @Sendable (inout ItemProducer) async throws -> Void
     ) async throws {
         let (stream, continuation) = AsyncStream<ItemProducer.Item>.makeStream()
@@ -331,7 +335,8 @@ public final class Archiver {
         let configuration = configuration
         let progress = progress
         let estimate = configuration.sizeEstimate
-        let producer = Task { () async throws -> ItemProducer.State in
+        // Detached: the caller may be the main actor; reading and hashing must not run there.
+        let producer = Task.detached { () async throws -> ItemProducer.State in
             defer { continuation.finish() }
             var item = ItemProducer(
                 state: initial, chunking: configuration.chunking, batchBytes: configuration.batchBytes, budget: budget,

@@ -109,7 +109,7 @@ struct ItemProducer {
         state.nextChunkOrdinal += UInt64(chunksInBatch)
         let compression = compression
         let claims = claims
-        let processing = Task {
+        let processing = Task.detached {
             try BatchProcessor.process(batch, compression: compression, claims: claims)
         }
         output.yield(Item(batch: batch, processing: processing))

@@ -9,12 +9,12 @@ import Glibc
 public protocol ArchiveSink: AnyObject {
     /// Consumes the next bytes of the archive.
     /// - Throws: any error; the archiver stops and reports it wrapped in ``CairnError`` (`.io`).
-    func write(_ bytes: [UInt8]) async throws
+    nonisolated(nonsending) func write(_ bytes: [UInt8]) async throws
     /// Called once after the last byte (the footer) was written.
-    func finish() async throws
+    nonisolated(nonsending) func finish() async throws
     /// Called when the archive will not be finished (an error or cancellation). What was written
     /// is a valid prefix up to its last commit record and can be resumed.
-    func abandon() async
+    nonisolated(nonsending) func abandon() async
 }
 
 /// Writes the archive to a file that appears at its final path only when complete.

@@ -70,7 +70,7 @@ final class ChunkPrefetcher {
             }
             let source = source
             tasks.append(
-                Task {
+                Task.detached {
                     let decompressor = ChunkDecompressor()
                     var out: [[UInt8]] = []
                     out.reserveCapacity(group.count)
@@ -84,7 +84,7 @@ final class ChunkPrefetcher {
     }
 
     /// The next chunk's verified raw bytes.
-    func next() async throws -> [UInt8] {
+    nonisolated(nonsending) func next() async throws -> [UInt8] {
         if currentIndex >= current.count {
             schedule()
             guard !tasks.isEmpty else {

@@ -2,7 +2,7 @@ import Glibc
 
 extension Extractor {
     /// Extracts the selected entries into `destination` through a ``StagingDirectory``.
-    package func extract(selection: [[UInt8]]?, to destination: [UInt8], options: ExtractionOptions) async throws {
+    nonisolated(nonsending) package func extract(selection: [[UInt8]]?, to destination: [UInt8], options: ExtractionOptions) async throws {
         let plan = try makePlan(selection: selection)
         guard plan.outputBytes <= options.maximumOutputBytes else {
             throw CairnError(
@@ -63,7 +63,7 @@ extension Extractor {
 
     /// Writes the plan's entries, journaling each one once it is complete; the first `skipping`
     /// entries were completed by an interrupted run.
-    private func write(_ plan: ExtractionPlan, into staging: StagingDirectory, skipping: Int) async throws {
+    nonisolated(nonsending) private func write(_ plan: ExtractionPlan, into staging: StagingDirectory, skipping: Int) async throws {
         let rows = reader.manifest.entries
         var order: [Int] = []
         for (position, index) in plan.indices.enumerated()
@@ -135,7 +135,7 @@ extension Extractor {
 
     /// Writes a file whose content is that of manifest entry `contentIndex`; its chunks come,
     /// verified, from `chunks` in order.
-    private func writeFile(
+    nonisolated(nonsending) private func writeFile(
         _ entry: ArchiveEntry, contentOf contentIndex: Int, in staging: StagingDirectory, chunks: ChunkPrefetcher
     ) async throws {
         let parent = try staging.parentDirectory(of: entry.pathBytes)

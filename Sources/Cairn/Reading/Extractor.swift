@@ -43,7 +43,7 @@ public final class Extractor {
     }
 
     /// Opens the archive at `path`, runs `body`, and closes it.
-    public static func withExtractor<R>(at path: String, _ body: (Extractor) async throws -> R) async throws -> R {
+    nonisolated(nonsending) public static func withExtractor<R>(at path: String, _ body: (Extractor) async throws -> R) async throws -> R {
         let extractor = try Extractor(path: path)
         defer { extractor.close() }
         return try await body(extractor)
@@ -74,7 +74,7 @@ public final class Extractor {
     /// - Throws: `.unsafePath` for names that would escape or collide, `.limitExceeded` when the
     ///   declared output exceeds ``ExtractionOptions/maximumOutputBytes`` or the free space,
     ///   `.alreadyExists`, `.checksumMismatch` / `.corrupted` for damaged data, `.io`.
-    public func extractAll(to destination: URL, options: ExtractionOptions = ExtractionOptions()) async throws {
+    nonisolated(nonsending) public func extractAll(to destination: URL, options: ExtractionOptions = ExtractionOptions()) async throws {
         try await extract(selection: nil, to: Archiver.fileSystemPath(destination), options: options)
     }
 
@@ -82,7 +82,7 @@ public final class Extractor {
     /// `destination`, keeping its path: `extractItem(atPathInArchive: "a/b", to: d)` writes `d/a/b`.
     ///
     /// - Throws: `.notFound` when no entry has that path; otherwise as ``extractAll(to:options:)``.
-    public func extractItem(
+    nonisolated(nonsending) public func extractItem(
         atPathInArchive path: String, to destination: URL, options: ExtractionOptions = ExtractionOptions()
     ) async throws {
         try await extract(selection: [Array(path.utf8)], to: Archiver.fileSystemPath(destination), options: options)
@@ -93,14 +93,14 @@ public final class Extractor {
     ///
     /// - Returns: what was verified.
     /// - Throws: the first problem found, naming its offset.
-    public func verify() async throws -> VerificationReport {
+    nonisolated(nonsending) public func verify() async throws -> VerificationReport {
         try await Extractor.verify(descriptor: reader.descriptor, path: reader.path, seekToStart: true)
     }
 
     /// Verifies the archive at `path` front to back without opening its manifest first, so an
     /// archive whose footer is damaged still reports the first bad offset; `"-"` reads standard
     /// input.
-    public static func verifyArchive(atPath path: String) async throws -> VerificationReport {
+    nonisolated(nonsending) public static func verifyArchive(atPath path: String) async throws -> VerificationReport {
         if path == "-" {
             return try await verify(descriptor: .standardInput, path: "<stdin>", seekToStart: false)
         }
@@ -110,7 +110,7 @@ public final class Extractor {
     }
 
     /// Verifies the archive read from `descriptor` front to back (a file or a pipe).
-    package static func verify(descriptor: FileDescriptor, path: String, seekToStart: Bool) async throws
+    nonisolated(nonsending) package static func verify(descriptor: FileDescriptor, path: String, seekToStart: Bool) async throws
         -> VerificationReport
     {
         if seekToStart { try descriptor.seek(to: 0) }

@@ -80,7 +80,7 @@ extension Extractor {
     /// - Returns: the verified length and the resume token naming it.
     /// - Throws: `.corrupted`/`.unsupportedVersion` when not even the prelude and header are
     ///   valid; `.io`.
-    public static func verifyPrefix(atPath path: String) async throws -> PrefixVerification {
+    nonisolated(nonsending) public static func verifyPrefix(atPath path: String) async throws -> PrefixVerification {
         let descriptor = path == "-" ? FileDescriptor.standardInput : try FileDescriptor.open(path, flags: 0)
         defer { if path != "-" { _ = try? descriptor.close() } }
         let stream = RecordStream(descriptor: descriptor)

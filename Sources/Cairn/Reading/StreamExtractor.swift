@@ -56,7 +56,7 @@ final class StreamExtractor {
     /// staging directory is committed, on failure discarded.
     ///
     /// - Throws: the first problem, naming the offset in the stream or the entry.
-    func run(_ stream: RecordStream) async throws -> VerificationReport {
+    nonisolated(nonsending) func run(_ stream: RecordStream) async throws -> VerificationReport {
         do {
             try scanner.start(stream)
             if let estimate = scanner.header?.sizeEstimate { progress?.totalUnitCount = Int64(clamping: estimate) }
@@ -287,7 +287,7 @@ extension Extractor {
     ///
     /// - Returns: what was verified.
     /// - Throws: as ``extractAll(to:options:)``; `.truncated` when the input ends early.
-    public static func extractStream(
+    nonisolated(nonsending) public static func extractStream(
         from input: FileHandle, to destination: URL, options: ExtractionOptions = ExtractionOptions(),
         progress: Progress? = nil
     ) async throws -> VerificationReport {
