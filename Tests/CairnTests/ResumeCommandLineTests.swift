@@ -200,10 +200,7 @@ struct ResumeCommandLineTests {
         #expect(cut.stderr.contains("--resume"), "\(cut.stderr)")
         // "Stops cleanly at a torn end, says how far it got": only a stream that ends between two
         // records names the verified length; one that ends inside a record names the offset it read to.
-        withKnownIssue("extract - cut inside a record does not say how many bytes verified") {
-            #expect(
-                cut.stderr.contains("\(layout.verifiedLength(ofPrefix: bytes.count / 2)) bytes verified"), "\(cut.stderr)")
-        }
+        #expect(cut.stderr.contains("\(layout.verifiedLength(ofPrefix: bytes.count / 2)) bytes verified"), "\(cut.stderr)")
         #expect(!RawFileSystem.exists(Array(destination.utf8)))
         #expect(RawFileSystem.exists(staging), "what verified is kept")
         let journal = try RawFileSystem.contents(ofFile: staging + Array("/.cairn-journal".utf8))
@@ -261,9 +258,7 @@ struct ResumeCommandLineTests {
         #expect(!RawFileSystem.exists(Array(destination.utf8)))
         // The refusal should leave the interrupted extraction's staged work for the right stream,
         // as the seekable path does ("it is never deleted silently", `ExtractionOptions.resume`).
-        withKnownIssue("extract --resume - discards the staging directory when the stream is another archive") {
-            #expect(RawFileSystem.exists(staging), "the staged work of the interrupted extraction is kept")
-        }
+        #expect(RawFileSystem.exists(staging), "the staged work of the interrupted extraction is kept")
     }
 
     @Test("extract --resume - refuses a different archive with fewer entries than were already extracted")
@@ -287,11 +282,9 @@ struct ResumeCommandLineTests {
 
         // The journal says 50-odd entries are done; the other archive has 2, so the chain digest
         // at the journaled entry count is never compared and the old staged files are committed.
-        withKnownIssue("extract --resume - accepts a different archive shorter than the journal and commits the old staged tree") {
-            let refused = try ResumeCLI.run(["extract", "-q", "--resume", "-", "-C", destination], standardInput: other)
-            #expect(refused.status == 1, "\(refused.stderr)")
-            #expect(!RawFileSystem.exists(Array(destination.utf8)), "DEST must not appear with another archive's files")
-        }
+        let refused = try ResumeCLI.run(["extract", "-q", "--resume", "-", "-C", destination], standardInput: other)
+        #expect(refused.status == 1, "\(refused.stderr)")
+        #expect(!RawFileSystem.exists(Array(destination.utf8)), "DEST must not appear with another archive's files")
     }
 
     // MARK: - Fixtures

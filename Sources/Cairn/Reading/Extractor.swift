@@ -115,15 +115,28 @@ public final class Extractor {
     {
         if seekToStart { try descriptor.seek(to: 0) }
         let stream = RecordStream(descriptor: descriptor)
-        let scanner = ArchiveScanner()
+        // The scanner checks structure, CRCs and chain digests in order; chunk contents
+        // (decompression and SHA-256, the expensive part) are checked by a window of tasks.
+        let scanner = ArchiveScanner(verifyingChunkContents: false)
+        let chunks = ChunkVerifier()
         do {
             try scanner.start(stream)
             while let record = try stream.next() {
                 try Task.checkCancellation()
                 try scanner.consume(record) { _ in }
+                if record.header.type == .chunk { try await chunks.add(record.payload, offset: record.offset) }
             }
+            try await chunks.finish()
         } catch let error as CairnError {
+            // A bad chunk before the failing record is the more precise report.
+            if let chunkError = await chunks.firstError(), (chunkError.offset ?? .max) <= (error.offset ?? .max) {
+                throw chunkError.withPath(path)
+            }
+            chunks.cancel()
             throw error.withPath(path)
+        } catch {
+            chunks.cancel()
+            throw error
         }
         guard scanner.footer != nil else {
             throw CairnError(

@@ -26,6 +26,8 @@ final class StreamExtractor {
     /// Resuming: the chain digest the interrupted run journaled at entry count `skipUntil`.
     private var expectedDigest: Digest?
     private static let journalIdentity = "cairn-journal 1 stream"
+    /// Resuming: whether the stream's commit at `skipUntil` entries matched the journal.
+    private var resumePointVerified = false
     private var directories: [ArchiveEntry] = []
     private var symlinks: [ArchiveEntry] = []
     private var outputBytes: UInt64 = 0
@@ -84,10 +86,12 @@ final class StreamExtractor {
                 // Keep what verified: `extract --resume` continues from the journal.
                 staging.release()
                 var kept = error
-                kept.message += "; what verified is kept: rerun with --resume and the whole stream to continue"
+                kept.message +=
+                    "; \(scanner.verifiedLength) bytes verified up to the last commit are kept: rerun with --resume and the whole stream to continue"
                 throw kept
             }
-            if error is CancellationError {
+            if error is CancellationError || staging.isResumed {
+                // Never delete work an interrupted run verified; the error says what is wrong.
                 staging.release()
                 throw error
             }
@@ -134,13 +138,20 @@ final class StreamExtractor {
         case .commit(_, let commit):
             guard commit.openEntry == CommitRecord.noOpenEntry, commit.entryCount > 0 else { return }
             let count = Int(commit.entryCount)
-            if count == skipUntil, let expected = expectedDigest, commit.chainDigest != expected {
-                throw CairnError(
-                    .notResumable, "this stream is not the archive whose extraction was interrupted (entry \(count) differs)")
+            if count == skipUntil, let expected = expectedDigest {
+                guard commit.chainDigest == expected else {
+                    throw CairnError(
+                        .notResumable, "this stream is not the archive whose extraction was interrupted (entry \(count) differs)")
+                }
+                resumePointVerified = true
             }
             if count > skipUntil { try staging.appendJournal("commit \(count) \(commit.chainDigest.hexString)") }
         case .footer:
-            break
+            if skipUntil > 0, !resumePointVerified {
+                throw CairnError(
+                    .notResumable,
+                    "this stream is not the archive whose extraction was interrupted (it ends before entry \(skipUntil))")
+            }
         }
     }
 
