@@ -15,8 +15,9 @@ package struct Errno: Equatable, Sendable {
         return String(cString: text)
     }
 
-    /// A ``CairnError`` with code `.io` (or `.notFound`, `.alreadyExists`, `.limitExceeded` for
-    /// `ENOENT`, `EEXIST`, `ENOSPC`/`EFBIG`/`EDQUOT`) whose cause is this errno's text.
+    /// A ``CairnError`` with code `.notFound` for `ENOENT`, `.alreadyExists` for `EEXIST`, and
+    /// `.io` otherwise (a full disk, `EFBIG` and `EDQUOT` included), whose cause is this errno's
+    /// text (`strerror(3)`).
     package func error(_ what: String, path: String? = nil, offset: UInt64? = nil) -> CairnError {
         let code: CairnError.Code
         switch rawValue {

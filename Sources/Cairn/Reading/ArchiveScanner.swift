@@ -51,7 +51,8 @@ package final class ArchiveScanner {
     private var manifestOffset: UInt64 = 0
     private var paths: [[UInt8]: ArchiveEntry.Kind] = [:]
     private var openFile: (index: Int, bytes: UInt64, references: UInt64, digest: SHA256)?
-    private var chunkBuffer = [UInt8](repeating: 0, count: FormatLimits.maximumChunkLength)
+    /// Grown to the largest raw chunk seen (at most ``FormatLimits/maximumChunkLength``).
+    private var chunkBuffer: [UInt8] = []
     private var nextCommitSequence: UInt64 = 0
     private var sawFooter = false
 
@@ -123,6 +124,9 @@ package final class ArchiveScanner {
                 throw CairnError(.corrupted, "chunk \(prefix.id) is stored twice", offset: offset)
             }
             if verifiesChunkContents {
+                if chunkBuffer.count < prefix.rawLength {
+                    chunkBuffer = [UInt8](repeating: 0, count: prefix.rawLength)
+                }
                 try chunkBuffer.withMutableBytes { (raw) throws(CairnError) in
                     try ArchiveReader.decodeChunk(
                         payload, expected: nil, rawLength: nil, offset: offset, using: decompressor, into: raw)

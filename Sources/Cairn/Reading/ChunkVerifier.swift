@@ -11,7 +11,7 @@ final class ChunkVerifier {
     private var groupSize = 0
     private var tasks: [Task<Void, any Error>] = []
 
-    init(window: Int = 4, groupBytes: Int = 4 << 20) {
+    init(window: Int = 4, groupBytes: Int = 2 << 20) {
         self.window = max(1, window)
         self.groupBytes = groupBytes
     }
@@ -31,9 +31,16 @@ final class ChunkVerifier {
         tasks.append(
             Task.detached {
                 let decompressor = ChunkDecompressor()
-                var buffer = [UInt8](repeating: 0, count: FormatLimits.maximumChunkLength)
+                var buffer: [UInt8] = []
                 for (payload, offset) in work {
                     try Task.checkCancellation()
+                    // The raw length sits at bytes 36..<40 of the payload (Spec 0001 §7.1); the
+                    // decoder checks it against the limit, this only sizes the buffer.
+                    if payload.count >= ChunkRecordPrefix.length {
+                        let raw = Int(payload[36]) | Int(payload[37]) << 8 | Int(payload[38]) << 16 | Int(payload[39]) << 24
+                        let wanted = min(max(raw, 1), FormatLimits.maximumChunkLength)
+                        if buffer.count < wanted { buffer = [UInt8](repeating: 0, count: wanted) }
+                    }
                     try buffer.withMutableBytes { (raw) throws(CairnError) in
                         try ArchiveReader.decodeChunk(
                             payload, expected: nil, rawLength: nil, offset: offset, using: decompressor, into: raw)

@@ -125,6 +125,12 @@ public final class Extractor {
                 try Task.checkCancellation()
                 try scanner.consume(record) { _ in }
                 if record.header.type == .chunk { try await chunks.add(record.payload, offset: record.offset) }
+                if scanner.footer != nil {
+                    guard try stream.isAtEnd() else {
+                        throw CairnError(.corrupted, "data after the footer", offset: stream.offset)
+                    }
+                    break
+                }
             }
             try await chunks.finish()
         } catch let error as CairnError {

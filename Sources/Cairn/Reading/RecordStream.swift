@@ -1,5 +1,6 @@
 /// Reads an archive's records front to back from a descriptor (a file or a pipe), seeing each
-/// byte once, with a fixed buffer.
+/// byte once, with a buffer that starts at 1 MiB and grows only as far as the largest record
+/// needs (at most ``FormatLimits/maximumRecordPayload`` plus framing).
 ///
 /// Every record is checked (header fields, length limit, CRC-32) before it is returned.
 package final class RecordStream {
@@ -11,13 +12,17 @@ package final class RecordStream {
     /// The archive offset of the next unread byte.
     private(set) package var offset: UInt64 = 0
 
-    package init(descriptor: FileDescriptor, bufferSize: Int = 4 << 20) {
+    package init(descriptor: FileDescriptor, bufferSize: Int = 1 << 20) {
         self.descriptor = descriptor
-        self.buffer = [UInt8](repeating: 0, count: max(bufferSize, FormatLimits.maximumRecordPayload + RecordFraming.overhead + 1))
+        self.buffer = [UInt8](repeating: 0, count: max(bufferSize, 64))
     }
 
     /// Ensures at least `count` bytes are buffered; returns false at end of input with fewer.
     private func fill(_ count: Int) throws(CairnError) -> Bool {
+        if count > buffer.count {
+            // Only a record header that passed its length check asks for this much.
+            buffer.append(contentsOf: repeatElement(0, count: count - buffer.count))
+        }
         while end - start < count {
             if atEOF { return false }
             if start > 0 {
