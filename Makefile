@@ -4,6 +4,8 @@
 #   make test    install the libraries if missing, run the test suite
 #   make bench   also install the peer tools, build release, run the benchmark harness
 #   make deps    only install the libraries (apt-get update runs only when one is missing)
+#   make fuzz    TARGET=records|manifest|extract FUZZ_SECONDS=600: libFuzzer on one parser
+#   make fuzz-smoke  every fuzz target briefly (CI)
 #
 # Variables: SCRATCH (SwiftPM scratch path, default .build), DEMO_ARGS (e.g. --size-mib 64),
 # BENCH_ARGS (arguments for cairn-bench).
@@ -34,7 +36,11 @@ define apt_install
 	fi
 endef
 
-.PHONY: demo test bench deps bench-deps
+.PHONY: demo test bench deps bench-deps fuzz fuzz-build fuzz-smoke
+
+TARGET ?= records
+FUZZ_SECONDS ?= 600
+FUZZ_WORK ?= /tmp/cairn-fuzz
 
 deps:
 	$(call apt_install,$(DEB_PACKAGES))
@@ -50,5 +56,23 @@ test: deps
 	$(SWIFT) test --scratch-path $(SCRATCH) --disable-xctest
 
 bench: bench-deps
+	$(SWIFT) build -c release --scratch-path $(SCRATCH) --product cairn
 	$(SWIFT) build -c release --scratch-path $(SCRATCH) --product cairn-bench
 	$(SCRATCH)/release/cairn-bench $(BENCH_ARGS)
+
+fuzz-build: deps
+	$(SWIFT) build -c debug --scratch-path .build-fuzz -Xswiftc -sanitize=fuzzer,address \
+	    -Xswiftc -DFUZZING --product cairn-fuzz
+
+fuzz: fuzz-build
+	mkdir -p $(FUZZ_WORK)/$(TARGET)
+	CAIRN_FUZZ_TARGET=$(TARGET) .build-fuzz/debug/cairn-fuzz -max_total_time=$(FUZZ_SECONDS) \
+	    -rss_limit_mb=4096 -timeout=20 -artifact_prefix=$(FUZZ_WORK)/ \
+	    $(FUZZ_WORK)/$(TARGET) Tests/Fuzz/Corpus
+
+fuzz-smoke: fuzz-build
+	for t in records manifest extract; do \
+	  mkdir -p $(FUZZ_WORK)/$$t && \
+	  CAIRN_FUZZ_TARGET=$$t .build-fuzz/debug/cairn-fuzz -max_total_time=20 -rss_limit_mb=4096 \
+	      -timeout=20 -artifact_prefix=$(FUZZ_WORK)/ $(FUZZ_WORK)/$$t Tests/Fuzz/Corpus || exit 1; \
+	done

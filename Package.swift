@@ -13,6 +13,7 @@ let package = Package(
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+        .systemLibrary(name: "CFuzzer", path: "Sources/CFuzzer"),
         .target(
             name: "Cairn",
             dependencies: ["CZlib", "CLZ4", "CCrypto", "CZstd", "CLinux"]
@@ -24,6 +25,11 @@ let package = Package(
             dependencies: ["Cairn", "CairnCorpus", "CZlib", "CLZ4", "CCrypto", "CZstd"],
             path: "Benchmarks/CairnBench"
         ),
+        .executableTarget(
+            name: "cairn-fuzz",
+            dependencies: ["Cairn", "CFuzzer"],
+            path: "Tests/Fuzz/CairnFuzz"
+        ),
         .target(
             name: "CairnTestSupport",
             dependencies: ["Cairn", "CairnCorpus"],
@@ -31,7 +37,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CairnTests",
-            dependencies: ["Cairn", "CairnTestSupport", "cairn"],
+            dependencies: ["Cairn", "CairnTestSupport", "cairn", "cairn-fuzz"],
             resources: [.copy("Fixtures")]
         ),
     ]
