@@ -1,6 +1,6 @@
 extension Extractor {
     /// The entries to extract, checked before anything is written.
-    struct ExtractionPlan {
+    package struct ExtractionPlan {
         /// Manifest entry indices, in archive order.
         var indices: [Int]
         /// Hard links whose target is not extracted: written as copies of the target's content.
@@ -16,7 +16,7 @@ extension Extractor {
     /// - Parameter selection: paths to extract (with everything below them), or nil for all.
     /// - Throws: `.unsafePath` naming the entry, `.corrupted` for inconsistent sizes, `.notFound`
     ///   for a selected path that is not in the archive.
-    func makePlan(selection: [[UInt8]]?) throws(CairnError) -> ExtractionPlan {
+    package func makePlan(selection: [[UInt8]]?) throws(CairnError) -> ExtractionPlan {
         let rows = reader.manifest.entries
         var kinds: [[UInt8]: (kind: ArchiveEntry.Kind, index: Int)] = [:]
         for (index, row) in rows.enumerated() {
