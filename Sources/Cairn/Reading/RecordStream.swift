@@ -20,8 +20,19 @@ package final class RecordStream {
     /// Ensures at least `count` bytes are buffered; returns false at end of input with fewer.
     private func fill(_ count: Int) throws(CairnError) -> Bool {
         if count > buffer.count {
-            // Only a record header that passed its length check asks for this much.
-            buffer.append(contentsOf: repeatElement(0, count: count - buffer.count))
+            // Only a record header that passed its length check asks for this much. Allocate
+            // and copy in bulk (an element-wise append is slow in unoptimised builds).
+            var larger = [UInt8](repeating: 0, count: count)
+            let pending = end - start
+            larger.withUnsafeMutableBytes { destination in
+                buffer.withUnsafeBytes { source in
+                    guard let to = destination.baseAddress, let from = source.baseAddress else { return }
+                    to.copyMemory(from: from + start, byteCount: pending)
+                }
+            }
+            buffer = larger
+            start = 0
+            end = pending
         }
         while end - start < count {
             if atEOF { return false }
