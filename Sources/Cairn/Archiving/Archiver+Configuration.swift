@@ -26,7 +26,7 @@ extension Archiver {
         /// Bytes of content per batch, the unit of parallel work: each batch is hashed and
         /// compressed by its own task, so batches in flight use every core. Default 2 MiB;
         /// at least twice the maximum chunk length and at most the high watermark.
-        public var batchBytes = 2 * 1024 * 1024
+        public var batchBytes = 1024 * 1024
 
         public init() {}
 

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+internal import CLinux
 
 /// Writes a Cairn archive item by item, as a stream (`Spec/0001-container-format.md`).
 ///
@@ -29,6 +30,7 @@ public final class Archiver {
     /// continued.
     private var recovery: (state: ArchiveRecovery, sink: FileSink)?
     private var fallbackCompressor: ChunkCompressor?
+    private var batchesWritten = 0
     private let budget: ByteBudget
     private let claims = ChunkClaims()
     private var producerState = ItemProducer.State()
@@ -358,6 +360,13 @@ public final class Archiver {
                     try apply(item.batch, processed)
                     try await flush(force: false)
                     budget.release(item.batch.byteCount)
+                    batchesWritten += 1
+                    if batchesWritten % 64 == 0 {
+                        // Batches are allocated and freed at a high rate from several threads;
+                        // hand freed heap back to the system so resident memory tracks the budget
+                        // rather than glibc's high-water mark (malloc_trim(3)).
+                        _ = cairn_malloc_trim()
+                    }
                     try Task.checkCancellation()
                 }
                 producerState = try await producer.value
