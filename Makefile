@@ -74,5 +74,5 @@ fuzz-smoke: fuzz-build
 	for t in records manifest extract; do \
 	  mkdir -p $(FUZZ_WORK)/$$t && \
 	  CAIRN_FUZZ_TARGET=$$t .build-fuzz/debug/cairn-fuzz -max_total_time=20 -rss_limit_mb=4096 \
-	      -timeout=20 -artifact_prefix=$(FUZZ_WORK)/ $(FUZZ_WORK)/$$t Tests/Fuzz/Corpus || exit 1; \
+	      -timeout=60 -artifact_prefix=$(FUZZ_WORK)/ $(FUZZ_WORK)/$$t Tests/Fuzz/Corpus || exit 1; \
 	done
