@@ -3,7 +3,7 @@ import Glibc
 
 /// One timed operation of one tool (e.g. "borg" "create") over all runs.
 struct OperationResult {
-    enum Kind: String { case read, create, list, verify, extract }
+    enum Kind: String { case read, create, list, verify, extract, resume }
     var tool: String
     var operation: String
     var kind: Kind
@@ -77,6 +77,8 @@ struct EndToEnd {
         let cd = dir("cairn")
         let archive = "\(cd)/bench.cairn"
         let cout = "\(cd)/out"
+        let resumed = "\(cd)/resumed.cairn"
+        let transferred = "\(cd)/transferred.cairn"
         list.append(
             Tool(
                 name: "cairn", executables: [cairn], versionCommand: [cairn, "--version"],
@@ -98,6 +100,36 @@ struct EndToEnd {
                         operation: "extract", kind: .extract, prepare: clean(cout),
                         arguments: [cairn, "extract", archive, "-C", cout, "--json", "--no-progress"],
                         inspect: extracted(cout)),
+                    // Issue 4: an export killed at 90% of its archive, resumed; and a transfer cut
+                    // at 90%, completed with verify --partial + truncate + cat.
+                    .init(
+                        operation: "create --resume (cut at 90%)", kind: .resume,
+                        prepare: {
+                            try removeTree(resumed)
+                            try cutCopy(of: archive, to: resumed + ".partial", fraction: 0.9)
+                        },
+                        arguments: [cairn, "create", "--resume", "-q", "-o", resumed, "--no-progress", corpus.path],
+                        inspect: { _, r in
+                            r.archiveBytes = TreeTally.size(of: resumed)
+                            if !sameFile(resumed, archive) { r.failure = "resumed archive differs from the uninterrupted one" }
+                        }),
+                    .init(
+                        operation: "transfer resume (cut at 90%)", kind: .resume,
+                        prepare: { try cutCopy(of: archive, to: transferred, fraction: 0.9) },
+                        arguments: [
+                            "/bin/bash", "-c",
+                            """
+                            set -euo pipefail
+                            j=$(\(shellQuoted(cairn)) verify --partial --json \(shellQuoted(transferred)))
+                            n=$(printf '%s' "$j" | sed -E 's/.*"verifiedLength":([0-9]+).*/\\1/')
+                            t=$(printf '%s' "$j" | sed -E 's/.*"resumeToken":"([^"]+)".*/\\1/')
+                            truncate -s "$n" \(shellQuoted(transferred))
+                            \(shellQuoted(cairn)) cat \(shellQuoted(archive)) --from-offset "$n" --expect-token "$t" >> \(shellQuoted(transferred))
+                            """,
+                        ],
+                        inspect: { _, r in
+                            if !sameFile(transferred, archive) { r.failure = "completed copy differs from the archive" }
+                        }),
                 ]))
 
         let ld = dir("tar-lz4")
@@ -331,4 +363,24 @@ func lastJSONObject(_ text: String) -> [String: Any]? {
         }
     }
     return nil
+}
+
+/// Writes the first `fraction` of `source`'s bytes to `destination` (a cut-off copy).
+func cutCopy(of source: String, to destination: String, fraction: Double) throws {
+    guard let data = FileManager.default.contents(atPath: source) else {
+        throw BenchError("cannot read \(source)")
+    }
+    try? FileManager.default.removeItem(atPath: destination)
+    let cut = Int(Double(data.count) * fraction)
+    guard FileManager.default.createFile(atPath: destination, contents: data.prefix(cut)) else {
+        throw BenchError("cannot write \(destination)")
+    }
+}
+
+/// Whether two files have identical bytes.
+func sameFile(_ a: String, _ b: String) -> Bool {
+    guard let x = FileManager.default.contents(atPath: a), let y = FileManager.default.contents(atPath: b) else {
+        return false
+    }
+    return x == y
 }
