@@ -58,21 +58,29 @@ enum ExtractCommand {
             throw error
         }
         bar?.stop()
-        let seconds = monotonicSeconds() - started
-        let cpu = ProcessTimes.cpuSeconds() - cpuStarted
         let summary = extractor.summary
+        report(
+            args, entries: summary.entryCount, contentBytes: summary.contentBytes, source: "", destination: destination,
+            seconds: monotonicSeconds() - started, cpuSeconds: ProcessTimes.cpuSeconds() - cpuStarted)
+        return .success
+    }
+
+    /// Prints the figures of a finished extraction (text, or JSON with `--json`).
+    static func report(
+        _ args: Arguments, entries: Int, contentBytes: UInt64, source: String, destination: [UInt8], seconds: Double,
+        cpuSeconds: Double
+    ) {
         if args.flag("--json") {
             Output.out(
                 Output.json([
-                    "entryCount": summary.entryCount, "contentBytes": summary.contentBytes, "wallSeconds": seconds,
-                    "cpuSeconds": cpu,
+                    "entryCount": entries, "contentBytes": contentBytes, "wallSeconds": seconds, "cpuSeconds": cpuSeconds,
                 ]))
         } else if !args.flag("-q", "--quiet") {
             Output.out(
-                "extracted \(summary.entryCount) entries, \(Output.bytes(summary.contentBytes)) into \(String(decoding: destination, as: UTF8.self)) "
-                    + "in \(String(format: "%.2f", seconds)) s (\(Output.rate(summary.contentBytes, seconds: seconds)), \(String(format: "%.2f", cpu)) s CPU)")
+                "extracted \(entries) entries, \(Output.bytes(contentBytes))\(source) into \(String(decoding: destination, as: UTF8.self)) "
+                    + "in \(String(format: "%.2f", seconds)) s (\(Output.rate(contentBytes, seconds: seconds)), "
+                    + "\(String(format: "%.2f", cpuSeconds)) s CPU)")
         }
-        return .success
     }
 
     /// `cairn extract - -C DEST`: reads the archive once from standard input.
@@ -84,9 +92,9 @@ enum ExtractCommand {
         let progress = Progress(totalUnitCount: 0)
         let bar = ProgressBar.shouldShow(args) ? ProgressBar(progress: progress, label: "extract") : nil
         bar?.start()
-        let report: VerificationReport
+        let verified: VerificationReport
         do {
-            report = try await Extractor.extractStream(
+            verified = try await Extractor.extractStream(
                 from: FileHandle.standardInput, to: URL(fileURLWithPath: String(decoding: destination, as: UTF8.self)),
                 options: options, progress: progress)
         } catch {
@@ -94,20 +102,10 @@ enum ExtractCommand {
             throw error
         }
         bar?.stop()
-        let seconds = monotonicSeconds() - started
-        let cpu = ProcessTimes.cpuSeconds() - cpuStarted
-        if args.flag("--json") {
-            Output.out(
-                Output.json([
-                    "entryCount": report.entryCount, "contentBytes": report.contentBytes, "wallSeconds": seconds,
-                    "cpuSeconds": cpu,
-                ]))
-        } else if !args.flag("-q", "--quiet") {
-            Output.out(
-                "extracted \(report.entryCount) entries, \(Output.bytes(report.contentBytes)) from standard input into "
-                    + "\(String(decoding: destination, as: UTF8.self)) in \(String(format: "%.2f", seconds)) s "
-                    + "(\(Output.rate(report.contentBytes, seconds: seconds)), \(String(format: "%.2f", cpu)) s CPU)")
-        }
+        report(
+            args, entries: verified.entryCount, contentBytes: verified.contentBytes, source: " from standard input",
+            destination: destination, seconds: monotonicSeconds() - started,
+            cpuSeconds: ProcessTimes.cpuSeconds() - cpuStarted)
         return .success
     }
 }
