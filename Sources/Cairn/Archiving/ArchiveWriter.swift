@@ -169,34 +169,59 @@ package final class ArchiveWriter {
     package func appendChunk(id: Digest, rawLength: Int, codec: ChunkCodec, stored: UnsafeRawBufferPointer?)
         throws(CairnError)
     {
-        guard let entry = openEntry else { throw CairnError(.invalidArgument, "no file entry is open") }
-        let index: UInt32
+        guard openEntry != nil else { throw CairnError(.invalidArgument, "no file entry is open") }
         if let existing = chunkIndex[id] {
-            index = existing
-        } else {
-            guard let stored else {
-                throw CairnError(.invalidArgument, "chunk \(id) is new but no payload was given")
-            }
-            index = UInt32(truncatingIfNeeded: manifest.chunks.count)
-            let start = RecordCodec.beginRecord(.chunk, in: &output)
-            ChunkRecordPrefix(id: id, codec: codec, rawLength: rawLength).encode(into: &output)
-            output.append(contentsOf: stored)
-            RecordCodec.endRecord(startingAt: start, in: &output)
-            manifest.chunks.append(
-                Manifest.ChunkRow(
-                    id: id, offset: takenBytes + UInt64(start), rawLength: UInt32(truncatingIfNeeded: rawLength),
-                    storedLength: UInt32(truncatingIfNeeded: stored.count), codec: codec))
-            chunkIndex[id] = index
-            storedBytes += UInt64(stored.count)
-            uniqueBytes += UInt64(rawLength)
+            try addReference(existing, id: id, rawLength: rawLength)
+            return
         }
+        guard let stored else {
+            throw CairnError(.invalidArgument, "chunk \(id) is new but no payload was given")
+        }
+        let start = RecordCodec.beginRecord(.chunk, in: &output)
+        ChunkRecordPrefix(id: id, codec: codec, rawLength: rawLength).encode(into: &output)
+        output.append(contentsOf: stored)
+        RecordCodec.endRecord(startingAt: start, in: &output)
+        let index = addChunkRow(id: id, offset: start, rawLength: rawLength, storedLength: stored.count, codec: codec)
+        try addReference(index, id: id, rawLength: rawLength)
+    }
+
+    /// Like ``appendChunk(id:rawLength:codec:stored:)`` for a chunk already framed as a whole
+    /// chunk record (built and checksummed by a processing task); copied as is when `id` is new.
+    package func appendChunkRecord(
+        id: Digest, rawLength: Int, codec: ChunkCodec, record: UnsafeRawBufferPointer, storedLength: Int
+    ) throws(CairnError) {
+        guard openEntry != nil else { throw CairnError(.invalidArgument, "no file entry is open") }
+        if let existing = chunkIndex[id] {
+            try addReference(existing, id: id, rawLength: rawLength)
+            return
+        }
+        let start = output.count
+        output.append(contentsOf: record)
+        let index = addChunkRow(id: id, offset: start, rawLength: rawLength, storedLength: storedLength, codec: codec)
+        try addReference(index, id: id, rawLength: rawLength)
+    }
+
+    /// Records a new chunk whose record starts at `output[offset]`.
+    private func addChunkRow(id: Digest, offset: Int, rawLength: Int, storedLength: Int, codec: ChunkCodec) -> UInt32 {
+        let index = UInt32(truncatingIfNeeded: manifest.chunks.count)
+        manifest.chunks.append(
+            Manifest.ChunkRow(
+                id: id, offset: takenBytes + UInt64(offset), rawLength: UInt32(truncatingIfNeeded: rawLength),
+                storedLength: UInt32(truncatingIfNeeded: storedLength), codec: codec))
+        chunkIndex[id] = index
+        storedBytes += UInt64(storedLength)
+        uniqueBytes += UInt64(rawLength)
+        return index
+    }
+
+    /// Appends a reference to chunk `index` to the open file; commits every ``commitInterval``.
+    private func addReference(_ index: UInt32, id: Digest, rawLength: Int) throws(CairnError) {
         manifest.references.append(index)
         pendingReferences.append(ChunkReference(id: id, length: rawLength))
         id.withUnsafeBytes { openFileDigest.update($0) }
         openFileBytes += UInt64(rawLength)
         contentBytes += UInt64(rawLength)
         bytesSinceCommit += UInt64(rawLength)
-        _ = entry
         if pendingReferences.count >= FormatLimits.maximumReferencesPerRecord {
             flushReferences()
         }
@@ -254,15 +279,26 @@ package final class ArchiveWriter {
 
     /// Appends the manifest and the footer. Nothing may be appended afterwards.
     package func finish() throws(CairnError) {
-        guard openEntry == nil else { throw CairnError(.invalidArgument, "a file entry is still open") }
-        guard !finished else { return }
-        finished = true
-        let manifestOffset = offset
-        let manifestStart = output.count
-        manifest.encode(into: &output)
-        let manifestDigest = try output.withBytes { (raw) throws(CairnError) in
-            try SHA256.hash(UnsafeRawBufferPointer(rebasing: raw[manifestStart...]))
+        while try finishStep() {}
+    }
+
+    /// Writes the manifest one record per call, then the footer; returns false once the footer
+    /// is written. Taking the output between calls keeps the manifest of a large archive from
+    /// sitting in memory whole.
+    package func finishStep() throws(CairnError) -> Bool {
+        if finished { return false }
+        if manifestStart == nil {
+            guard openEntry == nil else { throw CairnError(.invalidArgument, "a file entry is still open") }
+            manifestStart = offset
         }
+        let before = output.count
+        if manifestEncoder.appendNextRecord(of: manifest, to: &output) {
+            output.withUnsafeBytes { manifestHasher.update(UnsafeRawBufferPointer(rebasing: $0[before...])) }
+            return true
+        }
+        finished = true
+        let manifestOffset = manifestStart ?? offset
+        let manifestDigest = try manifestHasher.finalize()
         hashPending()
         let chainDigest = try chain.finalize()
         let footer = Footer(
@@ -271,7 +307,12 @@ package final class ArchiveWriter {
             referenceCount: UInt64(manifest.references.count), contentBytes: contentBytes, storedBytes: storedBytes,
             chainDigest: chainDigest)
         RecordCodec.append(.footer, payload: footer.encoded(), to: &output)
+        return false
     }
+
+    private var manifestStart: UInt64?
+    private var manifestEncoder = Manifest.Encoder()
+    private let manifestHasher = SHA256()
 
     /// Checks an entry against the format's hard limits before it is written.
     package static func checkLimits(_ entry: ArchiveEntry) throws(CairnError) {

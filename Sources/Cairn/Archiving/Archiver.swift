@@ -33,6 +33,8 @@ public final class Archiver {
     private var batchesWritten = 0
     private let budget: ByteBudget
     private let claims = ChunkClaims()
+    /// Reusable batch buffers: no more than the budget can have in flight.
+    private let pool: BufferPool
     private var producerState = ItemProducer.State()
     private var state: State = .open
 
@@ -64,6 +66,7 @@ public final class Archiver {
         try configuration.backpressure.validate()
         self.writer = try ArchiveWriter(header: configuration.header)
         self.budget = ByteBudget(policy: configuration.backpressure)
+        self.pool = BufferPool(capacity: max(2, configuration.backpressure.high.bytes / max(1, configuration.batchBytes)))
         let total = configuration.sizeEstimate.map { Int64(clamping: $0) } ?? 0
         self.progress = Progress(totalUnitCount: total)
         if let file = sink as? FileSink, let identity = file.fileIdentity {
@@ -252,7 +255,9 @@ public final class Archiver {
                 self.producerState.openFileToContinue = nil
                 try self.rewindToLastBoundary()
             }
-            try self.writer.finish()
+            while try self.writer.finishStep() {
+                try await self.flush(force: false)
+            }
             try await self.flush(force: true)
             do {
                 try await self.sink.finish()
@@ -334,6 +339,7 @@ public final class Archiver {
         let initial = producerState
         let budget = budget
         let claims = claims
+        let pool = pool
         let configuration = configuration
         let progress = progress
         let estimate = configuration.sizeEstimate
@@ -342,7 +348,7 @@ public final class Archiver {
             defer { continuation.finish() }
             var item = ItemProducer(
                 state: initial, chunking: configuration.chunking, batchBytes: configuration.batchBytes, budget: budget,
-                claims: claims, compression: configuration.effectiveCompression, output: continuation,
+                pool: pool, claims: claims, compression: configuration.effectiveCompression, output: continuation,
                 onProgress: { bytes in
                     if estimate == nil, progress.totalUnitCount < Int64(clamping: bytes) {
                         progress.totalUnitCount = Int64(clamping: bytes)
@@ -359,6 +365,7 @@ public final class Archiver {
                     let processed = try await item.processing.value
                     try apply(item.batch, processed)
                     try await flush(force: false)
+                    pool.give(item.batch.buffer)
                     budget.release(item.batch.byteCount)
                     batchesWritten += 1
                     if batchesWritten % 64 == 0 {
@@ -401,8 +408,10 @@ public final class Archiver {
                     if writer.contains(id) {
                         try writer.appendChunk(id: id, rawLength: range.count, codec: .none, stored: nil)
                     } else if let stored = processed.stored[chunkIndex] {
-                        try stored.bytes.withBytes { (raw) throws(CairnError) in
-                            try writer.appendChunk(id: id, rawLength: range.count, codec: stored.codec, stored: raw)
+                        try stored.record.withBytes { (raw) throws(CairnError) in
+                            try writer.appendChunkRecord(
+                                id: id, rawLength: range.count, codec: stored.codec, record: raw,
+                                storedLength: stored.storedLength)
                         }
                     } else {
                         // Only after a resume went back to an earlier commit: a chunk the dedup

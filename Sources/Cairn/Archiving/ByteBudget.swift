@@ -103,3 +103,30 @@ package final class ByteBudget: Sendable {
         }
     }
 }
+
+/// Batch buffers handed back by the writer for the producer to reuse, so a long archive does not
+/// allocate, zero and fault in a fresh megabyte per batch. Holds at most ``capacity`` buffers.
+package final class BufferPool: Sendable {
+    private let buffers = Mutex<[[UInt8]]>([])
+    private let capacity: Int
+
+    package init(capacity: Int) { self.capacity = capacity }
+
+    /// A buffer of exactly `count` bytes (contents unspecified), reused when one is available.
+    package func take(count: Int) -> [UInt8] {
+        let reused = buffers.withLock { list -> [UInt8]? in
+            while let candidate = list.popLast() {
+                if candidate.count == count { return candidate }
+            }
+            return nil
+        }
+        return reused ?? [UInt8](repeating: 0, count: count)
+    }
+
+    /// Returns a buffer for reuse.
+    package func give(_ buffer: [UInt8]) {
+        buffers.withLock { list in
+            if list.count < capacity { list.append(buffer) }
+        }
+    }
+}

@@ -48,9 +48,7 @@ package enum BatchProcessor {
                 let id = try SHA256.hash(bytes)
                 ids.append(id)
                 if claims.claim(id, ordinal: batch.firstChunkOrdinal + UInt64(index)) {
-                    var out: [UInt8] = []
-                    let codec = compressor.compress(bytes, appendingTo: &out)
-                    stored.append(StoredChunk(codec: codec, bytes: out))
+                    stored.append(StoredChunk.make(id: id, raw: bytes, compressor: compressor))
                 } else {
                     stored.append(nil)
                 }

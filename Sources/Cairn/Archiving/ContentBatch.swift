@@ -40,8 +40,27 @@ package struct ProcessedBatch: Sendable {
     package var stored: [StoredChunk?]
 }
 
-/// A chunk's stored form.
+/// A chunk's stored form, already framed as a complete chunk record (header, prefix, payload,
+/// CRC-32), so the serial writer only copies it (`Spec/0001-container-format.md §3, §7`).
 package struct StoredChunk: Sendable {
     package var codec: ChunkCodec
-    package var bytes: [UInt8]
+    /// The whole chunk record.
+    package var record: [UInt8]
+    /// Bytes of the stored payload inside ``record``.
+    package var storedLength: Int {
+        record.count - RecordFraming.overhead - ChunkRecordPrefix.length
+    }
+
+    /// Compresses `raw` with `compressor` and frames the result as a chunk record for `id`.
+    package static func make(id: Digest, raw: UnsafeRawBufferPointer, compressor: ChunkCompressor) -> StoredChunk {
+        var record: [UInt8] = []
+        record.reserveCapacity(raw.count + RecordFraming.overhead + ChunkRecordPrefix.length + 64)
+        let start = RecordCodec.beginRecord(.chunk, in: &record)
+        let codecOffset = record.count + 32
+        ChunkRecordPrefix(id: id, codec: .none, rawLength: raw.count).encode(into: &record)
+        let codec = compressor.compress(raw, appendingTo: &record)
+        record[codecOffset] = codec.rawValue
+        RecordCodec.endRecord(startingAt: start, in: &record)
+        return StoredChunk(codec: codec, record: record)
+    }
 }

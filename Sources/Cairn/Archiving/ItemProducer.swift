@@ -57,6 +57,7 @@ struct ItemProducer {
     private let chunker: Chunker
     private let batchBytes: Int
     private let budget: ByteBudget
+    private let pool: BufferPool
     private let claims: ChunkClaims
     private let compression: CompressionMethod
     private let output: AsyncStream<Item>.Continuation
@@ -71,7 +72,7 @@ struct ItemProducer {
     private var acquired = 0
 
     init(
-        state: State, chunking: ChunkingPolicy, batchBytes: Int, budget: ByteBudget, claims: ChunkClaims,
+        state: State, chunking: ChunkingPolicy, batchBytes: Int, budget: ByteBudget, pool: BufferPool, claims: ChunkClaims,
         compression: CompressionMethod, output: AsyncStream<Item>.Continuation,
         onProgress: @escaping @Sendable (UInt64) -> Void
     ) {
@@ -79,6 +80,7 @@ struct ItemProducer {
         self.chunker = Chunker(policy: chunking)
         self.batchBytes = batchBytes
         self.budget = budget
+        self.pool = pool
         self.claims = claims
         self.compression = compression
         self.output = output
@@ -93,7 +95,7 @@ struct ItemProducer {
         if acquired == 0 {
             try await budget.acquire(batchBytes)
             acquired = batchBytes
-            if buffer.count != batchBytes { buffer = [UInt8](repeating: 0, count: batchBytes) }
+            if buffer.count != batchBytes { buffer = pool.take(count: batchBytes) }
         }
     }
 

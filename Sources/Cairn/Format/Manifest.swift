@@ -37,60 +37,91 @@ package struct Manifest: Sendable {
 
     /// Appends the manifest's records to `out`.
     package func encode(into out: inout [UInt8]) {
-        var index = 0
-        while index < chunks.count {
-            let end = min(chunks.count, index + FormatLimits.maximumChunkRowsPerRecord)
-            let start = RecordCodec.beginRecord(.manifestChunks, in: &out)
-            var w = ByteWriter(capacity: 12 + (end - index) * ChunkRow.encodedLength)
-            w.u64(UInt64(index))
-            w.u32(UInt32(truncatingIfNeeded: end - index))
-            for row in chunks[index..<end] {
-                w.digest(row.id)
-                w.u64(row.offset)
-                w.u32(row.rawLength)
-                w.u32(row.storedLength)
-                w.u8(row.codec.rawValue)
-                w.zeros(3)
+        var encoder = Encoder()
+        while encoder.appendNextRecord(of: self, to: &out) {}
+    }
+
+    /// Writes the manifest one record at a time, so a writer can hand each record to its sink
+    /// before encoding the next (the manifest of a large archive never sits in memory twice).
+    package struct Encoder {
+        private enum Phase { case chunks, references, entries, done }
+        private var phase = Phase.chunks
+        private var index = 0
+
+        package init() {}
+
+        /// Appends the next manifest record to `out`; returns false when there is none left.
+        package mutating func appendNextRecord(of manifest: Manifest, to out: inout [UInt8]) -> Bool {
+            while true {
+                switch phase {
+                case .chunks:
+                    guard index < manifest.chunks.count else {
+                        (phase, index) = (.references, 0)
+                        continue
+                    }
+                    let end = min(manifest.chunks.count, index + FormatLimits.maximumChunkRowsPerRecord)
+                    let start = RecordCodec.beginRecord(.manifestChunks, in: &out)
+                    var w = ByteWriter(capacity: 12 + (end - index) * ChunkRow.encodedLength)
+                    w.u64(UInt64(index))
+                    w.u32(UInt32(truncatingIfNeeded: end - index))
+                    for row in manifest.chunks[index..<end] {
+                        w.digest(row.id)
+                        w.u64(row.offset)
+                        w.u32(row.rawLength)
+                        w.u32(row.storedLength)
+                        w.u8(row.codec.rawValue)
+                        w.zeros(3)
+                    }
+                    out.append(contentsOf: w.bytes)
+                    RecordCodec.endRecord(startingAt: start, in: &out)
+                    index = end
+                    return true
+                case .references:
+                    guard index < manifest.references.count else {
+                        (phase, index) = (.entries, 0)
+                        continue
+                    }
+                    let end = min(manifest.references.count, index + FormatLimits.maximumReferenceRowsPerRecord)
+                    let start = RecordCodec.beginRecord(.manifestReferences, in: &out)
+                    var w = ByteWriter(capacity: 12 + (end - index) * 4)
+                    w.u64(UInt64(index))
+                    w.u32(UInt32(truncatingIfNeeded: end - index))
+                    for value in manifest.references[index..<end] { w.u32(value) }
+                    out.append(contentsOf: w.bytes)
+                    RecordCodec.endRecord(startingAt: start, in: &out)
+                    index = end
+                    return true
+                case .entries:
+                    guard index < manifest.entries.count else {
+                        phase = .done
+                        continue
+                    }
+                    var count = 0
+                    var rows = ByteWriter(capacity: 1 << 16)
+                    while index + count < manifest.entries.count {
+                        let row = manifest.entries[index + count]
+                        let payload = row.entry.encoded()
+                        let rowLength = 60 + payload.count
+                        if count > 0, rows.bytes.count + rowLength > FormatLimits.entryTableRecordTarget { break }
+                        rows.u64(row.recordOffset)
+                        rows.u64(row.firstReference)
+                        rows.u64(row.referenceCount)
+                        rows.digest(row.contentDigest)
+                        rows.u32(UInt32(truncatingIfNeeded: payload.count))
+                        rows.raw(payload)
+                        count += 1
+                    }
+                    var w = ByteWriter(capacity: 12 + rows.bytes.count)
+                    w.u64(UInt64(index))
+                    w.u32(UInt32(truncatingIfNeeded: count))
+                    w.raw(rows.bytes)
+                    RecordCodec.append(.manifestEntries, payload: w.bytes, to: &out)
+                    index += count
+                    return true
+                case .done:
+                    return false
+                }
             }
-            out.append(contentsOf: w.bytes)
-            RecordCodec.endRecord(startingAt: start, in: &out)
-            index = end
-        }
-        index = 0
-        while index < references.count {
-            let end = min(references.count, index + FormatLimits.maximumReferenceRowsPerRecord)
-            let start = RecordCodec.beginRecord(.manifestReferences, in: &out)
-            var w = ByteWriter(capacity: 12 + (end - index) * 4)
-            w.u64(UInt64(index))
-            w.u32(UInt32(truncatingIfNeeded: end - index))
-            for value in references[index..<end] { w.u32(value) }
-            out.append(contentsOf: w.bytes)
-            RecordCodec.endRecord(startingAt: start, in: &out)
-            index = end
-        }
-        index = 0
-        while index < entries.count {
-            var w = ByteWriter(capacity: 1 << 16)
-            var count = 0
-            var rows = ByteWriter(capacity: 1 << 16)
-            while index + count < entries.count {
-                let row = entries[index + count]
-                let payload = row.entry.encoded()
-                let rowLength = 60 + payload.count
-                if count > 0, rows.bytes.count + rowLength > FormatLimits.entryTableRecordTarget { break }
-                rows.u64(row.recordOffset)
-                rows.u64(row.firstReference)
-                rows.u64(row.referenceCount)
-                rows.digest(row.contentDigest)
-                rows.u32(UInt32(truncatingIfNeeded: payload.count))
-                rows.raw(payload)
-                count += 1
-            }
-            w.u64(UInt64(index))
-            w.u32(UInt32(truncatingIfNeeded: count))
-            w.raw(rows.bytes)
-            RecordCodec.append(.manifestEntries, payload: w.bytes, to: &out)
-            index += count
         }
     }
 
