@@ -31,7 +31,20 @@ enum CreateCommand {
             raw, valued: ["-o", "--output", "--compression", "--chunking", "--resources-version", "--app-id", "--size-estimate", "--meta"],
             flags: ["--not-compressible", "--json", "-q", "--quiet", "--progress", "--no-progress", "--resume"])
         guard let output = args.value("-o", "--output") else { throw UsageError("missing -o ARCHIVE") }
+        guard !output.isEmpty else { throw UsageError("-o needs a file name") }
         guard !args.operands.isEmpty else { throw UsageError("no PATH to archive") }
+        // Catch before any work what would only fail at the end.
+        var topLevel: Set<[UInt8]> = []
+        for path in args.operands {
+            let last = Self.lastComponent(path)
+            if last.isEmpty || last == Array(".".utf8) || last == Array("..".utf8) { continue }
+            guard topLevel.insert(last).inserted else {
+                throw UsageError("two PATHs would both be stored as '\(String(decoding: last, as: UTF8.self))'")
+            }
+        }
+        if output != "-", (try? FileManager.default.attributesOfItem(atPath: output)[.type] as? FileAttributeType) == .typeDirectory {
+            throw CairnError(.alreadyExists, "is a directory; -o names the archive file", path: output)
+        }
         var configuration = Archiver.Configuration()
         if let name = args.value("--compression") {
             guard let method = CompressionMethod(name: name) else { throw UsageError("unknown compression '\(name)'") }
@@ -39,6 +52,11 @@ enum CreateCommand {
         }
         if let name = args.value("--chunking") {
             guard let policy = ChunkingPolicy(name: name) else { throw UsageError("invalid chunking '\(name)'") }
+            // The format allows tiny chunks, but each chunk costs about 150 bytes of memory and
+            // 88 bytes of archive: below 1 KiB (4 KiB average) that is a resource trap, not a choice.
+            guard policy.minimum >= 1024, policy.average >= 4096 else {
+                throw UsageError("chunks must be at least 1 KiB (4 KiB on average); got \(policy)")
+            }
             configuration.chunking = policy
         }
         if args.flag("--not-compressible") { configuration.isCompressible = false }
@@ -70,6 +88,11 @@ enum CreateCommand {
                 do {
                     resumed = try Archiver(resuming: output, configuration: configuration)
                     if !args.flag("-q", "--quiet") { Output.err("cairn: resuming \(output).partial") }
+                    let ignored = ["--compression", "--chunking", "--not-compressible", "--resources-version", "--app-id",
+                        "--size-estimate", "--meta"].filter { args.value($0) != nil || args.flag($0) }
+                    if !ignored.isEmpty {
+                        Output.err("cairn: \(ignored.joined(separator: ", ")) ignored: a resumed archive keeps its own header")
+                    }
                 } catch {
                     guard error.code == .notResumable else { throw error }
                     Output.err("cairn: \(output).partial has nothing committed (\(error.message)); starting over")
@@ -154,5 +177,14 @@ enum CreateCommand {
         lines.append(
             "  time: \(String(format: "%.2f", seconds)) s wall, \(String(format: "%.2f", cpuSeconds)) s CPU, \(Output.rate(p.uncompressedBytes, seconds: seconds))")
         return lines.joined(separator: "\n")
+    }
+
+    /// The last component of a raw path, ignoring trailing slashes.
+    static func lastComponent(_ path: [UInt8]) -> [UInt8] {
+        var end = path.count
+        while end > 1 && path[end - 1] == 0x2F { end -= 1 }
+        var start = end
+        while start > 0 && path[start - 1] != 0x2F { start -= 1 }
+        return Array(path[start..<end])
     }
 }

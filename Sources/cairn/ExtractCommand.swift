@@ -13,7 +13,8 @@ enum ExtractCommand {
         archive's top-level names must not exist in it.
 
         options:
-          -C, --directory DEST     where to extract (created if missing)
+          -C, --directory DEST     where to extract; created if missing (its parent must
+                                   exist); a symlink to a directory is followed
           --max-output BYTES       refuse archives declaring more output (default 1 TiB)
           --no-space-check         do not compare the declared output with the free space
           --resume                 continue an extraction that was killed or whose input ended
@@ -47,20 +48,23 @@ enum ExtractCommand {
         let bar = ProgressBar.shouldShow(args) ? ProgressBar(progress: extractor.progress, label: "extract") : nil
         bar?.start()
         let destinationURL = URL(fileURLWithPath: String(decoding: destination, as: UTF8.self))
+        var extractedEntries = extractor.summary.entryCount
+        var extractedBytes = extractor.summary.contentBytes
         do {
             if selection.isEmpty {
                 try await extractor.extractAll(to: destinationURL, options: options)
             } else {
-                try await extractor.extract(selection: args.operands.dropFirst().map { $0 }, to: destination, options: options)
+                let chosen = try args.operands.dropFirst().map { try Self.selectionPath($0, in: extractor) }
+                (extractedEntries, extractedBytes) = try await extractor.extract(
+                    selection: chosen, to: destination, options: options)
             }
         } catch {
             bar?.stop()
             throw error
         }
         bar?.stop()
-        let summary = extractor.summary
         report(
-            args, entries: summary.entryCount, contentBytes: summary.contentBytes, source: "", destination: destination,
+            args, entries: extractedEntries, contentBytes: extractedBytes, source: "", destination: destination,
             seconds: monotonicSeconds() - started, cpuSeconds: ProcessTimes.cpuSeconds() - cpuStarted)
         return .success
     }
@@ -107,5 +111,19 @@ enum ExtractCommand {
             destination: destination, seconds: monotonicSeconds() - started,
             cpuSeconds: ProcessTimes.cpuSeconds() - cpuStarted)
         return .success
+    }
+
+    /// A PATH operand as a path in archive: trailing slashes and a leading `./` are dropped, and
+    /// a name as `cairn list` prints it (with `\xHH` and `\\` escapes) is accepted too.
+    static func selectionPath(_ operand: [UInt8], in extractor: Extractor) throws -> [UInt8] {
+        var path = operand
+        while path.count > 1, path.last == 0x2F { path.removeLast() }
+        while path.count > 2, path[0] == 0x2E, path[1] == 0x2F { path.removeFirst(2) }
+        let names = Set(extractor.entries.map(\.pathBytes))
+        if names.contains(path) { return path }
+        if let unescaped = PathBytes.unescaped(String(decoding: path, as: UTF8.self)), names.contains(unescaped) {
+            return unescaped
+        }
+        return path
     }
 }

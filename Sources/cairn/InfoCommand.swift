@@ -11,7 +11,7 @@ enum InfoCommand {
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
-        let args = try Arguments(raw, valued: [], flags: ["--json"])
+        let args = try Arguments(raw, valued: [], flags: ["--json", "-q", "--quiet"])
         let archive = try CommandLineTool.archiveOperand(args)
         let extractor = try Extractor(path: archive)
         defer { extractor.close() }

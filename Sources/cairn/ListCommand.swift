@@ -12,7 +12,7 @@ enum ListCommand {
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
-        let args = try Arguments(raw, valued: [], flags: ["--json", "-l", "--long"])
+        let args = try Arguments(raw, valued: [], flags: ["--json", "-l", "--long", "-q", "--quiet"])
         let archive = try CommandLineTool.archiveOperand(args)
         let extractor = try Extractor(path: archive)
         defer { extractor.close() }

@@ -18,7 +18,7 @@ enum VerifyCommand {
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
-        let args = try Arguments(raw, valued: [], flags: ["--json", "--partial"])
+        let args = try Arguments(raw, valued: [], flags: ["--json", "--partial", "-q", "--quiet"])
         let archive = try CommandLineTool.archiveOperand(args)
         if args.flag("--partial") { return try await partial(archive, json: args.flag("--json")) }
         let started = monotonicSeconds()
@@ -31,7 +31,7 @@ enum VerifyCommand {
                     "fileCount": report.fileCount, "chunkCount": report.chunkCount, "contentBytes": report.contentBytes,
                     "commitCount": report.commitCount, "wallSeconds": seconds,
                 ]))
-        } else {
+        } else if !args.flag("-q", "--quiet") {
             Output.out(
                 "OK \(archive): \(report.entryCount) entries, \(report.chunkCount) chunks, \(Output.bytes(report.contentBytes)) of content verified "
                     + "(\(Output.bytes(report.archiveBytes)) read in \(String(format: "%.2f", seconds)) s, \(Output.rate(report.archiveBytes, seconds: seconds)))")

@@ -141,6 +141,80 @@ struct CommandLineTests {
         #expect(list.stdoutLines.contains("tree"))
     }
 
+    // MARK: Found by a first-user review
+
+    @Test("extraction drops set-user-ID and set-group-ID bits (owners are not restored)")
+    func setuidBitsAreDropped() throws {
+        let work = try Scratch()
+        try FileManager.default.createDirectory(atPath: work.path("su"), withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: work.path("su/tool"), contents: Data("#!/bin/sh\n".utf8))
+        #expect(chmod(work.path("su/tool"), 0o6755) == 0)
+        #expect(chmod(work.path("su"), 0o3775) == 0)
+        #expect(try CLI.run(["create", "-q", "-o", "su.cairn", "su"], in: work.root).status == 0)
+        let listed = try CLI.run(["list", "--long", "su.cairn"], in: work.root)
+        #expect(listed.stdout.contains("6755"), "the archive keeps the bits: \(listed.stdout)")
+        #expect(try CLI.run(["extract", "-q", "su.cairn", "-C", "out"], in: work.root).status == 0)
+        var st = stat()
+        #expect(lstat(work.path("out/su/tool"), &st) == 0)
+        #expect(st.st_mode & 0o7777 == 0o0755)
+        #expect(lstat(work.path("out/su"), &st) == 0)
+        #expect(st.st_mode & 0o7777 == 0o1775, "the sticky bit is kept")
+    }
+
+    @Test("a second create writing the same archive is refused and the first completes intact")
+    func concurrentCreateIsRefused() throws {
+        let work = try Scratch()
+        _ = try SampleTree.make(in: work.path("src"))
+        // Hold the lock the way a running create does.
+        let partial = work.path("a.cairn.partial")
+        let fd = open(partial, O_WRONLY | O_CREAT, 0o644)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        #expect(flock(fd, LOCK_EX | LOCK_NB) == 0)
+        _ = write(fd, "sentinel", 8)
+        let second = try CLI.run(["create", "-q", "-o", "a.cairn", "src"], in: work.root)
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("another cairn process is writing"), "\(second.stderr)")
+        var st = stat()
+        #expect(stat(partial, &st) == 0 && st.st_size == 8, "the running writer's file was not cut")
+    }
+
+    @Test("create refuses up front what would only fail at the end")
+    func createChecksUpFront() throws {
+        let work = try Scratch()
+        _ = try SampleTree.make(in: work.path("src"))
+        try FileManager.default.createDirectory(atPath: work.path("other/src"), withIntermediateDirectories: true)
+        let directory = try CLI.run(["create", "-o", "src", "src"], in: work.root)
+        #expect(directory.status == 1)
+        #expect(directory.stderr.contains("is a directory"), "\(directory.stderr)")
+        let twice = try CLI.run(["create", "-o", "x.cairn", "src", "other/src/"], in: work.root)
+        #expect(twice.status == 2)
+        #expect(twice.stderr.contains("both be stored as 'src'"), "\(twice.stderr)")
+        let tiny = try CLI.run(["create", "-o", "x.cairn", "--chunking", "fixed:1", "src"], in: work.root)
+        #expect(tiny.status == 2)
+        #expect(!FileManager.default.fileExists(atPath: work.path("x.cairn.partial")))
+    }
+
+    @Test("extract follows a destination that is a symlink to a directory, and takes list's escaped names")
+    func extractDestinationSymlinkAndEscapedSelection() throws {
+        let work = try Scratch()
+        _ = try SampleTree.make(in: work.path("src"))
+        #expect(try CLI.run(["create", "-q", "-o", "a.cairn", "src"], in: work.root).status == 0)
+        try FileManager.default.createDirectory(atPath: work.path("real"), withIntermediateDirectories: true)
+        #expect(symlink("real", work.path("link")) == 0)
+        let viaLink = try CLI.run(["extract", "-q", "a.cairn", "-C", "link"], in: work.root)
+        #expect(viaLink.status == 0, "\(viaLink.stderr)")
+        #expect(FileManager.default.fileExists(atPath: work.path("real/src")))
+        // A name printed escaped by `list` selects the entry, and so does one with a trailing slash.
+        let listed = try CLI.run(["list", "a.cairn"], in: work.root).stdoutLines
+        let escaped = try #require(listed.first { $0.contains("\\x") })
+        let one = try CLI.run(["extract", "a.cairn", "-C", "one", escaped], in: work.root)
+        #expect(one.status == 0, "\(one.stderr)")
+        #expect(one.stdout.contains("extracted 1 entries"), "only the selection is counted: \(one.stdout)")
+        let directory = try CLI.run(["extract", "-q", "a.cairn", "-C", "two", "./src/tree/bin/"], in: work.root)
+        #expect(directory.status == 0, "\(directory.stderr)")
+    }
+
     // MARK: Help and usage errors
 
     @Test("--help exits 0 and prints usage", arguments: ["create", "extract", "list", "info", "verify"])

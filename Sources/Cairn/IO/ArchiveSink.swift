@@ -41,7 +41,22 @@ public final class FileSink: ArchiveSink {
         if !overwrite, (try? FileStatus.of(Array(path.utf8))) != nil {
             throw CairnError(.alreadyExists, "archive already exists", path: path)
         }
-        descriptor = try FileDescriptor.open(partialPath, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644)
+        // Lock before truncating, so a second writer to the same path can never cut the first
+        // one's file (flock(2), released when the descriptor closes or the process dies).
+        descriptor = try FileDescriptor.open(partialPath, flags: O_WRONLY | O_CREAT, mode: 0o644)
+        try Self.lock(descriptor, path: partialPath)
+        try descriptor.truncate(to: 0)
+    }
+
+    private static func lock(_ descriptor: FileDescriptor, path: String) throws(CairnError) {
+        guard flock(descriptor.rawValue, LOCK_EX | LOCK_NB) == 0 else {
+            let error = Errno.current
+            _ = try? descriptor.close()
+            if error.rawValue == EWOULDBLOCK {
+                throw CairnError(.alreadyExists, "another cairn process is writing this archive", path: path)
+            }
+            throw error.error("cannot lock", path: path)
+        }
     }
 
     /// Reopens `<path>.partial` to continue it at `offset`: everything after `offset` is cut off
@@ -52,6 +67,7 @@ public final class FileSink: ArchiveSink {
         self.path = path
         self.partialPath = path + ".partial"
         descriptor = try FileDescriptor.open(partialPath, flags: O_WRONLY)
+        try Self.lock(descriptor, path: partialPath)
         try descriptor.truncate(to: offset)
         try descriptor.seek(to: offset)
     }

@@ -96,6 +96,24 @@ package enum FileSystem {
         guard rc == 0 else { throw Errno.current.error("cannot set permissions", path: display) }
     }
 
+    /// The permission bits extraction applies: the archived ones without set-user-ID and
+    /// set-group-ID. Extraction does not restore owners (the extracting user owns every file),
+    /// so keeping those bits would let an archive plant set-user-ID programs owned by whoever
+    /// extracts it (root, say). The sticky bit and the rwx bits are kept.
+    package static func extractedPermissions(_ mode: UInt32) -> UInt32 {
+        mode & 0o1777
+    }
+
+    /// ``setPermissions(_:in:mode:display:)`` with ``extractedPermissions(_:)`` applied.
+    package static func setExtractedPermissions(
+        _ name: [UInt8], in directory: FileDescriptor, mode: UInt32, display: String
+    ) throws(CairnError) {
+        let rc = name.withNullTerminated { n in
+            fchmodat(directory.rawValue, n, mode_t(extractedPermissions(mode)), 0)
+        }
+        guard rc == 0 else { throw Errno.current.error("cannot set permissions", path: display) }
+    }
+
     /// `renameat2(2)` with `RENAME_NOREPLACE`: never replaces an existing name.
     package static func renameNoReplace(
         _ from: [UInt8], in fromDirectory: FileDescriptor?, to: [UInt8], in toDirectory: FileDescriptor?,

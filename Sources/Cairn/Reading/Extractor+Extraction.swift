@@ -2,7 +2,11 @@ import Glibc
 
 extension Extractor {
     /// Extracts the selected entries into `destination` through a ``StagingDirectory``.
-    nonisolated(nonsending) package func extract(selection: [[UInt8]]?, to destination: [UInt8], options: ExtractionOptions) async throws {
+    /// - Returns: the entries and content bytes extracted.
+    @discardableResult
+    nonisolated(nonsending) package func extract(selection: [[UInt8]]?, to destination: [UInt8], options: ExtractionOptions)
+        async throws -> (entries: Int, contentBytes: UInt64)
+    {
         let plan = try makePlan(selection: selection)
         guard plan.outputBytes <= options.maximumOutputBytes else {
             throw CairnError(
@@ -39,6 +43,7 @@ extension Extractor {
         do {
             try await write(plan, into: staging, skipping: completed)
             try staging.commit()
+            return (plan.indices.count, plan.outputBytes)
         } catch is CancellationError {
             // Cancelled like a kill: keep what is verified for --resume.
             staging.release()
@@ -127,7 +132,7 @@ extension Extractor {
         }
         // Directory modes and times last, deepest first, after their contents are complete.
         for (path, entry) in directories.sorted(by: { $0.path.count > $1.path.count }) {
-            try FileSystem.setPermissions(path, in: staging.descriptor, mode: entry.permissions, display: entry.path)
+            try FileSystem.setExtractedPermissions(path, in: staging.descriptor, mode: entry.permissions, display: entry.path)
             try FileSystem.setModificationTime(
                 path, in: staging.descriptor, nanoseconds: entry.modificationTime, display: entry.path)
         }
@@ -158,7 +163,7 @@ extension Extractor {
             guard try digest.finalize() == contentRow.contentDigest, written == contentRow.entry.size else {
                 throw CairnError(.corrupted, "content does not match the entry's digest", path: entry.path)
             }
-            try FileSystem.setPermissions(name, in: parent, mode: entry.permissions, display: entry.path)
+            try FileSystem.setExtractedPermissions(name, in: parent, mode: entry.permissions, display: entry.path)
             try FileSystem.setModificationTime(of: file, nanoseconds: entry.modificationTime)
         } catch {
             _ = try? file.close()

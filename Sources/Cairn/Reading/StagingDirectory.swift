@@ -49,7 +49,10 @@ final class StagingDirectory {
                 throw CairnError(.alreadyExists, "destination exists and is not a directory", path: display)
             }
             destinationExists = true
-            container = try FileSystem.openDirectory(trimmed, in: nil, display: display)
+            // The destination is the caller's choice: a symlink to a directory is followed, as
+            // tar -C does. Nothing below it is ever followed.
+            let fd = try FileDescriptor.open(trimmed, flags: O_RDONLY | O_DIRECTORY)
+            container = FileDescriptor(rawValue: fd.rawValue, path: display)
             name = Array(".cairn-staging".utf8)
         } else {
             destinationExists = false
@@ -78,6 +81,13 @@ final class StagingDirectory {
                 try FileSystem.makeDirectory(name, in: container, mode: 0o700, display: display)
                 descriptor = try FileSystem.openDirectory(name, in: container, display: display)
                 isResumed = false
+            }
+            // One extraction per destination at a time: a second one must not take a running
+            // extraction's staging directory for an interrupted one (flock(2), released at exit).
+            guard flock(descriptor.rawValue, LOCK_EX | LOCK_NB) == 0 else {
+                _ = try? descriptor.close()
+                throw CairnError(
+                    .alreadyExists, "another cairn process is extracting into this destination", path: stagingDisplay)
             }
         } catch {
             _ = try? container.close()

@@ -128,7 +128,7 @@ final class StreamExtractor {
                 pending.removeAll()
                 return
             }
-            try FileSystem.setPermissions(
+            try FileSystem.setExtractedPermissions(
                 PathBytes.lastComponent(open.entry.pathBytes), in: try staging.parentDirectory(of: open.entry.pathBytes),
                 mode: open.entry.permissions, display: open.entry.path)
             try FileSystem.setModificationTime(of: fd, nanoseconds: open.entry.modificationTime)
@@ -284,7 +284,7 @@ final class StreamExtractor {
             try FileSystem.setModificationTime(name, in: parent, nanoseconds: entry.modificationTime, display: entry.path)
         }
         for entry in directories.sorted(by: { $0.pathBytes.count > $1.pathBytes.count }) {
-            try FileSystem.setPermissions(entry.pathBytes, in: staging.descriptor, mode: entry.permissions, display: entry.path)
+            try FileSystem.setExtractedPermissions(entry.pathBytes, in: staging.descriptor, mode: entry.permissions, display: entry.path)
             try FileSystem.setModificationTime(
                 entry.pathBytes, in: staging.descriptor, nanoseconds: entry.modificationTime, display: entry.path)
         }
