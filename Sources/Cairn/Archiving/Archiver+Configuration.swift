@@ -24,7 +24,7 @@ extension Archiver {
         /// ``BackpressurePolicy/default``.
         public var backpressure: BackpressurePolicy = .default
         /// Bytes of content per batch, the unit of parallel work: each batch is hashed and
-        /// compressed by its own task, so batches in flight use every core. Default 2 MiB;
+        /// compressed by its own task, so batches in flight use every core. Default 1 MiB;
         /// at least twice the maximum chunk length and at most the high watermark.
         public var batchBytes = 1024 * 1024
 

@@ -36,9 +36,9 @@ public struct BackpressurePolicy: Hashable, Sendable, CustomStringConvertible {
         BackpressurePolicy(low: low, high: high)
     }
 
-    /// The default: `.watermark(low: .mebibytes(8), high: .mebibytes(16))`: eight 2 MiB batches
-    /// in flight keep two cores busy; peak memory stays near twice the high watermark (read
-    /// buffers plus their compressed forms).
+    /// The default: `.watermark(low: .mebibytes(4), high: .mebibytes(8))`: up to eight 1 MiB
+    /// batches in flight keep two cores busy; peak memory stays near twice the high watermark
+    /// (read buffers plus their compressed forms) above the fixed costs.
     public static let `default` = watermark(low: .mebibytes(4), high: .mebibytes(8))
 
     public var description: String { "watermark(low: \(low), high: \(high))" }
