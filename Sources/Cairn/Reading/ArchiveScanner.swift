@@ -62,9 +62,20 @@ package final class ArchiveScanner {
     /// archive, not a full decode.
     private let verifiesChunkContents: Bool
 
-    package init(verifyingChunkContents: Bool = true) {
+    /// Whether the chain digests are recomputed and checked. Resuming one's own interrupted write
+    /// turns this off too: CRC-32s find the torn tail, each commit's recorded digest is what the
+    /// chain continues from, and a later `verify` still checks every digest; finding the resume
+    /// point then costs little more than reading the file.
+    private let verifiesChainDigests: Bool
+
+    package init(verifyingChunkContents: Bool = true, verifyingChainDigests: Bool = true) {
         verifiesChunkContents = verifyingChunkContents
-        chain.update(Digest.zero.bytes)
+        verifiesChainDigests = verifyingChainDigests
+        hashChain(Digest.zero.bytes)
+    }
+
+    private func hashChain(_ bytes: [UInt8]) {
+        if verifiesChainDigests { chain.update(bytes) }
     }
 
     /// The manifest rebuilt from the records seen so far (entries, chunks and references,
@@ -78,7 +89,7 @@ package final class ArchiveScanner {
     package func start(_ stream: RecordStream) throws(CairnError) {
         let prelude = try stream.readBytes(Prelude.length)
         _ = try Prelude.parse(prelude)
-        chain.update(prelude)
+        hashChain(prelude)
         guard let record = try stream.next() else {
             throw CairnError(.truncated, "the archive ends after its prelude", offset: stream.offset)
         }
@@ -86,7 +97,7 @@ package final class ArchiveScanner {
             throw CairnError(.corrupted, "the first record is not a header record", offset: record.offset)
         }
         header = try ArchiveHeader.decode(record.payload, offset: record.offset + UInt64(RecordFraming.headerLength))
-        chain.update(record.framed)
+        hashChain(record.framed)
     }
 
     /// Checks one record and reports what it holds.
@@ -100,7 +111,7 @@ package final class ArchiveScanner {
                 throw CairnError(.corrupted, "unknown record type \(record.header.typeByte) inside the manifest", offset: offset)
             }
             if record.header.isSkippable {
-                chain.update(record.framed)
+                hashChain(record.framed)
                 return
             }
             throw CairnError(.corrupted, "unknown record type \(record.header.typeByte) is not skippable", offset: offset)
@@ -114,11 +125,15 @@ package final class ArchiveScanner {
             throw CairnError(.corrupted, "a second header record", offset: offset)
         case .chunk:
             guard openFile != nil else { throw CairnError(.corrupted, "chunk record outside a file", offset: offset) }
-            let payload = record.payload
+            // Only the 40-byte prefix is read in place; the payload is copied out only when its
+            // contents are checked.
+            let payloadCount = record.header.length
             let prefix: ChunkRecordPrefix
             do {
-                var r = ByteReader(payload, baseOffset: payloadOffset, what: "chunk record")
-                prefix = try ChunkRecordPrefix.decode(&r, storedLength: payload.count - ChunkRecordPrefix.length)
+                var r = ByteReader(
+                    record.framed, range: RecordFraming.headerLength..<(RecordFraming.headerLength + payloadCount),
+                    baseOffset: offset, what: "chunk record")
+                prefix = try ChunkRecordPrefix.decode(&r, storedLength: payloadCount - ChunkRecordPrefix.length)
             }
             guard chunkLengths[prefix.id] == nil else {
                 throw CairnError(.corrupted, "chunk \(prefix.id) is stored twice", offset: offset)
@@ -127,6 +142,7 @@ package final class ArchiveScanner {
                 if chunkBuffer.count < prefix.rawLength {
                     chunkBuffer = [UInt8](repeating: 0, count: prefix.rawLength)
                 }
+                let payload = record.payload
                 try chunkBuffer.withMutableBytes { (raw) throws(CairnError) in
                     try ArchiveReader.decodeChunk(
                         payload, expected: nil, rawLength: nil, offset: offset, using: decompressor, into: raw)
@@ -136,10 +152,10 @@ package final class ArchiveScanner {
             expected.chunks.append(
                 Manifest.ChunkRow(
                     id: prefix.id, offset: offset, rawLength: UInt32(prefix.rawLength),
-                    storedLength: UInt32(payload.count - ChunkRecordPrefix.length), codec: prefix.codec))
+                    storedLength: UInt32(payloadCount - ChunkRecordPrefix.length), codec: prefix.codec))
             totals.chunks += 1
-            totals.storedBytes += UInt64(payload.count - ChunkRecordPrefix.length)
-            chain.update(record.framed)
+            totals.storedBytes += UInt64(payloadCount - ChunkRecordPrefix.length)
+            hashChain(record.framed)
             try emit(.chunk(id: prefix.id, bytes: verifiesChunkContents ? Array(chunkBuffer[0..<prefix.rawLength]) : []))
         case .entry:
             guard openFile == nil else {
@@ -161,7 +177,7 @@ package final class ArchiveScanner {
             }
             expected.entries.append(row)
             totals.entries += 1
-            chain.update(record.framed)
+            hashChain(record.framed)
             try emit(.entry(index: index, entry: entry, offset: offset))
         case .chunkReferences:
             guard var file = openFile else {
@@ -187,7 +203,7 @@ package final class ArchiveScanner {
             openFile = file
             totals.references += references.count
             totals.contentBytes += references.reduce(0) { $0 + UInt64($1.length) }
-            chain.update(record.framed)
+            hashChain(record.framed)
             try emit(.references(entryIndex: file.index, references))
         case .fileEnd:
             guard let file = openFile else { throw CairnError(.corrupted, "file end outside a file", offset: offset) }
@@ -207,12 +223,12 @@ package final class ArchiveScanner {
             expected.entries[file.index].entry.contentDigest = digest
             expected.entries[file.index].entry.chunkCount = Int(file.references)
             openFile = nil
-            chain.update(record.framed)
+            hashChain(record.framed)
             try emit(.fileEnd(index: file.index, size: file.bytes))
         case .commit:
             var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "commit record")
             let commit = try CommitRecord.decode(&r)
-            let digest = try chain.finalize()
+            let digest = verifiesChainDigests ? try chain.finalize() : commit.chainDigest
             let open = openFile
             guard commit.sequence == nextCommitSequence else {
                 throw CairnError(.corrupted, "commit \(commit.sequence) out of sequence (expected \(nextCommitSequence))", offset: offset)
@@ -227,8 +243,8 @@ package final class ArchiveScanner {
             else {
                 throw CairnError(.corrupted, "commit \(commit.sequence) counts do not match the records before it", offset: offset)
             }
-            chain.update(digest.bytes)
-            chain.update(record.framed)
+            hashChain(digest.bytes)
+            hashChain(record.framed)
             nextCommitSequence += 1
             totals.commits += 1
             verifiedLength = offset + UInt64(record.framed.count)
@@ -245,7 +261,7 @@ package final class ArchiveScanner {
             }
             manifestHasher?.update(record.framed)
             try decoded.add(type, payload: record.payload, offset: offset)
-            chain.update(record.framed)
+            hashChain(record.framed)
         case .footer:
             var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "footer")
             let footer = try Footer.decode(&r)
@@ -257,7 +273,7 @@ package final class ArchiveScanner {
                 manifestOffset = offset
             }
             let manifestDigest = try manifestHasher?.finalize() ?? SHA256.hash([])
-            let digest = try chain.finalize()
+            let digest = verifiesChainDigests ? try chain.finalize() : footer.chainDigest
             guard footer.chainDigest == digest else {
                 throw CairnError(.checksumMismatch, "the footer's chain digest does not match the archive", offset: offset)
             }

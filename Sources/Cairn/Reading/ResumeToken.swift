@@ -75,7 +75,9 @@ public struct PrefixVerification: Sendable {
 
 extension Extractor {
     /// Verifies as much of a possibly incomplete archive as is valid (a transfer cut at any
-    /// byte): every record, chunk and commit up to the last valid commit (or the footer).
+    /// byte): every record's CRC-32 and rules and every commit's chain digest (a SHA-256 over all
+    /// bytes before it) up to the last valid commit or the footer. Chunk contents are not
+    /// decompressed here; `verify` and extraction check them.
     ///
     /// - Returns: the verified length and the resume token naming it.
     /// - Throws: `.corrupted`/`.unsupportedVersion` when not even the prelude and header are
@@ -84,7 +86,9 @@ extension Extractor {
         let descriptor = path == "-" ? FileDescriptor.standardInput : try FileDescriptor.open(path, flags: 0)
         defer { if path != "-" { _ = try? descriptor.close() } }
         let stream = RecordStream(descriptor: descriptor)
-        let scanner = ArchiveScanner()
+        // The chain digests bind every byte of the prefix to its commits, which is what a
+        // transfer needs; chunk contents are checked again on extraction or by `verify`.
+        let scanner = ArchiveScanner(verifyingChunkContents: false)
         do {
             try scanner.start(stream)
         } catch {
