@@ -100,10 +100,17 @@ package final class ArchiveReader {
             (record, _) = try readRecord(fd, at: offset, fileSize: fileSize)
         } catch {
             throw CairnError(
-                .truncated, "the archive is incomplete: no valid footer at its end (\(error.message))", offset: offset)
+                .truncated,
+                "no valid footer at the end (\(error.message)): the archive is incomplete, or has bytes after its end; "
+                    + "'cairn verify' names the first bad offset, 'cairn verify --partial' how much is good",
+                offset: offset)
         }
         guard record.type == .footer else {
-            throw CairnError(.truncated, "the archive is incomplete: the last record is not a footer", offset: offset)
+            throw CairnError(
+                .truncated,
+                "the last record is not a footer: the archive is incomplete, or has bytes after its end; "
+                    + "'cairn verify' names the first bad offset, 'cairn verify --partial' how much is good",
+                offset: offset)
         }
         var r = ByteReader(record.payload, baseOffset: offset + UInt64(RecordFraming.headerLength), what: "footer")
         return try Footer.decode(&r)
