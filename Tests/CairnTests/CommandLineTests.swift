@@ -356,77 +356,15 @@ struct CommandLineTests {
 // MARK: - Running the executable
 
 private enum CLI {
-    struct Result {
-        var status: Int32
-        var stdoutBytes: [UInt8]
-        var stderr: String
-        var stdout: String { String(decoding: stdoutBytes, as: UTF8.self) }
-        var stdoutLines: [String] { stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init).dropLastIfEmpty() }
-    }
+    typealias Result = ChildProcess.Result
 
-    /// The `cairn` executable, built next to the test bundle.
-    static func executable() throws -> URL {
-        var candidates = [Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent("cairn")]
-        candidates.append(Bundle.main.bundleURL.appendingPathComponent("cairn"))
-        for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate.path) {
-            return candidate
-        }
-        throw CairnError(
-            .notFound,
-            "the cairn executable was not found at \(candidates.map(\.path).joined(separator: " or ")); build it with 'swift build --build-tests' (the test target depends on it)"
-        )
-    }
-
-    /// Runs `cairn arguments` in `directory`, with standard input from /dev/null and standard
-    /// output and error captured through files (so a large output cannot fill a pipe).
+    /// Runs the `cairn` built next to this test bundle (see ``ChildProcess``).
     static func run(
         _ arguments: [String], in directory: String? = nil, standardInput: String? = nil, timeout: Double = 60
     ) throws -> Result {
-        let io = FileManager.default.temporaryDirectory.appendingPathComponent("cairn-cli-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: io, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: io) }
-        let outURL = io.appendingPathComponent("stdout")
-        let errURL = io.appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let out = try FileHandle(forWritingTo: outURL)
-        let err = try FileHandle(forWritingTo: errURL)
-        let process = Process()
-        process.executableURL = try executable()
-        process.arguments = arguments
-        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        if let standardInput {
-            process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: standardInput))
-        } else {
-            process.standardInput = FileHandle.nullDevice
-        }
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let started = Date()
-        while process.isRunning {
-            if Date().timeIntervalSince(started) > timeout {
-                process.terminate()
-                process.waitUntilExit()
-                try? out.close()
-                try? err.close()
-                throw CairnError(.io, "cairn \(arguments.joined(separator: " ")) did not finish in \(timeout) s")
-            }
-            usleep(5000)
-        }
-        process.waitUntilExit()
-        try out.close()
-        try err.close()
-        return Result(
-            status: process.terminationStatus,
-            stdoutBytes: Array(try Data(contentsOf: outURL)),
-            stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
-    }
-}
-
-extension Array where Element == String {
-    fileprivate func dropLastIfEmpty() -> [String] {
-        last == "" ? Array(dropLast()) : self
+        try ChildProcess.run(
+            ChildProcess.cairnExecutable(besideBundle: Bundle.module.bundleURL), arguments, in: directory,
+            standardInput: standardInput, timeout: timeout)
     }
 }
 

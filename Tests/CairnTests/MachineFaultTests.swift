@@ -151,67 +151,15 @@ struct MachineFaultTests {
 
 // MARK: - Running the executable
 
-/// Runs the built `cairn` executable, optionally under a file-size limit.
+/// Runs the built `cairn` executable, optionally under a file-size limit (see ``ChildProcess``).
 enum FaultCLI {
-    struct Result {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
+    typealias Result = ChildProcess.Result
 
-    static func executable() throws -> URL {
-        let candidates = [
-            Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent("cairn"),
-            Bundle.main.bundleURL.appendingPathComponent("cairn"),
-        ]
-        for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate.path) {
-            return candidate
-        }
-        throw CairnError(.notFound, "the cairn executable was not found; build with 'swift build --build-tests'")
-    }
-
-    /// Runs `cairn arguments` in `directory`; with `fileSizeLimitKiB`, under `ulimit -f` (units
-    /// of 1024 bytes). Output goes through files, so it cannot fill a pipe.
     static func run(_ arguments: [String], in directory: String? = nil, fileSizeLimitKiB: Int? = nil, timeout: Double = 120)
         throws -> Result
     {
-        let io = try TemporaryDirectory(prefix: "cairn-fault-io")
-        defer { io.remove() }
-        let outPath = io.appending("stdout")
-        let errPath = io.appending("stderr")
-        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-        let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        let process = Process()
-        let cairn = try executable()
-        if let fileSizeLimitKiB {
-            process.executableURL = URL(fileURLWithPath: "/bin/bash")
-            process.arguments = ["-c", "ulimit -f \(fileSizeLimitKiB) && exec \"$0\" \"$@\"", cairn.path] + arguments
-        } else {
-            process.executableURL = cairn
-            process.arguments = arguments
-        }
-        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let started = Date()
-        while process.isRunning {
-            if Date().timeIntervalSince(started) > timeout {
-                process.terminate()
-                process.waitUntilExit()
-                throw CairnError(.io, "cairn \(arguments.joined(separator: " ")) did not finish in \(timeout) s")
-            }
-            usleep(5000)
-        }
-        process.waitUntilExit()
-        try out.close()
-        try err.close()
-        return Result(
-            status: process.terminationStatus,
-            stdout: String(decoding: try RawFileSystem.contents(ofFile: Array(outPath.utf8)), as: UTF8.self),
-            stderr: String(decoding: try RawFileSystem.contents(ofFile: Array(errPath.utf8)), as: UTF8.self))
+        try ChildProcess.run(
+            ChildProcess.cairnExecutable(besideBundle: Bundle.module.bundleURL), arguments, in: directory,
+            fileSizeLimitKiB: fileSizeLimitKiB, timeout: timeout)
     }
 }

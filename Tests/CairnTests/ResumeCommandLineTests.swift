@@ -323,89 +323,22 @@ extension ResumeFixture.Layout {
 // MARK: - Running the executable
 
 private enum ResumeCLI {
-    struct Result {
-        var status: Int32
-        var killed: Bool
-        var stdoutBytes: [UInt8]
-        var stderr: String
-        var stdout: String { String(decoding: stdoutBytes, as: UTF8.self) }
+    typealias Result = ChildProcess.Result
+    typealias Child = ChildProcess.Child
+
+    static var executable: URL {
+        get throws { try ChildProcess.cairnExecutable(besideBundle: Bundle.module.bundleURL) }
     }
 
-    /// A started `cairn` process.
-    final class Child {
-        let process: Process
-        let io: URL
-        var pid: pid_t { process.processIdentifier }
-
-        init(process: Process, io: URL) {
-            self.process = process
-            self.io = io
-        }
-
-        /// Waits for the process and collects its output.
-        func wait() -> Result {
-            process.waitUntilExit()
-            defer { try? FileManager.default.removeItem(at: io) }
-            let out = (try? Data(contentsOf: io.appendingPathComponent("stdout"))) ?? Data()
-            let err = (try? Data(contentsOf: io.appendingPathComponent("stderr"))) ?? Data()
-            return Result(
-                status: process.terminationStatus, killed: process.terminationReason == .uncaughtSignal,
-                stdoutBytes: Array(out), stderr: String(decoding: err, as: UTF8.self))
-        }
-    }
-
-    /// The `cairn` executable, built next to the test bundle (as `CommandLineTests` finds it).
-    static func executable() throws -> URL {
-        let candidates = [
-            Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent("cairn"),
-            Bundle.main.bundleURL.appendingPathComponent("cairn"),
-        ]
-        for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate.path) {
-            return candidate
-        }
-        throw CairnError(.notFound, "the cairn executable was not found; build with 'swift build --build-tests'")
-    }
-
-    /// Starts `cairn arguments`; standard output and error go to files.
+    /// Starts `cairn arguments` (see ``ChildProcess``).
     static func start(_ arguments: [String], in directory: String? = nil, standardInput: String? = nil) throws -> Child {
-        let io = FileManager.default.temporaryDirectory.appendingPathComponent("cairn-resume-cli-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: io, withIntermediateDirectories: true)
-        let outURL = io.appendingPathComponent("stdout")
-        let errURL = io.appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let process = Process()
-        process.executableURL = try executable()
-        process.arguments = arguments
-        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        process.standardInput =
-            try standardInput.map { try FileHandle(forReadingFrom: URL(fileURLWithPath: $0)) } ?? FileHandle.nullDevice
-        let out = try FileHandle(forWritingTo: outURL)
-        let err = try FileHandle(forWritingTo: errURL)
-        defer {
-            try? out.close()
-            try? err.close()
-        }
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        return Child(process: process, io: io)
+        try ChildProcess.start(executable, arguments, in: directory, standardInput: standardInput)
     }
 
     /// Runs `cairn arguments` to completion (killed after `timeout` seconds).
     static func run(_ arguments: [String], in directory: String? = nil, standardInput: String? = nil, timeout: Double = 60)
         throws -> Result
     {
-        let child = try start(arguments, in: directory, standardInput: standardInput)
-        let deadline = Date().addingTimeInterval(timeout)
-        while child.process.isRunning {
-            if Date() > deadline {
-                kill(child.pid, SIGKILL)
-                _ = child.wait()
-                throw CairnError(.io, "cairn \(arguments.joined(separator: " ")) did not finish in \(timeout) s")
-            }
-            usleep(2000)
-        }
-        return child.wait()
+        try ChildProcess.run(executable, arguments, in: directory, standardInput: standardInput, timeout: timeout)
     }
 }
