@@ -1,21 +1,9 @@
+import CairnTestSupport
 import CLZ4
 import Foundation
 import Testing
 
 @testable import Cairn
-
-/// SplitMix64 (Steele, Lea, Flood 2014): a tiny seeded generator for deterministic tests.
-private struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// The kinds of chunk contents the round trips cover.
 enum CompressionSample: String, CaseIterable, CustomTestStringConvertible {
@@ -24,7 +12,7 @@ enum CompressionSample: String, CaseIterable, CustomTestStringConvertible {
     var testDescription: String { rawValue }
 
     func bytes(_ count: Int, seed: UInt64 = 1) -> [UInt8] {
-        var rng = SplitMix64(seed: seed)
+        var rng = SeededGenerator(seed: seed)
         switch self {
         case .zeros:
             return [UInt8](repeating: 0, count: count)

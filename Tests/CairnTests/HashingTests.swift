@@ -1,22 +1,10 @@
+import CairnTestSupport
 import Testing
 
 @testable import Cairn
 
-/// SplitMix64 (Steele, Lea, Flood 2014): a tiny seeded generator for deterministic tests.
-private struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 private func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
-    var rng = SplitMix64(seed: seed)
+    var rng = SeededGenerator(seed: seed)
     return (0..<count).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
 }
 
@@ -62,7 +50,7 @@ struct SHA256Tests {
     func randomSlices(seed: UInt64) throws {
         let data = randomBytes(200_000, seed: seed)
         let expected = try data.withUnsafeBytes { bytes throws(CairnError) in try SHA256.hash(bytes) }
-        var rng = SplitMix64(seed: seed &+ 100)
+        var rng = SeededGenerator(seed: seed &+ 100)
         let hasher = SHA256()
         data.withUnsafeBytes { bytes in
             var start = 0
@@ -125,7 +113,7 @@ struct DigestTests {
 
     @Test("ordering is lexicographic over the bytes, like the hex strings")
     func ordering() throws {
-        var rng = SplitMix64(seed: 42)
+        var rng = SeededGenerator(seed: 42)
         var digests: [Digest] = []
         for index in 0..<200 {
             var bytes = (0..<32).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
