@@ -13,6 +13,9 @@ package final class ArchiveScanner {
         case entry(index: Int, entry: ArchiveEntry, offset: UInt64)
         /// A verified chunk's decompressed bytes (it is referenced by a following references record).
         case chunk(id: Digest, bytes: [UInt8])
+        /// With `emittingChunkPayloads`: a chunk whose contents the caller checks itself (on
+        /// other cores): the record payload (prefix and stored bytes) and its offset.
+        case storedChunk(id: Digest, payload: [UInt8], offset: UInt64)
         /// The next pieces of the open file, in order.
         case references(entryIndex: Int, [ChunkReference])
         /// The open file is complete and its size and digest are verified.
@@ -68,9 +71,14 @@ package final class ArchiveScanner {
     /// point then costs little more than reading the file.
     private let verifiesChainDigests: Bool
 
-    package init(verifyingChunkContents: Bool = true, verifyingChainDigests: Bool = true) {
-        verifiesChunkContents = verifyingChunkContents
+    /// Whether chunk records are reported as ``Event/storedChunk(id:payload:offset:)`` for the
+    /// caller to decode and check (implies not decoding them here).
+    private let emitsChunkPayloads: Bool
+
+    package init(verifyingChunkContents: Bool = true, verifyingChainDigests: Bool = true, emittingChunkPayloads: Bool = false) {
+        verifiesChunkContents = verifyingChunkContents && !emittingChunkPayloads
         verifiesChainDigests = verifyingChainDigests
+        emitsChunkPayloads = emittingChunkPayloads
         hashChain(Digest.zero.bytes)
     }
 
@@ -156,7 +164,11 @@ package final class ArchiveScanner {
             totals.chunks += 1
             totals.storedBytes += UInt64(payloadCount - ChunkRecordPrefix.length)
             hashChain(record.framed)
-            try emit(.chunk(id: prefix.id, bytes: verifiesChunkContents ? Array(chunkBuffer[0..<prefix.rawLength]) : []))
+            if emitsChunkPayloads {
+                try emit(.storedChunk(id: prefix.id, payload: record.payload, offset: offset))
+            } else {
+                try emit(.chunk(id: prefix.id, bytes: verifiesChunkContents ? Array(chunkBuffer[0..<prefix.rawLength]) : []))
+            }
         case .entry:
             guard openFile == nil else {
                 throw CairnError(.corrupted, "entry record while a file is still open", offset: offset)

@@ -13,12 +13,13 @@ final class StreamExtractor {
     private let staging: StagingDirectory
     private let options: ExtractionOptions
     private let progress: Progress?
-    private let scanner = ArchiveScanner()
+    /// Chunk contents are decoded and checked by detached tasks (every core), structure here.
+    private let scanner = ArchiveScanner(emittingChunkPayloads: true)
 
     /// Where a chunk's bytes were first written: staged path, offset, length.
     private var locations: [Digest: (path: [UInt8], offset: UInt64, length: Int)] = [:]
-    /// Chunks seen since the last references record.
-    private var pending: [Digest: [UInt8]] = [:]
+    /// Chunks seen since the last references record, being decoded and checked.
+    private var pending: [Digest: Task<[UInt8], any Error>] = [:]
     /// The file being written; `fd` is nil while skipping a file an interrupted run completed.
     private var openFile: (entry: ArchiveEntry, fd: FileDescriptor?, written: UInt64)?
     /// Resuming: entries below this index were completed by the interrupted run.
@@ -64,7 +65,9 @@ final class StreamExtractor {
             if let estimate = scanner.header?.sizeEstimate { progress?.totalUnitCount = Int64(clamping: estimate) }
             while let record = try stream.next() {
                 try Task.checkCancellation()
-                try scanner.consume(record) { event in try self.handle(event) }
+                var events: [ArchiveScanner.Event] = []
+                try scanner.consume(record) { events.append($0) }
+                for event in events { try await handle(event) }
                 if scanner.footer != nil { break }
             }
             guard scanner.footer != nil else {
@@ -105,7 +108,7 @@ final class StreamExtractor {
             commitCount: totals.commits)
     }
 
-    private func handle(_ event: ArchiveScanner.Event) throws {
+    private nonisolated(nonsending) func handle(_ event: ArchiveScanner.Event) async throws {
         switch event {
         case .entry(let index, let entry, _):
             if index < skipUntil {
@@ -115,14 +118,29 @@ final class StreamExtractor {
                 try begin(entry)
             }
         case .chunk(let id, let bytes):
-            pending[id] = bytes
+            pending[id] = Task { bytes }
+        case .storedChunk(let id, let payload, let offset):
+            // The scanner has already checked the prefix, so bytes 36..<40 hold a raw length
+            // within the format's limit (Spec 0001 §7.1).
+            let rawLength = Int(payload[36]) | Int(payload[37]) << 8 | Int(payload[38]) << 16 | Int(payload[39]) << 24
+            pending[id] = Task.detached {
+                let decompressor = ChunkDecompressor()
+                var out = [UInt8](repeating: 0, count: rawLength)
+                try out.withMutableBytes { (raw) throws(CairnError) in
+                    try ArchiveReader.decodeChunk(
+                        payload, expected: id, rawLength: rawLength, offset: offset, using: decompressor, into: raw)
+                }
+                return out
+            }
         case .references(_, let references):
-            try write(references)
+            try await write(references)
         case .fileEnd(_, let size):
             guard let open = openFile else { return }
             guard open.written == size else {
                 throw CairnError(.corrupted, "file size does not match its content", path: open.entry.path)
             }
+            // Every chunk of the file must decode and verify, referenced or not.
+            for task in pending.values { _ = try await task.value }
             guard let fd = open.fd else {
                 openFile = nil
                 pending.removeAll()
@@ -210,12 +228,13 @@ final class StreamExtractor {
         }
     }
 
-    private func write(_ references: [ChunkReference]) throws {
+    private nonisolated(nonsending) func write(_ references: [ChunkReference]) async throws {
         guard var open = openFile else { return }
         for reference in references {
             guard let fd = open.fd else {
-                // Skipping a completed file: only learn where its chunks are.
-                pending.removeValue(forKey: reference.id)
+                // Skipping a completed file: only learn where its chunks are (and still check
+                // that they decode).
+                if let task = pending.removeValue(forKey: reference.id) { _ = try await task.value }
                 if locations[reference.id] == nil {
                     locations[reference.id] = (open.entry.pathBytes, open.written, reference.length)
                 }
@@ -224,7 +243,7 @@ final class StreamExtractor {
             }
             let bytes: [UInt8]
             if let fresh = pending.removeValue(forKey: reference.id) {
-                bytes = fresh
+                bytes = try await fresh.value
                 if locations[reference.id] == nil {
                     locations[reference.id] = (open.entry.pathBytes, open.written, bytes.count)
                 }
