@@ -121,6 +121,10 @@ enum CreateCommand {
         let started = monotonicSeconds()
         let cpuStarted = ProcessTimes.cpuSeconds()
         let showProgress = ProgressBar.shouldShow(args)
+        if showProgress, configuration.sizeEstimate == nil, !args.flag("--resume") {
+            // A quick scan (lstat only) gives the bar a real total; the archive is unaffected.
+            archiver.progress.totalUnitCount = Int64(clamping: Self.scanSize(args.operands))
+        }
         let bar = showProgress ? ProgressBar(progress: archiver.progress, label: "create") : nil
         bar?.start()
         let properties: ExportProperties
@@ -186,5 +190,23 @@ enum CreateCommand {
         var start = end
         while start > 0 && path[start - 1] != 0x2F { start -= 1 }
         return Array(path[start..<end])
+    }
+
+    /// Total bytes of the regular files at and below `paths`, without following symlinks.
+    static func scanSize(_ paths: [[UInt8]]) -> UInt64 {
+        var total: UInt64 = 0
+        for raw in paths {
+            let path = String(decoding: raw, as: UTF8.self)
+            var st = stat()
+            guard lstat(path, &st) == 0 else { continue }
+            if st.st_mode & S_IFMT == S_IFREG { total += UInt64(max(0, st.st_size)) }
+            guard st.st_mode & S_IFMT == S_IFDIR, let walker = FileManager.default.enumerator(atPath: path) else { continue }
+            while let name = walker.nextObject() as? String {
+                if lstat(path + "/" + name, &st) == 0, st.st_mode & S_IFMT == S_IFREG {
+                    total += UInt64(max(0, st.st_size))
+                }
+            }
+        }
+        return total
     }
 }
