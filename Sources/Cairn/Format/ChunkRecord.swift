@@ -13,6 +13,15 @@ package struct ChunkRecordPrefix: Sendable, Equatable {
         withUnsafeBytes(of: UInt32(truncatingIfNeeded: rawLength).littleEndian) { out.append(contentsOf: $0) }
     }
 
+    /// The raw length a chunk record payload declares (bytes 36..<40, §7.1), clamped to
+    /// 1...``FormatLimits/maximumChunkLength``, for sizing a buffer before the payload is decoded
+    /// (the decoder checks the real value); nil when the payload is shorter than the prefix.
+    package static func declaredRawLength(inPayload payload: [UInt8]) -> Int? {
+        guard payload.count >= length else { return nil }
+        let raw = Int(payload[36]) | Int(payload[37]) << 8 | Int(payload[38]) << 16 | Int(payload[39]) << 24
+        return min(max(raw, 1), FormatLimits.maximumChunkLength)
+    }
+
     /// Decodes and checks the prefix; `storedLength` is the rest of the payload.
     package static func decode(_ r: inout ByteReader, storedLength: Int) throws(CairnError) -> ChunkRecordPrefix {
         let id = try r.digest("chunk id")

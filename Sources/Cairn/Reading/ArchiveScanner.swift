@@ -1,7 +1,9 @@
-/// Reads an archive front to back, seeing each byte once, and checks everything
-/// (`Spec/0001-container-format.md §13.2`): every record's CRC-32, every chunk's SHA-256 after
-/// decompression, the chain digest of every commit, every reference, every file's size and
-/// content digest, the manifest against what the stream held, and the footer.
+/// Reads an archive front to back, seeing each byte once, and checks its structure
+/// (`Spec/0001-container-format.md §13.2`): every record's CRC-32, the chain digest of every
+/// commit, every reference, every file's size and content digest, the manifest against what the
+/// stream held, and the footer. Chunk contents (decompression and SHA-256, the expensive part)
+/// are checked by the caller on other cores, from the payloads the scanner hands out
+/// (``ChunkVerifier``, ``StreamExtractor``).
 ///
 /// It reports what it reads through ``Event``s, so the same pass serves `verify` and streaming
 /// extraction. State is kept per chunk id (for references) and per entry (for the manifest
@@ -11,11 +13,9 @@ package final class ArchiveScanner {
     package enum Event {
         /// An entry record (for a file, content events follow until ``fileEnd``).
         case entry(index: Int, entry: ArchiveEntry, offset: UInt64)
-        /// A verified chunk's decompressed bytes (it is referenced by a following references record).
-        case chunk(id: Digest, bytes: [UInt8])
-        /// With `emittingChunkPayloads`: a chunk whose contents the caller checks itself (on
-        /// other cores): the record payload (prefix and stored bytes) and its offset.
-        case storedChunk(id: Digest, payload: [UInt8], offset: UInt64)
+        /// A chunk record whose prefix checked; with `emittingChunkPayloads`, its payload (prefix
+        /// and stored bytes) for the caller to decode and verify, else nil.
+        case chunk(id: Digest, payload: [UInt8]?, offset: UInt64)
         /// The next pieces of the open file, in order.
         case references(entryIndex: Int, [ChunkReference])
         /// The open file is complete and its size and digest are verified.
@@ -45,25 +45,17 @@ package final class ArchiveScanner {
     package private(set) var verifiedChainDigest = Digest.zero
     package private(set) var footer: Footer?
 
-    private let decompressor = ChunkDecompressor()
     private let chain = SHA256()
-    private var chunkLengths: [Digest: Int] = [:]
+    /// Every chunk seen: its index in the chunk table and its raw length.
+    private var chunks: [Digest: (index: Int, length: Int)] = [:]
     private var expected = Manifest()
     private var decoded = Manifest()
     private var manifestHasher: SHA256?
     private var manifestOffset: UInt64 = 0
     private var paths: [[UInt8]: ArchiveEntry.Kind] = [:]
     private var openFile: (index: Int, bytes: UInt64, references: UInt64, digest: SHA256)?
-    /// Grown to the largest raw chunk seen (at most ``FormatLimits/maximumChunkLength``).
-    private var chunkBuffer: [UInt8] = []
     private var nextCommitSequence: UInt64 = 0
     private var sawFooter = false
-
-    /// Whether chunk payloads are decompressed and their SHA-256 checked. Resuming a write turns
-    /// this off: the chain digests already vouch for every byte before a commit, and skipping
-    /// decompression makes finding the resume point cost a CRC and a SHA-256 pass over the
-    /// archive, not a full decode.
-    private let verifiesChunkContents: Bool
 
     /// Whether the chain digests are recomputed and checked. Resuming one's own interrupted write
     /// turns this off too: CRC-32s find the torn tail, each commit's recorded digest is what the
@@ -71,12 +63,10 @@ package final class ArchiveScanner {
     /// point then costs little more than reading the file.
     private let verifiesChainDigests: Bool
 
-    /// Whether chunk records are reported as ``Event/storedChunk(id:payload:offset:)`` for the
-    /// caller to decode and check (implies not decoding them here).
+    /// Whether ``Event/chunk(id:payload:offset:)`` carries the payload (a copy per chunk).
     private let emitsChunkPayloads: Bool
 
-    package init(verifyingChunkContents: Bool = true, verifyingChainDigests: Bool = true, emittingChunkPayloads: Bool = false) {
-        verifiesChunkContents = verifyingChunkContents && !emittingChunkPayloads
+    package init(verifyingChainDigests: Bool = true, emittingChunkPayloads: Bool = false) {
         verifiesChainDigests = verifyingChainDigests
         emitsChunkPayloads = emittingChunkPayloads
         hashChain(Digest.zero.bytes)
@@ -106,6 +96,15 @@ package final class ArchiveScanner {
         }
         header = try ArchiveHeader.decode(record.payload, offset: record.offset + UInt64(RecordFraming.headerLength))
         hashChain(record.framed)
+    }
+
+    /// After the footer: the input must end there (§13.2), whatever the extra bytes look like.
+    ///
+    /// - Throws: `.corrupted` "data after the footer" at the footer's end.
+    package func requireEnd(of stream: RecordStream) throws(CairnError) {
+        guard try stream.isAtEnd() else {
+            throw CairnError(.corrupted, "data after the footer", offset: stream.offset)
+        }
     }
 
     /// Checks one record and reports what it holds.
@@ -143,20 +142,10 @@ package final class ArchiveScanner {
                     baseOffset: offset, what: "chunk record")
                 prefix = try ChunkRecordPrefix.decode(&r, storedLength: payloadCount - ChunkRecordPrefix.length)
             }
-            guard chunkLengths[prefix.id] == nil else {
+            guard chunks[prefix.id] == nil else {
                 throw CairnError(.corrupted, "chunk \(prefix.id) is stored twice", offset: offset)
             }
-            if verifiesChunkContents {
-                if chunkBuffer.count < prefix.rawLength {
-                    chunkBuffer = [UInt8](repeating: 0, count: prefix.rawLength)
-                }
-                let payload = record.payload
-                try chunkBuffer.withMutableBytes { (raw) throws(CairnError) in
-                    try ArchiveReader.decodeChunk(
-                        payload, expected: nil, rawLength: nil, offset: offset, using: decompressor, into: raw)
-                }
-            }
-            chunkLengths[prefix.id] = prefix.rawLength
+            chunks[prefix.id] = (expected.chunks.count, prefix.rawLength)
             expected.chunks.append(
                 Manifest.ChunkRow(
                     id: prefix.id, offset: offset, rawLength: UInt32(prefix.rawLength),
@@ -164,11 +153,7 @@ package final class ArchiveScanner {
             totals.chunks += 1
             totals.storedBytes += UInt64(payloadCount - ChunkRecordPrefix.length)
             hashChain(record.framed)
-            if emitsChunkPayloads {
-                try emit(.storedChunk(id: prefix.id, payload: record.payload, offset: offset))
-            } else {
-                try emit(.chunk(id: prefix.id, bytes: verifiesChunkContents ? Array(chunkBuffer[0..<prefix.rawLength]) : []))
-            }
+            try emit(.chunk(id: prefix.id, payload: emitsChunkPayloads ? record.payload : nil, offset: offset))
         case .entry:
             guard openFile == nil else {
                 throw CairnError(.corrupted, "entry record while a file is still open", offset: offset)
@@ -201,7 +186,7 @@ package final class ArchiveScanner {
                 throw CairnError(.corrupted, "references name entry \(entryIndex), but entry \(file.index) is open", offset: offset)
             }
             for reference in references {
-                guard let length = chunkLengths[reference.id] else {
+                guard let (chunkIndex, length) = chunks[reference.id] else {
                     throw CairnError(.corrupted, "reference to chunk \(reference.id), which is not stored before it", offset: offset)
                 }
                 guard length == reference.length else {
@@ -210,7 +195,7 @@ package final class ArchiveScanner {
                 file.bytes += UInt64(length)
                 file.references += 1
                 reference.id.withUnsafeBytes { file.digest.update($0) }
-                expected.references.append(UInt32(truncatingIfNeeded: indexOfChunk(reference.id)))
+                expected.references.append(UInt32(truncatingIfNeeded: chunkIndex))
             }
             openFile = file
             totals.references += references.count
@@ -307,15 +292,6 @@ package final class ArchiveScanner {
             verifiedChainDigest = digest
             try emit(.footer(footer))
         }
-    }
-
-    private var chunkIndexByID: [Digest: Int] = [:]
-
-    private func indexOfChunk(_ id: Digest) -> Int {
-        if let index = chunkIndexByID[id] { return index }
-        // Chunk rows are appended in order; index them lazily.
-        for i in chunkIndexByID.count..<expected.chunks.count { chunkIndexByID[expected.chunks[i].id] = i }
-        return chunkIndexByID[id] ?? 0
     }
 
     private static func isManifest(_ type: RecordType) -> Bool {

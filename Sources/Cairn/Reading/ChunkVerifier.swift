@@ -34,12 +34,8 @@ final class ChunkVerifier {
                 var buffer: [UInt8] = []
                 for (payload, offset) in work {
                     try Task.checkCancellation()
-                    // The raw length sits at bytes 36..<40 of the payload (Spec 0001 §7.1); the
-                    // decoder checks it against the limit, this only sizes the buffer.
-                    if payload.count >= ChunkRecordPrefix.length {
-                        let raw = Int(payload[36]) | Int(payload[37]) << 8 | Int(payload[38]) << 16 | Int(payload[39]) << 24
-                        let wanted = min(max(raw, 1), FormatLimits.maximumChunkLength)
-                        if buffer.count < wanted { buffer = [UInt8](repeating: 0, count: wanted) }
+                    if let wanted = ChunkRecordPrefix.declaredRawLength(inPayload: payload), buffer.count < wanted {
+                        buffer = [UInt8](repeating: 0, count: wanted)
                     }
                     try buffer.withMutableBytes { (raw) throws(CairnError) in
                         try ArchiveReader.decodeChunk(

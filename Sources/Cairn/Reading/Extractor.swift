@@ -117,7 +117,7 @@ public final class Extractor {
         let stream = RecordStream(descriptor: descriptor)
         // The scanner checks structure, CRCs and chain digests in order; chunk contents
         // (decompression and SHA-256, the expensive part) are checked by a window of tasks.
-        let scanner = ArchiveScanner(verifyingChunkContents: false)
+        let scanner = ArchiveScanner()
         let chunks = ChunkVerifier()
         do {
             try scanner.start(stream)
@@ -126,9 +126,7 @@ public final class Extractor {
                 try scanner.consume(record) { _ in }
                 if record.header.type == .chunk { try await chunks.add(record.payload, offset: record.offset) }
                 if scanner.footer != nil {
-                    guard try stream.isAtEnd() else {
-                        throw CairnError(.corrupted, "data after the footer", offset: stream.offset)
-                    }
+                    try scanner.requireEnd(of: stream)
                     break
                 }
             }

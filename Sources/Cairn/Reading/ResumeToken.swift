@@ -88,7 +88,7 @@ extension Extractor {
         let stream = RecordStream(descriptor: descriptor)
         // The chain digests bind every byte of the prefix to its commits, which is what a
         // transfer needs; chunk contents are checked again on extraction or by `verify`.
-        let scanner = ArchiveScanner(verifyingChunkContents: false)
+        let scanner = ArchiveScanner()
         do {
             try scanner.start(stream)
         } catch {
@@ -119,8 +119,8 @@ extension Extractor {
         }
         // Read to the end so the file size is known even for a pipe.
         var total = stream.offset
-        if stopReason == nil, scanner.footer != nil, !(try stream.isAtEnd()) {
-            stopReason = CairnError(.corrupted, "data after the footer", offset: total)
+        if stopReason == nil, scanner.footer != nil {
+            do throws(CairnError) { try scanner.requireEnd(of: stream) } catch { stopReason = error }
         }
         while (try? stream.isAtEnd()) == false { _ = try stream.readBytes(1 << 20) }
         total = stream.offset

@@ -76,9 +76,7 @@ final class StreamExtractor {
                     "the stream ended before the archive's footer; \(scanner.verifiedLength) bytes verified up to the last commit",
                     offset: stream.offset)
             }
-            guard try stream.isAtEnd() else {
-                throw CairnError(.corrupted, "data after the footer", offset: stream.offset)
-            }
+            try scanner.requireEnd(of: stream)
             try finishTree()
             if let open = openFile { _ = try? open.fd?.close() }
             try staging.commit()
@@ -117,12 +115,9 @@ final class StreamExtractor {
                 if staging.isResumed, entry.kind != .directory { try staging.removeLeftover(entry.pathBytes) }
                 try begin(entry)
             }
-        case .chunk(let id, let bytes):
-            pending[id] = Task { bytes }
-        case .storedChunk(let id, let payload, let offset):
-            // The scanner has already checked the prefix, so bytes 36..<40 hold a raw length
-            // within the format's limit (Spec 0001 §7.1).
-            let rawLength = Int(payload[36]) | Int(payload[37]) << 8 | Int(payload[38]) << 16 | Int(payload[39]) << 24
+        case .chunk(let id, let payload?, let offset):
+            // The scanner has checked the prefix, so this is the real raw length.
+            let rawLength = ChunkRecordPrefix.declaredRawLength(inPayload: payload) ?? 1
             pending[id] = Task.detached {
                 let decompressor = ChunkDecompressor()
                 var out = [UInt8](repeating: 0, count: rawLength)
@@ -153,6 +148,8 @@ final class StreamExtractor {
             try fd.close()
             openFile = nil
             pending.removeAll()
+        case .chunk(_, nil, _):
+            break  // not produced: this scanner emits payloads
         case .commit(_, let commit):
             guard commit.openEntry == CommitRecord.noOpenEntry, commit.entryCount > 0 else { return }
             let count = Int(commit.entryCount)
