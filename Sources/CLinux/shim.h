@@ -13,7 +13,4 @@ static inline int cairn_renameat2(int olddirfd, const char *oldpath, int newdirf
                                   unsigned int flags) {
     return renameat2(olddirfd, oldpath, newdirfd, newpath, flags);
 }
-/* malloc_trim(3) is declared in <malloc.h>, which Swift's Glibc module does not export. */
-extern int malloc_trim(unsigned long pad);
-static inline int cairn_malloc_trim(void) { return malloc_trim(0); }
 #endif

@@ -36,7 +36,7 @@ enum CreateCommand {
         // Catch before any work what would only fail at the end.
         var topLevel: Set<[UInt8]> = []
         for path in args.operands {
-            let last = Self.lastComponent(path)
+            let last = PathBytes.lastComponent(path)
             if last.isEmpty || last == Array(".".utf8) || last == Array("..".utf8) { continue }
             guard topLevel.insert(last).inserted else {
                 throw UsageError("two PATHs would both be stored as '\(String(decoding: last, as: UTF8.self))'")
@@ -181,15 +181,6 @@ enum CreateCommand {
         lines.append(
             "  time: \(String(format: "%.2f", seconds)) s wall, \(String(format: "%.2f", cpuSeconds)) s CPU, \(Output.rate(p.uncompressedBytes, seconds: seconds))")
         return lines.joined(separator: "\n")
-    }
-
-    /// The last component of a raw path, ignoring trailing slashes.
-    static func lastComponent(_ path: [UInt8]) -> [UInt8] {
-        var end = path.count
-        while end > 1 && path[end - 1] == 0x2F { end -= 1 }
-        var start = end
-        while start > 0 && path[start - 1] != 0x2F { start -= 1 }
-        return Array(path[start..<end])
     }
 
     /// Total bytes of the regular files at and below `paths`, without following symlinks.

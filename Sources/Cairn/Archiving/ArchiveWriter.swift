@@ -17,7 +17,6 @@ package final class ArchiveWriter {
     /// previous commit record's start.
     private let chain = SHA256()
     private var commitSequence: UInt64 = 0
-    private var lastChainDigest = Digest.zero
 
     private(set) package var manifest = Manifest()
     /// Chunk id → index in the manifest chunk table.
@@ -82,7 +81,6 @@ package final class ArchiveWriter {
         contentBytes = state.contentBytes
         storedBytes = state.storedBytes
         commitSequence = state.nextCommitSequence
-        lastChainDigest = state.chainDigest
         chain.update(state.chainDigest.bytes)
         chain.update(state.commitRecord)
         if let open = state.openFile {
@@ -265,7 +263,6 @@ package final class ArchiveWriter {
     private func commit() throws(CairnError) {
         hashPending()
         let digest = try chain.finalize()
-        lastChainDigest = digest
         chain.update(digest.bytes)
         let record = CommitRecord(
             sequence: commitSequence, entryCount: UInt64(manifest.entries.count),

@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-internal import CLinux
 
 /// Writes a Cairn archive item by item, as a stream (`Spec/0001-container-format.md`).
 ///
@@ -29,8 +28,8 @@ public final class Archiver {
     /// Set when resuming: where to go back to if the file open at the last commit cannot be
     /// continued.
     private var recovery: (state: ArchiveRecovery, sink: FileSink)?
-    private var fallbackCompressor: ChunkCompressor?
-    private var batchesWritten = 0
+    /// Compresses the rare chunk that reaches the writer without a stored form (see `apply`).
+    private lazy var fallbackCompressor = ChunkCompressor(method: configuration.effectiveCompression)
     private let budget: ByteBudget
     private let claims = ChunkClaims()
     /// Reusable batch buffers: no more than the budget can have in flight.
@@ -110,7 +109,7 @@ public final class Archiver {
         let sink = try FileSink(resuming: path, at: recovery.last.end)
         try self.init(sink: sink, configuration: resumed)
         try adoptRecovery(recovery, sink: sink)
-        resumedFromPartial = true
+        isResumed = true
     }
 
     /// Replaces the fresh writer with one continuing `recovery`'s last commit, and tells the
@@ -152,8 +151,7 @@ public final class Archiver {
     }
 
     /// Whether this archiver continues an interrupted archive.
-    public var isResumed: Bool { recovery != nil || resumedFromPartial }
-    private var resumedFromPartial = false
+    public private(set) var isResumed = false
 
     /// Creates an archiver writing to a file through ``FileSink``: the archive appears at `path`
     /// only when ``finish()`` succeeds.
@@ -281,9 +279,8 @@ public final class Archiver {
     nonisolated(nonsending) public func abandon() async {
         guard state == .open else { return }
         state = .failed
-        if let bytes = Optional(writer.takeOutput()), !bytes.isEmpty {
-            try? await sink.write(bytes)
-        }
+        let bytes = writer.takeOutput()
+        if !bytes.isEmpty { try? await sink.write(bytes) }
         await sink.abandon()
     }
 
@@ -367,13 +364,6 @@ public final class Archiver {
                     try await flush(force: false)
                     pool.give(item.batch.buffer)
                     budget.release(item.batch.byteCount)
-                    batchesWritten += 1
-                    if batchesWritten % 64 == 0 {
-                        // Batches are allocated and freed at a high rate from several threads;
-                        // hand freed heap back to the system so resident memory tracks the budget
-                        // rather than glibc's high-water mark (malloc_trim(3)).
-                        _ = cairn_malloc_trim()
-                    }
                     try Task.checkCancellation()
                 }
                 producerState = try await producer.value
@@ -398,41 +388,34 @@ public final class Archiver {
     /// Applies a processed batch's events to the writer, in order.
     private func apply(_ batch: ContentBatch, _ processed: ProcessedBatch) throws {
         var chunkIndex = 0
-        try batch.buffer.withBytes { (_) throws(CairnError) in
-            for event in batch.events {
-                switch event {
-                case .entry(let entry):
-                    try writer.beginEntry(entry)
-                case .chunk(let range):
-                    let id = processed.ids[chunkIndex]
-                    if writer.contains(id) {
-                        try writer.appendChunk(id: id, rawLength: range.count, codec: .none, stored: nil)
-                    } else if let stored = processed.stored[chunkIndex] {
-                        try stored.record.withBytes { (raw) throws(CairnError) in
-                            try writer.appendChunkRecord(
-                                id: id, rawLength: range.count, codec: stored.codec, record: raw,
-                                storedLength: stored.storedLength)
-                        }
-                    } else {
-                        // Only after a resume went back to an earlier commit: a chunk the dedup
-                        // claims thought stored is not stored any more. Compress it here; the
-                        // result is the same bytes a processing task would have produced.
-                        var stored: [UInt8] = []
-                        let compressor = fallbackCompressor ?? ChunkCompressor(method: configuration.effectiveCompression)
-                        fallbackCompressor = compressor
-                        let codec = try batch.buffer.withBytes { (raw) throws(CairnError) in
-                            compressor.compress(UnsafeRawBufferPointer(rebasing: raw[range]), appendingTo: &stored)
-                        }
-                        try stored.withBytes { (raw) throws(CairnError) in
-                            try writer.appendChunk(id: id, rawLength: range.count, codec: codec, stored: raw)
-                        }
-                    }
-                    chunkIndex += 1
-                case .endFile:
-                    try writer.endFile()
-                case .discardOpenFile:
-                    try rewindToLastBoundary()
+        for event in batch.events {
+            switch event {
+            case .entry(let entry):
+                try writer.beginEntry(entry)
+            case .chunk(let range):
+                let id = processed.ids[chunkIndex]
+                let processedForm = processed.stored[chunkIndex]
+                chunkIndex += 1
+                if writer.contains(id) {
+                    try writer.appendChunk(id: id, rawLength: range.count, codec: .none, stored: nil)
+                    continue
                 }
+                // No stored form only after a resume went back to an earlier commit: a chunk the
+                // dedup claims thought stored is not stored any more. Framing it here gives the
+                // same bytes a processing task would have produced.
+                let stored =
+                    processedForm
+                    ?? batch.buffer.withUnsafeBytes { raw in
+                        StoredChunk.make(id: id, raw: UnsafeRawBufferPointer(rebasing: raw[range]), compressor: fallbackCompressor)
+                    }
+                try stored.record.withBytes { (raw) throws(CairnError) in
+                    try writer.appendChunkRecord(
+                        id: id, rawLength: range.count, codec: stored.codec, record: raw, storedLength: stored.storedLength)
+                }
+            case .endFile:
+                try writer.endFile()
+            case .discardOpenFile:
+                try rewindToLastBoundary()
             }
         }
     }

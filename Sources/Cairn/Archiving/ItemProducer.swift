@@ -163,7 +163,8 @@ struct ItemProducer {
         sourcePath: [UInt8], parent: FileDescriptor?, name: [UInt8], status: FileStatus, archivePath: [UInt8]
     ) async throws {
         try Task.checkCancellation()
-        let display = PathBytes.display(sourcePath)
+        // Built only when a message needs it: escaping every name costs time on large trees.
+        var display: String { PathBytes.display(sourcePath) }
         if !archivePath.isEmpty, let problem = PathValidator.problem(with: archivePath) {
             warn(CairnError(.limitExceeded, "path in archive \(problem); skipped", path: display))
             return
@@ -182,9 +183,7 @@ struct ItemProducer {
                 try claim(archivePath)
                 try await emit(
                     .entry(
-                        ArchiveEntry(
-                            pathBytes: archivePath, kind: .directory, permissions: status.permissions,
-                            modificationTime: status.modificationTime, userID: status.userID, groupID: status.groupID)))
+                        ArchiveEntry(pathBytes: archivePath, kind: .directory, status: status)))
             }
             let names: [[UInt8]]
             do {
@@ -218,17 +217,14 @@ struct ItemProducer {
             try claim(archivePath)
             try await emit(
                 .entry(
-                    ArchiveEntry(
-                        pathBytes: archivePath, kind: .symlink, permissions: status.permissions,
-                        modificationTime: status.modificationTime, userID: status.userID, groupID: status.groupID,
-                        linkTarget: target)))
+                    ArchiveEntry(pathBytes: archivePath, kind: .symlink, status: status, linkTarget: target)))
         case .regular:
             let key = HardLinkKey(device: status.device, inode: status.inode)
             if state.excluded.contains(key) { return }  // the archive being written
             if let open = state.openFileToContinue, open.path == archivePath {
                 if open.size == status.size, open.modificationTime == status.modificationTime,
                     try await appendFile(
-                        name: name, parent: parent, display: display, archivePath: archivePath,
+                        name: name, parent: parent, sourcePath: sourcePath, archivePath: archivePath,
                         continuingAfter: open.committedBytes)
                 {
                     if status.linkCount > 1 { state.hardLinks[key] = archivePath }
@@ -247,13 +243,10 @@ struct ItemProducer {
                 try claim(archivePath)
                 try await emit(
                     .entry(
-                        ArchiveEntry(
-                            pathBytes: archivePath, kind: .hardLink, permissions: status.permissions,
-                            modificationTime: status.modificationTime, userID: status.userID, groupID: status.groupID,
-                            linkTarget: first)))
+                        ArchiveEntry(pathBytes: archivePath, kind: .hardLink, status: status, linkTarget: first)))
                 return
             }
-            if try await appendFile(name: name, parent: parent, display: display, archivePath: archivePath),
+            if try await appendFile(name: name, parent: parent, sourcePath: sourcePath, archivePath: archivePath),
                 status.linkCount > 1
             {
                 state.hardLinks[key] = archivePath
@@ -267,8 +260,9 @@ struct ItemProducer {
     ///
     /// - Returns: whether an entry was written (false when the file was skipped with a warning).
     private mutating func appendFile(
-        name: [UInt8], parent: FileDescriptor?, display: String, archivePath: [UInt8], continuingAfter: UInt64? = nil
+        name: [UInt8], parent: FileDescriptor?, sourcePath: [UInt8], archivePath: [UInt8], continuingAfter: UInt64? = nil
     ) async throws -> Bool {
+        var display: String { PathBytes.display(sourcePath) }
         let fd: FileDescriptor
         do {
             fd = try FileDescriptor.open(name, flags: O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, relativeTo: parent)
@@ -300,10 +294,7 @@ struct ItemProducer {
             try claim(archivePath)
             try await emit(
                 .entry(
-                    ArchiveEntry(
-                        pathBytes: archivePath, kind: .file, permissions: before.permissions,
-                        modificationTime: before.modificationTime, size: before.size, userID: before.userID,
-                        groupID: before.groupID)))
+                    ArchiveEntry(pathBytes: archivePath, kind: .file, status: before, size: before.size)))
         }
         var readError: CairnError?
         pendingStart = used
@@ -402,5 +393,14 @@ struct ItemProducer {
 
     private mutating func warn(_ error: CairnError) {
         state.warnings.append(error)
+    }
+}
+
+extension ArchiveEntry {
+    /// An entry for `pathBytes` with the mode, mtime, owner and group of `status`.
+    init(pathBytes: [UInt8], kind: Kind, status: FileStatus, size: UInt64 = 0, linkTarget: [UInt8] = []) {
+        self.init(
+            pathBytes: pathBytes, kind: kind, permissions: status.permissions, modificationTime: status.modificationTime,
+            size: size, userID: status.userID, groupID: status.groupID, linkTarget: linkTarget)
     }
 }

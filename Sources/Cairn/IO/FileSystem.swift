@@ -108,10 +108,7 @@ package enum FileSystem {
     package static func setExtractedPermissions(
         _ name: [UInt8], in directory: FileDescriptor, mode: UInt32, display: String
     ) throws(CairnError) {
-        let rc = name.withNullTerminated { n in
-            fchmodat(directory.rawValue, n, mode_t(extractedPermissions(mode)), 0)
-        }
-        guard rc == 0 else { throw Errno.current.error("cannot set permissions", path: display) }
+        try setPermissions(name, in: directory, mode: extractedPermissions(mode), display: display)
     }
 
     /// `renameat2(2)` with `RENAME_NOREPLACE`: never replaces an existing name.
@@ -152,13 +149,6 @@ package enum FileSystem {
         }
     }
 
-    /// `statvfs(3)`: bytes available to an unprivileged user on the file system holding `path`.
-    package static func availableBytes(at path: [UInt8]) -> UInt64? {
-        var info = statvfs()
-        let rc = path.withNullTerminated { statvfs($0, &info) }
-        guard rc == 0 else { return nil }
-        return UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize)).partialValue
-    }
 }
 
 extension CairnError {

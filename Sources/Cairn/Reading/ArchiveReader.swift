@@ -5,8 +5,8 @@ import Glibc
 ///
 /// Opening reads the prelude, the header record, the footer and the manifest, checking every
 /// CRC-32, the manifest's SHA-256 and every length against the file size and the format's
-/// limits. Chunk contents are read on demand by ``readChunk(_:using:into:)``, which checks the
-/// chunk record's CRC-32 and the SHA-256 of the decompressed bytes before returning them.
+/// limits. Chunk contents are read on demand by ``ChunkPrefetcher/Source/decode(_:using:)``,
+/// which checks the chunk record's CRC-32 and the SHA-256 of the decompressed bytes.
 ///
 /// - Complexity: opening is O(manifest size); reading one file reads only its chunks.
 package final class ArchiveReader {
@@ -159,29 +159,6 @@ package final class ArchiveReader {
             }
         }
         return manifest
-    }
-
-    /// Reads chunk `index` of the chunk table, checks its record's CRC-32, decompresses it into
-    /// `destination` (at least `rawLength` bytes) and checks that its SHA-256 is its id.
-    ///
-    /// - Throws: `.checksumMismatch` when the bytes do not match; `.corrupted` when the record
-    ///   disagrees with the manifest or does not decompress to exactly its raw length.
-    package func readChunk(_ index: Int, using decompressor: ChunkDecompressor, into destination: UnsafeMutableRawBufferPointer)
-        throws(CairnError)
-    {
-        let row = manifest.chunks[index]
-        let (record, _) = try ArchiveReader.readRecord(descriptor, at: row.offset, fileSize: footer.manifestOffset)
-        guard record.type == .chunk else {
-            throw CairnError(.corrupted, "manifest points at a \(record.type?.name ?? "unknown") record, not chunk \(row.id)", offset: row.offset)
-        }
-        guard record.payload.count == ChunkRecordPrefix.length + Int(row.storedLength),
-            record.payload.count > ChunkRecordPrefix.length, record.payload[32] == row.codec.rawValue
-        else {
-            throw CairnError(.corrupted, "chunk record \(row.id) disagrees with its manifest row", offset: row.offset)
-        }
-        try ArchiveReader.decodeChunk(
-            record.payload, expected: row.id, rawLength: Int(row.rawLength),
-            offset: row.offset, using: decompressor, into: destination)
     }
 
     /// Decodes a chunk record payload into `destination` and verifies its id.
