@@ -119,13 +119,7 @@ struct ResumeCommandLineTests {
     func catRefusesForeignPrefix() async throws {
         let work = try TemporaryDirectory(prefix: "cairn-resume-cat-foreign")
         defer { work.remove() }
-        try ResumeFixture.transferTree(seed: 1).materialize(at: work.appending("one/tree"))
-        try ResumeFixture.transferTree(seed: 2).materialize(at: work.appending("two/tree"))
-        let archive = work.appending("one.cairn")
-        _ = try await RoundTrip.archive(path: work.appending("one/tree"), to: archive, configuration: ResumeFixture.configuration)
-        let other = try await RoundTrip.archive(
-            path: work.appending("two/tree"), to: work.appending("two.cairn"), configuration: ResumeFixture.configuration
-        ).bytes
+        let (archive, other) = try await ResumeFixture.twoArchives(in: work)
         let copy = work.appending("copy.cairn")
         try RawFileSystem.writeFile(Array(copy.utf8), Array(other[0..<(other.count / 2)]))
         let verify = try ResumeCLI.run(["verify", "--partial", "--json", copy])

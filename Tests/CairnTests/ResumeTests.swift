@@ -203,13 +203,7 @@ struct ResumeTests {
     func transferRefusesForeignPrefix() async throws {
         let work = try TemporaryDirectory(prefix: "cairn-resume-foreign")
         defer { work.remove() }
-        try ResumeFixture.transferTree(seed: 1).materialize(at: work.appending("one/tree"))
-        try ResumeFixture.transferTree(seed: 2).materialize(at: work.appending("two/tree"))
-        let archive = work.appending("one.cairn")
-        _ = try await RoundTrip.archive(path: work.appending("one/tree"), to: archive, configuration: ResumeFixture.configuration)
-        let other = try await RoundTrip.archive(
-            path: work.appending("two/tree"), to: work.appending("two.cairn"), configuration: ResumeFixture.configuration
-        ).bytes
+        let (archive, other) = try await ResumeFixture.twoArchives(in: work)
         let copy = work.appending("copy.cairn")
         for cut in [other.count / 3, other.count / 2, other.count - 1, other.count] {
             try RawFileSystem.writeFile(Array(copy.utf8), Array(other[0..<cut]))
@@ -235,6 +229,19 @@ struct ResumeTests {
 
 /// Trees, archive layouts and comparisons for the resume tests.
 enum ResumeFixture {
+    /// Archives two different trees in `work`: the path of the first archive, and the bytes of
+    /// the second (whose prefixes are foreign to the first).
+    static func twoArchives(in work: TemporaryDirectory) async throws -> (archive: String, other: [UInt8]) {
+        try transferTree(seed: 1).materialize(at: work.appending("one/tree"))
+        try transferTree(seed: 2).materialize(at: work.appending("two/tree"))
+        let archive = work.appending("one.cairn")
+        _ = try await RoundTrip.archive(path: work.appending("one/tree"), to: archive, configuration: configuration)
+        let other = try await RoundTrip.archive(
+            path: work.appending("two/tree"), to: work.appending("two.cairn"), configuration: configuration
+        ).bytes
+        return (archive, other)
+    }
+
     /// Small content-defined chunks, so files have many chunks; LZ4.
     static var configuration: Archiver.Configuration {
         var configuration = Archiver.Configuration()
