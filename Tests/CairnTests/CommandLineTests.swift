@@ -179,6 +179,27 @@ struct CommandLineTests {
         #expect(stat(partial, &st) == 0 && st.st_size == 8, "the running writer's file was not cut")
     }
 
+    @Test("a second extraction into a destination that is being extracted into is refused and touches nothing")
+    func concurrentExtractIsRefused() throws {
+        let work = try Scratch()
+        _ = try SampleTree.make(in: work.path("src"))
+        #expect(try CLI.run(["create", "-q", "-o", "a.cairn", "src"], in: work.root).status == 0)
+        // What a running extraction into a missing `out` holds: its staging directory, with a
+        // journal, locked.
+        let staging = work.path(".out.cairn-staging")
+        try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: staging + "/.cairn-journal", contents: Data("cairn-journal 1 stream\n".utf8))
+        let fd = open(staging, O_RDONLY | O_DIRECTORY)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        #expect(flock(fd, LOCK_EX | LOCK_NB) == 0)
+        let second = try CLI.run(["extract", "--resume", "a.cairn", "-C", "out"], in: work.root)
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("another cairn process is extracting"), "\(second.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: work.path("out")))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: staging) == [".cairn-journal"])
+    }
+
     @Test("create refuses up front what would only fail at the end")
     func createChecksUpFront() throws {
         let work = try Scratch()
