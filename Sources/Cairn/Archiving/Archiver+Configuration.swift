@@ -27,6 +27,17 @@ extension Archiver {
         /// compressed by its own task, so batches in flight use every core. Default 1 MiB;
         /// at least twice the maximum chunk length and at most the high watermark.
         public var batchBytes = 1024 * 1024
+        /// Glob patterns (`fnmatch(3)`, `*` does not cross `/`) matched against each item's path
+        /// in archive and against each of its components' tails; a match leaves the item (and,
+        /// for a directory, everything below it) out. tar's `--exclude`.
+        public var exclusions: [String] = []
+        /// Whether directories on another file system than their parent are left out (their
+        /// entry is kept, their contents are not). tar's `--one-file-system`.
+        public var staysOnOneFileSystem = false
+        /// How many batches are hashed and compressed at once; nil for one per core.
+        public var workerCount: Int?
+        /// Called once per item as its entry is written (for `-v`).
+        public var onEntry: (@Sendable (ArchiveEntry) -> Void)?
 
         public init() {}
 

@@ -17,7 +17,7 @@ public struct CairnError: Error, Sendable, CustomStringConvertible {
         private enum Value: String, Sendable {
             case truncated, corrupted, checksumMismatch, unsupportedVersion, unsafePath
             case limitExceeded, io, invalidArgument, notFound, alreadyExists
-            case sourceChanged, unsupportedFileType, tokenMismatch, notResumable
+            case sourceChanged, unsupportedFileType, tokenMismatch, notResumable, busy
         }
         private let value: Value
         private init(_ value: Value) { self.value = value }
@@ -50,6 +50,9 @@ public struct CairnError: Error, Sendable, CustomStringConvertible {
         public static let tokenMismatch = Code(.tokenMismatch)
         /// The archive cannot be resumed (no valid commit, or options differ).
         public static let notResumable = Code(.notResumable)
+        /// Another process holds the archive or destination (a running `create` or extraction);
+        /// wait for it to finish. Nothing is to be removed by hand.
+        public static let busy = Code(.busy)
 
         public var description: String { value.rawValue }
     }
@@ -64,6 +67,9 @@ public struct CairnError: Error, Sendable, CustomStringConvertible {
     public var offset: UInt64?
     /// A description of the underlying cause (for example `strerror(errno)`), if any.
     public var cause: String?
+    /// Further problems of the same operation, after this first one (for example every damaged
+    /// chunk `verify` found, up to its limit). Empty for most errors.
+    public var additionalErrors: [CairnError] = []
 
     /// Creates an error.
     public init(

@@ -195,6 +195,35 @@ public struct ExtractionOptions: Sendable {
     /// staging directory left by an interrupted extraction makes extraction fail with
     /// `.alreadyExists` (it is never deleted silently).
     public var resume = false
+    /// What to do when DEST exists and an extracted name already exists in it. Default
+    /// ``ExistingFilePolicy/refuse``: nothing is moved into place if any top-level name exists.
+    public var existingFiles: ExistingFilePolicy = .refuse
+    /// Leading path components to drop from every entry's path, as tar's `--strip-components`;
+    /// entries with no component left are not extracted.
+    public var stripComponents = 0
+    /// Called once per entry as it is extracted (for `-v`), on the extracting task.
+    public var onEntry: (@Sendable (ArchiveEntry) -> Void)?
 
     public init() {}
+}
+
+/// What extraction does with names that already exist in an existing destination.
+public struct ExistingFilePolicy: Hashable, Sendable, CustomStringConvertible {
+    private enum Value: String { case refuse, overwrite, keepOld, skipOld }
+    private let value: Value
+    private init(_ value: Value) { self.value = value }
+
+    /// All or nothing: if any top-level name of the archive exists in the destination, nothing
+    /// is moved into place (`.alreadyExists`). The default.
+    public static let refuse = ExistingFilePolicy(.refuse)
+    /// Existing files and symlinks are replaced (each by an atomic rename); existing
+    /// directories are merged into. tar's `--overwrite`.
+    public static let overwrite = ExistingFilePolicy(.overwrite)
+    /// Existing names are kept and reported as an error (`.alreadyExists`) after everything
+    /// else was moved in. tar's `--keep-old-files`.
+    public static let keepOld = ExistingFilePolicy(.keepOld)
+    /// Existing names are kept silently. tar's `--skip-old-files`.
+    public static let skipOld = ExistingFilePolicy(.skipOld)
+
+    public var description: String { value.rawValue }
 }

@@ -30,6 +30,18 @@ final class StagingDirectory {
     /// Whether this staging directory was left by an interrupted extraction and reopened.
     let isResumed: Bool
 
+    /// Where the staging directory for `destination` (a raw path) lives: the one place that
+    /// rule is decided, for messages such as "continue with --resume" too.
+    package static func location(for destination: [UInt8]) -> [UInt8] {
+        var trimmed = destination
+        while trimmed.count > 1, trimmed.last == 0x2F { trimmed.removeLast() }
+        if let existing = try? FileStatus.of(trimmed, followSymlinks: true), existing.kind == .directory {
+            return PathBytes.join(trimmed, Array(".cairn-staging".utf8))
+        }
+        let parent = PathValidator.parent(trimmed)
+        return PathBytes.join(parent, [0x2E] + PathBytes.lastComponent(trimmed) + Array(".cairn-staging".utf8))
+    }
+
     /// Creates (or, with `resume`, reopens) the staging directory for `destination` (a raw path).
     ///
     /// The name is fixed (`.<name>.cairn-staging` beside a missing destination,
