@@ -34,7 +34,7 @@ package struct ArchiveRecovery {
     /// - Throws: `.notResumable` when not even the header and the first commit are valid.
     package static func scan(_ descriptor: FileDescriptor, path: String) throws -> ArchiveRecovery {
         let stream = RecordStream(descriptor: descriptor)
-        let scanner = ArchiveScanner(verifyingChainDigests: false)
+        let scanner = ArchiveScanner()
         do throws(CairnError) {
             try scanner.start(stream)
         } catch {

@@ -122,6 +122,13 @@ package struct FileDescriptor: Sendable {
         }
     }
 
+    /// A second descriptor for the same open file (`open("/proc/self/fd/N")`, so it has its own
+    /// offset), positioned at 0: a sequential reader that does not disturb this one.
+    package func duplicatedAtStart() throws(CairnError) -> FileDescriptor {
+        let fd = try FileDescriptor.open("/proc/self/fd/\(rawValue)", flags: O_RDONLY)
+        return FileDescriptor(rawValue: fd.rawValue, path: path)
+    }
+
     /// `ftruncate(2)`.
     package func truncate(to length: UInt64) throws(CairnError) {
         guard Glibc.ftruncate(rawValue, off_t(truncatingIfNeeded: length)) == 0 else {

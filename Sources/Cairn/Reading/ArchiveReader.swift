@@ -19,12 +19,23 @@ package final class ArchiveReader {
     /// Offset of the first record after the header (the first commit).
     package let bodyOffset: UInt64
 
-    /// Opens `path`.
+    /// Opens `path` and checks that its manifest describes the records really there.
+    ///
+    /// Reads and checks the prelude, the header record, the footer and the manifest (every CRC-32,
+    /// the manifest's SHA-256, every length against the file size and the format's limits,
+    /// §13.1), then, with `verifyingStructure`, walks the records from the header to the manifest
+    /// with the streaming checker (``ArchiveScanner``), reading everything but chunk payloads: the
+    /// order of §9, the entry rules (``EntryRules``), every count, and every manifest row against
+    /// the record it describes. Without the walk the entry rules are applied to the manifest's
+    /// rows. A footer that fails its checks, or a manifest that disagrees with the records, makes
+    /// the reader scan the file from its start (§13.3) and report what that finds: usually an
+    /// incomplete archive whose end only looks like a footer.
     ///
     /// - Throws: `CairnError`: `.notFound`/`.io` if it cannot be read; `.corrupted` (bad magic,
-    ///   malformed record); `.unsupportedVersion`; `.checksumMismatch`; `.truncated` when the
-    ///   archive has no valid footer (it is incomplete: verify it with `verify --partial`).
-    package init(path: String) throws(CairnError) {
+    ///   malformed record, a manifest that disagrees with the records); `.unsupportedVersion`;
+    ///   `.checksumMismatch`; `.unsafePath`; `.truncated` when the archive is incomplete (verify
+    ///   it with `verify --partial`).
+    package init(path: String, verifyingStructure: Bool = true) throws(CairnError) {
         self.path = path
         let fd = try FileDescriptor.open(path, flags: O_RDONLY)
         do throws(CairnError) {
@@ -40,7 +51,26 @@ package final class ArchiveReader {
             }
             let header = try ArchiveHeader.decode(headerRecord.payload, offset: UInt64(Prelude.length + RecordFraming.headerLength))
             let footer = try ArchiveReader.readFooter(fd, fileSize: size)
-            let manifest = try ArchiveReader.readManifest(fd, footer: footer, bodyOffset: headerEnd, fileSize: size)
+            let manifest: Manifest
+            // Where the manifest and footer claim to start: a problem the scan finds there is the
+            // same problem the footer check found.
+            let tail = min(footer.manifestOffset, size - UInt64(Footer.framedLength))
+            do throws(CairnError) {
+                manifest = try ArchiveReader.readManifest(fd, footer: footer, bodyOffset: headerEnd, fileSize: size)
+            } catch {
+                throw ArchiveReader.fallBackToScanning(fd, footerProblem: error, tail: tail)
+            }
+            if verifyingStructure {
+                do throws(CairnError) {
+                    try ArchiveReader.walk(fd, fileSize: size, against: manifest)
+                } catch where error.code == .truncated {
+                    // The records stop before the footer: the end only looks like one.
+                    throw ArchiveReader.fallBackToScanning(fd, footerProblem: error, tail: tail)
+                }
+            } else {
+                var rules = EntryRules()
+                for row in manifest.entries { try rules.admit(row.entry, offset: row.recordOffset) }
+            }
             self.descriptor = fd
             self.fileSize = size
             self.header = header
@@ -51,6 +81,72 @@ package final class ArchiveReader {
             _ = try? fd.close()
             throw error.withPath(path)
         }
+    }
+
+    /// The structural walk (§13.1 step 5): the records from offset 0 to the end, chunk payloads
+    /// skipped, through the one checker, comparing each with `manifest`.
+    private static func walk(_ fd: FileDescriptor, fileSize: UInt64, against manifest: Manifest) throws(CairnError) {
+        let stream = RecordStream(skippingChunkPayloadsOf: fd, fileSize: fileSize)
+        let scanner = ArchiveScanner(verifyingChainDigests: false, checkingAgainst: manifest)
+        try scanner.start(stream)
+        while let record = try stream.next() {
+            try scanner.consume(record)
+            if scanner.footer != nil { break }
+        }
+        guard scanner.footer != nil else {
+            throw CairnError(.truncated, "the records end before the footer", offset: stream.offset)
+        }
+        try scanner.requireEnd(of: stream)
+    }
+
+    /// §13.3: the end of the file looked like a footer but something after it failed. Scanning
+    /// from the start tells an incomplete archive (whose last chunk happens to end like a footer)
+    /// from a corrupt one, and names the first bad offset.
+    ///
+    /// - Parameter tail: where the manifest and footer begin; a corruption the scan finds from
+    ///   there on is the footer's problem, reported as such.
+    private static func fallBackToScanning(_ fd: FileDescriptor, footerProblem: CairnError, tail: UInt64) -> CairnError {
+        let scanned: CairnError
+        var verified: UInt64 = 0
+        do throws(CairnError) {
+            let input = try fd.duplicatedAtStart()
+            defer { _ = try? input.close() }
+            let stream = RecordStream(descriptor: input)
+            let scanner = ArchiveScanner()
+            do throws(CairnError) {
+                try scanner.start(stream)
+                while let record = try stream.next() {
+                    try scanner.consume(record)
+                    if scanner.footer != nil { break }
+                }
+                verified = scanner.verifiedLength
+                guard scanner.footer != nil else {
+                    throw CairnError(.truncated, "the records end without a footer", offset: stream.offset)
+                }
+                try scanner.requireEnd(of: stream)
+                return footerProblem  // the records are fine: the footer or manifest is what lies
+            } catch {
+                verified = scanner.verifiedLength
+                scanned = error
+            }
+        } catch {
+            return error
+        }
+        if scanned.code == footerProblem.code, scanned.offset == footerProblem.offset { return scanned }
+        if scanned.code != .truncated, (scanned.offset ?? 0) >= tail { return footerProblem }
+        let note = "the end of the file looks like a footer, but \(footerProblem.message)"
+            + (footerProblem.offset.map { " (at offset \($0))" } ?? "")
+            + "; scanning from the start"
+        if scanned.code == .truncated {
+            return CairnError(
+                .truncated,
+                "the archive is incomplete: \(note), its records end at offset \(scanned.offset ?? 0) inside a record, "
+                    + "and the first \(verified) bytes verify up to the last commit; 'cairn verify --partial' tells how much is good",
+                offset: scanned.offset)
+        }
+        var error = scanned
+        error.message = "\(scanned.message) (\(note) found this first)"
+        return error
     }
 
     package func close() {
@@ -150,6 +246,17 @@ package final class ArchiveReader {
             UInt64(manifest.entries.count) == footer.entryCount
         else {
             throw CairnError(.corrupted, "manifest table sizes do not match the footer", offset: footer.manifestOffset)
+        }
+        for row in manifest.entries where row.entry.kind == .file {
+            var total: UInt64 = 0
+            for reference in manifest.references[Int(row.firstReference)..<Int(row.firstReference + row.referenceCount)] {
+                total += UInt64(manifest.chunks[Int(reference)].rawLength)
+            }
+            guard total == row.entry.size else {
+                throw CairnError(
+                    .corrupted, "the manifest says \(row.entry.size) bytes but its chunks hold \(total)", path: row.entry.path,
+                    offset: row.recordOffset)
+            }
         }
         for row in manifest.chunks {
             let (chunkEnd, o) = row.offset.addingReportingOverflow(

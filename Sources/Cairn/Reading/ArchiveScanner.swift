@@ -5,9 +5,16 @@
 /// are checked by the caller on other cores, from the payloads the scanner hands out
 /// (``ChunkVerifier``, ``StreamExtractor``).
 ///
-/// It reports what it reads through ``Event``s, so the same pass serves `verify` and streaming
-/// extraction. State is kept per chunk id (for references) and per entry (for the manifest
-/// check), never per content byte.
+/// It reports what it reads through ``Event``s, so the same pass serves `verify`, every full
+/// extraction (from a pipe or a file), `verify --partial`, resuming a write, and the seekable
+/// reader's structural walk: this is the one place that decides what an archive's records mean
+/// (`DESIGN.md`, "One meaning"). State is kept per chunk id (for references) and per entry (for
+/// the manifest check), never per content byte.
+///
+/// Beyond each record's own rules it enforces the order of `Spec/0001 §9`: commit 0 right after
+/// the header, a commit right after every directory, symlink, hard-link and file-end record, and
+/// a commit inside a file only right after a chunk-references record; and the entry rules of
+/// ``EntryRules``.
 package final class ArchiveScanner {
     /// What the scanner has just verified.
     package enum Event {
@@ -52,10 +59,17 @@ package final class ArchiveScanner {
     private var decoded = Manifest()
     private var manifestHasher: SHA256?
     private var manifestOffset: UInt64 = 0
-    private var paths: [[UInt8]: ArchiveEntry.Kind] = [:]
+    private var rules = EntryRules()
     private var openFile: (index: Int, bytes: UInt64, references: UInt64, digest: SHA256)?
     private var nextCommitSequence: UInt64 = 0
     private var sawFooter = false
+    /// The record a commit must follow next (§9), if one must: its name and offset.
+    private var awaitingCommit: (what: String, offset: UInt64)?
+    /// The last record seen that is not a skipped unknown one.
+    private var previousType: RecordType?
+    /// A manifest read from the archive's end, checked row by row as the records rebuild it, so
+    /// that a disagreement is reported at the record it concerns (the seekable reader's walk).
+    private let reference: Manifest?
 
     /// Whether the chain digests are recomputed and checked. Resuming one's own interrupted write
     /// turns this off too: CRC-32s find the torn tail, each commit's recorded digest is what the
@@ -66,9 +80,16 @@ package final class ArchiveScanner {
     /// Whether ``Event/chunk(id:payload:offset:)`` carries the payload (a copy per chunk).
     private let emitsChunkPayloads: Bool
 
-    package init(verifyingChainDigests: Bool = true, emittingChunkPayloads: Bool = false) {
+    /// - Parameters:
+    ///   - verifyingChainDigests: recompute and check every commit's and the footer's chain digest
+    ///     (§10.3); off only where the bytes are not all read (the structural walk).
+    ///   - emittingChunkPayloads: hand each chunk's payload out in ``Event/chunk(id:payload:offset:)``.
+    ///   - reference: the manifest a seekable reader decoded, to check each row against the record
+    ///     it describes as soon as that record is read.
+    package init(verifyingChainDigests: Bool = true, emittingChunkPayloads: Bool = false, checkingAgainst reference: Manifest? = nil) {
         verifiesChainDigests = verifyingChainDigests
         emitsChunkPayloads = emittingChunkPayloads
+        self.reference = reference
         hashChain(Digest.zero.bytes)
     }
 
@@ -96,6 +117,8 @@ package final class ArchiveScanner {
         }
         header = try ArchiveHeader.decode(record.payload, offset: record.offset + UInt64(RecordFraming.headerLength))
         hashChain(record.framed)
+        awaitingCommit = ("header record", record.offset)
+        previousType = .header
     }
 
     /// After the footer: the input must end there (§13.2), whatever the extra bytes look like.
@@ -107,9 +130,22 @@ package final class ArchiveScanner {
         }
     }
 
-    /// Checks one record and reports what it holds.
+    /// Checks one record, for a caller that needs no events.
     ///
     /// - Throws: `CairnError` naming the record's offset.
+    package func consume(_ record: RecordStream.Record) throws(CairnError) {
+        do {
+            try consume(record) { _ in }
+        } catch let error as CairnError {
+            throw error
+        } catch {
+            throw CairnError(.invalidArgument, "internal error: \(error)")
+        }
+    }
+
+    /// Checks one record and reports what it holds.
+    ///
+    /// - Throws: `CairnError` naming the record's offset, or what `emit` throws.
     package func consume(_ record: RecordStream.Record, _ emit: (Event) throws -> Void) throws {
         let offset = record.offset
         guard !sawFooter else { throw CairnError(.corrupted, "data after the footer", offset: offset) }
@@ -117,16 +153,26 @@ package final class ArchiveScanner {
             if manifestHasher != nil {
                 throw CairnError(.corrupted, "unknown record type \(record.header.typeByte) inside the manifest", offset: offset)
             }
-            if record.header.isSkippable {
+            // Skippable records of later minors belong to the body (§3.3), which starts at commit 0.
+            if record.header.isSkippable, nextCommitSequence > 0 {
                 hashChain(record.framed)
                 return
             }
-            throw CairnError(.corrupted, "unknown record type \(record.header.typeByte) is not skippable", offset: offset)
+            throw CairnError(
+                .corrupted,
+                record.header.isSkippable
+                    ? "unknown record type \(record.header.typeByte) before the first commit"
+                    : "unknown record type \(record.header.typeByte) is not skippable", offset: offset)
         }
         let payloadOffset = offset + UInt64(RecordFraming.headerLength)
         if manifestHasher != nil, type != .footer, !Self.isManifest(type) {
             throw CairnError(.corrupted, "a \(type.name) record follows the manifest", offset: offset)
         }
+        try checkOrder(type, offset: offset)
+        if record.isPayloadSkipped, type != .chunk || verifiesChainDigests {
+            throw CairnError(.invalidArgument, "internal error: a skipped payload where every byte must be read", offset: offset)
+        }
+        defer { previousType = type }
         switch type {
         case .header:
             throw CairnError(.corrupted, "a second header record", offset: offset)
@@ -137,19 +183,26 @@ package final class ArchiveScanner {
             let payloadCount = record.header.length
             let prefix: ChunkRecordPrefix
             do {
+                let available = record.isPayloadSkipped ? min(payloadCount, ChunkRecordPrefix.length) : payloadCount
                 var r = ByteReader(
-                    record.framed, range: RecordFraming.headerLength..<(RecordFraming.headerLength + payloadCount),
+                    record.framed, range: RecordFraming.headerLength..<(RecordFraming.headerLength + available),
                     baseOffset: offset, what: "chunk record")
                 prefix = try ChunkRecordPrefix.decode(&r, storedLength: payloadCount - ChunkRecordPrefix.length)
             }
             guard chunks[prefix.id] == nil else {
                 throw CairnError(.corrupted, "chunk \(prefix.id) is stored twice", offset: offset)
             }
+            let row = Manifest.ChunkRow(
+                id: prefix.id, offset: offset, rawLength: UInt32(prefix.rawLength),
+                storedLength: UInt32(payloadCount - ChunkRecordPrefix.length), codec: prefix.codec)
+            if let reference {
+                let index = expected.chunks.count
+                guard index < reference.chunks.count, reference.chunks[index] == row else {
+                    throw CairnError(.corrupted, "the manifest's chunk row \(index) disagrees with this chunk record", offset: offset)
+                }
+            }
             chunks[prefix.id] = (expected.chunks.count, prefix.rawLength)
-            expected.chunks.append(
-                Manifest.ChunkRow(
-                    id: prefix.id, offset: offset, rawLength: UInt32(prefix.rawLength),
-                    storedLength: UInt32(payloadCount - ChunkRecordPrefix.length), codec: prefix.codec))
+            expected.chunks.append(row)
             totals.chunks += 1
             totals.storedBytes += UInt64(payloadCount - ChunkRecordPrefix.length)
             hashChain(record.framed)
@@ -161,7 +214,7 @@ package final class ArchiveScanner {
             var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "entry record")
             let entry = try ArchiveEntry.decode(&r)
             guard r.isAtEnd else { throw r.error("\(r.remaining) bytes after the last field") }
-            try checkEntry(entry, offset: offset)
+            try rules.admit(entry, offset: offset)
             let index = expected.entries.count
             var row = Manifest.EntryRow(
                 recordOffset: offset, firstReference: UInt64(expected.references.count), referenceCount: 0,
@@ -171,6 +224,8 @@ package final class ArchiveScanner {
                 totals.files += 1
             } else {
                 row.entry.size = 0
+                try checkAgainstReference(row, index: index, offset: offset)
+                awaitingCommit = ("\(entry.kind) entry", offset)
             }
             expected.entries.append(row)
             totals.entries += 1
@@ -219,6 +274,17 @@ package final class ArchiveScanner {
             expected.entries[file.index].entry.size = file.bytes
             expected.entries[file.index].entry.contentDigest = digest
             expected.entries[file.index].entry.chunkCount = Int(file.references)
+            try checkAgainstReference(expected.entries[file.index], index: file.index, offset: offset)
+            if let reference {
+                let row = expected.entries[file.index]
+                let start = Int(row.firstReference)
+                guard expected.references[start...].elementsEqual(reference.references[start..<(start + Int(row.referenceCount))]) else {
+                    throw CairnError(
+                        .corrupted, "the manifest's references of \(row.entry.path) disagree with its chunk-references records",
+                        offset: offset)
+                }
+            }
+            awaitingCommit = ("file end", offset)
             openFile = nil
             hashChain(record.framed)
             try emit(.fileEnd(index: file.index, size: file.bytes))
@@ -242,6 +308,7 @@ package final class ArchiveScanner {
             }
             hashChain(digest.bytes)
             hashChain(record.framed)
+            awaitingCommit = nil
             nextCommitSequence += 1
             totals.commits += 1
             verifiedLength = offset + UInt64(record.framed.count)
@@ -257,7 +324,9 @@ package final class ArchiveScanner {
                 manifestOffset = offset
             }
             manifestHasher?.update(record.framed)
-            try decoded.add(type, payload: record.payload, offset: offset)
+            // A reference manifest was decoded from these very bytes (its digest is checked at
+            // the footer): no need to decode it twice.
+            if reference == nil { try decoded.add(type, payload: record.payload, offset: offset) }
             hashChain(record.framed)
         case .footer:
             var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "footer")
@@ -298,38 +367,36 @@ package final class ArchiveScanner {
         type == .manifestChunks || type == .manifestReferences || type == .manifestEntries
     }
 
-    /// Path rules, duplicates, links through non-directories, hard-link targets.
-    private func checkEntry(_ entry: ArchiveEntry, offset: UInt64) throws(CairnError) {
-        if let problem = PathValidator.problem(with: entry.pathBytes) {
-            throw CairnError(.unsafePath, "entry path \(problem)", path: entry.path, offset: offset)
+    /// The record order of §9, checked before a record is interpreted.
+    private func checkOrder(_ type: RecordType, offset: UInt64) throws(CairnError) {
+        if let awaiting = awaitingCommit, type != .commit {
+            throw CairnError(
+                .corrupted, "a \(type.name) record where a commit must follow the \(awaiting.what) at offset \(awaiting.offset)",
+                offset: offset)
         }
-        guard paths[entry.pathBytes] == nil else {
-            throw CairnError(.unsafePath, "entry path appears twice", path: entry.path, offset: offset)
-        }
-        var parent = PathValidator.parent(entry.pathBytes)
-        while !parent.isEmpty {
-            if let kind = paths[parent], kind != .directory {
-                throw CairnError(
-                    .unsafePath, "entry would be written through the \(kind) \(PathBytes.display(parent))", path: entry.path,
-                    offset: offset)
+        guard type == .commit else { return }
+        if openFile != nil {
+            guard previousType == .chunkReferences else {
+                throw CairnError(.corrupted, "a commit inside a file that does not follow a chunk-references record", offset: offset)
             }
-            parent = PathValidator.parent(parent)
+        } else if awaitingCommit == nil {
+            throw CairnError(.corrupted, "a commit record that follows no header, entry or file end", offset: offset)
         }
-        if entry.kind == .hardLink {
-            guard paths[entry.linkTarget] == .file else {
-                throw CairnError(
-                    .unsafePath, "hard link target \(entry.linkTargetDisplay) is not an earlier file of this archive",
-                    path: entry.path, offset: offset)
-            }
+    }
+
+    /// With a reference manifest: its row `index` must be the one the records just completed.
+    private func checkAgainstReference(_ row: Manifest.EntryRow, index: Int, offset: UInt64) throws(CairnError) {
+        guard let reference else { return }
+        guard index < reference.entries.count, reference.entries[index] == row else {
+            throw CairnError(
+                .corrupted, "the manifest's row for entry \(index) disagrees with its records (name, kind, mode, size or content)",
+                path: row.entry.path, offset: offset)
         }
-        if entry.kind == .symlink, entry.linkTarget.isEmpty || entry.linkTarget.contains(0) {
-            throw CairnError(.corrupted, "symlink target is empty or contains NUL", path: entry.path, offset: offset)
-        }
-        paths[entry.pathBytes] = entry.kind
     }
 
     /// The manifest read must equal the one rebuilt from the stream.
     private func checkManifest(offset: UInt64) throws(CairnError) {
+        let decoded = reference ?? self.decoded
         guard decoded.chunks == expected.chunks else {
             throw CairnError(.corrupted, "the manifest's chunk table does not match the chunk records", offset: offset)
         }

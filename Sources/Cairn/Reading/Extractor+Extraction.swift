@@ -7,15 +7,20 @@ extension Extractor {
     nonisolated(nonsending) package func extract(selection: [[UInt8]]?, to destination: [UInt8], options: ExtractionOptions)
         async throws -> (entries: Int, contentBytes: UInt64)
     {
-        let plan = try makePlan(selection: selection)
+        let plan = try makePlan(selection: selection, stripComponents: options.stripComponents)
         guard plan.outputBytes <= options.maximumOutputBytes else {
             throw CairnError(
                 .limitExceeded,
                 "the archive declares \(plan.outputBytes) bytes of output, over the limit of \(options.maximumOutputBytes)",
                 path: reader.path)
         }
+        if selection == nil {
+            return try await extractEverything(plan, to: destination, options: options)
+        }
         let staging = try StagingDirectory(for: destination, resume: options.resume)
-        let identity = "cairn-journal 1 seekable \(reader.footer.chainDigest.hexString) \(Extractor.selectionDigest(selection))"
+        let identity =
+            "cairn-journal 1 seekable \(reader.footer.chainDigest.hexString) \(Extractor.selectionDigest(selection))"
+            + (options.stripComponents > 0 ? " strip \(options.stripComponents)" : "")
         var completed = 0
         if staging.isResumed {
             let lines = staging.journal()
@@ -41,7 +46,7 @@ extension Extractor {
         progress.totalUnitCount = Int64(clamping: plan.outputBytes)
         progress.completedUnitCount = 0
         do {
-            try await write(plan, into: staging, skipping: completed)
+            try await write(plan, into: staging, skipping: completed, options: options)
             try staging.commit()
             return (plan.indices.count, plan.outputBytes)
         } catch is CancellationError {
@@ -58,6 +63,38 @@ extension Extractor {
         }
     }
 
+    /// Extracting everything verifies everything it reads before anything is moved into place
+    /// (`DESIGN.md`, "One meaning"): one pass over every record of the file through the same
+    /// checker as `verify` and `extract -` (``StreamExtractor``), so an archive that `verify`
+    /// rejects imports nothing. The manifest only serves the checks that must come before the
+    /// first byte is written: the output limit, the free space and progress.
+    nonisolated(nonsending) private func extractEverything(_ plan: ExtractionPlan, to destination: [UInt8], options: ExtractionOptions)
+        async throws -> (entries: Int, contentBytes: UInt64)
+    {
+        let staging = try StagingDirectory(for: destination, resume: options.resume)
+        if options.checkFreeSpace, let free = staging.availableBytes, plan.outputBytes > free {
+            if staging.isResumed { staging.release() } else { staging.discard() }
+            throw CairnError(
+                .limitExceeded, "the archive declares \(plan.outputBytes) bytes of output but only \(free) bytes are free",
+                path: PathBytes.display(destination))
+        }
+        let input: FileDescriptor
+        do {
+            input = try reader.descriptor.duplicatedAtStart()
+        } catch {
+            if staging.isResumed { staging.release() } else { staging.discard() }
+            throw error
+        }
+        defer { _ = try? input.close() }
+        let extractor = try StreamExtractor(staging: staging, options: options, progress: progress, expectedOutput: plan.outputBytes)
+        do {
+            let report = try await extractor.run(RecordStream(descriptor: input))
+            return (report.entryCount, report.contentBytes)
+        } catch let error as CairnError {
+            throw error.withPath(reader.path)
+        }
+    }
+
     /// A digest naming the selection, so a resumed extraction uses the same one.
     static func selectionDigest(_ selection: [[UInt8]]?) -> String {
         guard let selection else { return "all" }
@@ -68,7 +105,9 @@ extension Extractor {
 
     /// Writes the plan's entries, journaling each one once it is complete; the first `skipping`
     /// entries were completed by an interrupted run.
-    nonisolated(nonsending) private func write(_ plan: ExtractionPlan, into staging: StagingDirectory, skipping: Int) async throws {
+    nonisolated(nonsending) private func write(
+        _ plan: ExtractionPlan, into staging: StagingDirectory, skipping: Int, options: ExtractionOptions
+    ) async throws {
         let rows = reader.manifest.entries
         var order: [Int] = []
         for (position, index) in plan.indices.enumerated()
@@ -86,7 +125,8 @@ extension Extractor {
         var symlinks: [ArchiveEntry] = []
         for (position, index) in plan.indices.enumerated() {
             try Task.checkCancellation()
-            let entry = rows[index].entry
+            // The plan holds only entries that keep a path.
+            guard let entry = Extractor.destinationEntry(for: rows[index].entry, stripping: options.stripComponents) else { continue }
             let display = entry.path
             let name = PathBytes.lastComponent(entry.pathBytes)
             if position < skipping {
@@ -120,6 +160,7 @@ extension Extractor {
             default:
                 throw CairnError(.unsupportedFileType, "entry kind \(entry.kind) cannot be extracted", path: display)
             }
+            options.onEntry?(entry)
             // Journal only what is complete: a kill before this line redoes the entry.
             if entry.kind != .symlink { try staging.appendJournal("done \(position)") }
         }

@@ -9,66 +9,31 @@ extension Extractor {
         var outputBytes: UInt64 = 0
     }
 
-    /// Checks every selected entry: path rules (`Spec/0001-container-format.md §6.2`), no
-    /// duplicates, no entry below a non-directory entry (it would be written through a symlink or
-    /// file), hard links only to earlier file entries, declared sizes equal to the chunks' sizes.
+    /// The entries to extract and the output they declare. The entries were checked when the
+    /// archive was opened (``ArchiveReader/init(path:verifyingStructure:)``: ``EntryRules`` on
+    /// every record or row), so this only selects.
     ///
     /// - Parameter selection: paths to extract (with everything below them), or nil for all.
-    /// - Throws: `.unsafePath` naming the entry, `.corrupted` for inconsistent sizes, `.notFound`
-    ///   for a selected path that is not in the archive.
-    package func makePlan(selection: [[UInt8]]?) throws(CairnError) -> ExtractionPlan {
+    /// - Throws: `.notFound` for a selected path that is not in the archive.
+    /// - Parameter stripComponents: entries left with no path are not extracted; a hard link to
+    ///   such a file is written as a copy of its content.
+    package func makePlan(selection: [[UInt8]]?, stripComponents: Int = 0) throws(CairnError) -> ExtractionPlan {
         let rows = reader.manifest.entries
-        var kinds: [[UInt8]: (kind: ArchiveEntry.Kind, index: Int)] = [:]
+        var files: [[UInt8]: Int] = [:]
+        var paths: Set<[UInt8]> = []
         for (index, row) in rows.enumerated() {
-            let entry = row.entry
-            if let problem = PathValidator.problem(with: entry.pathBytes) {
-                throw CairnError(.unsafePath, "entry path \(problem)", path: entry.path, offset: row.recordOffset)
-            }
-            guard kinds[entry.pathBytes] == nil else {
-                throw CairnError(.unsafePath, "entry path appears twice", path: entry.path, offset: row.recordOffset)
-            }
-            if entry.kind == .hardLink {
-                guard let target = kinds[entry.linkTarget], target.kind == .file else {
-                    throw CairnError(
-                        .unsafePath, "hard link target \(entry.linkTargetDisplay) is not an earlier file of this archive",
-                        path: entry.path, offset: row.recordOffset)
-                }
-            }
-            if entry.kind == .symlink, entry.linkTarget.isEmpty || entry.linkTarget.contains(0) {
-                throw CairnError(.corrupted, "symlink target is empty or contains NUL", path: entry.path, offset: row.recordOffset)
-            }
-            if entry.kind == .file {
-                var total: UInt64 = 0
-                for reference in reader.references(ofEntry: index) {
-                    total += UInt64(reader.manifest.chunks[Int(reference)].rawLength)
-                }
-                guard total == entry.size else {
-                    throw CairnError(
-                        .corrupted, "entry declares \(entry.size) bytes but its chunks hold \(total)", path: entry.path,
-                        offset: row.recordOffset)
-                }
-            }
-            kinds[entry.pathBytes] = (entry.kind, index)
-        }
-        for row in rows {
-            var parent = PathValidator.parent(row.entry.pathBytes)
-            while !parent.isEmpty {
-                if let found = kinds[parent], found.kind != .directory {
-                    throw CairnError(
-                        .unsafePath, "entry would be written through the \(found.kind) \(PathBytes.display(parent))",
-                        path: row.entry.path, offset: row.recordOffset)
-                }
-                parent = PathValidator.parent(parent)
-            }
+            if row.entry.kind == .file { files[row.entry.pathBytes] = index }
+            if selection != nil { paths.insert(row.entry.pathBytes) }
         }
         var plan = ExtractionPlan(indices: [])
         var selected = Set<Int>()
         for (index, row) in rows.enumerated() where Extractor.isSelected(row.entry.pathBytes, by: selection) {
+            guard Extractor.strippedPath(row.entry.pathBytes, components: stripComponents) != nil else { continue }
             plan.indices.append(index)
             selected.insert(index)
         }
         if let selection {
-            for path in selection where kinds[path] == nil {
+            for path in selection where !paths.contains(path) {
                 throw CairnError(.notFound, "no such entry in the archive", path: PathBytes.display(path))
             }
         }
@@ -76,12 +41,38 @@ extension Extractor {
             let entry = rows[index].entry
             if entry.kind == .file {
                 plan.outputBytes += entry.size
-            } else if entry.kind == .hardLink, let target = kinds[entry.linkTarget], !selected.contains(target.index) {
-                plan.copiedHardLinks[index] = target.index
-                plan.outputBytes += rows[target.index].entry.size
+            } else if entry.kind == .hardLink, let target = files[entry.linkTarget], !selected.contains(target) {
+                plan.copiedHardLinks[index] = target
+                plan.outputBytes += rows[target].entry.size
             }
         }
         return plan
+    }
+
+    /// `path` without its first `count` components (tar's `--strip-components`), or nil when
+    /// nothing is left. The one place that mapping is decided, for every extraction path.
+    package static func strippedPath(_ path: [UInt8], components count: Int) -> [UInt8]? {
+        guard count > 0 else { return path }
+        var rest = path[...]
+        for _ in 0..<count {
+            guard let slash = rest.firstIndex(of: 0x2F) else { return nil }
+            rest = rest[(slash + 1)...]
+        }
+        return rest.isEmpty ? nil : Array(rest)
+    }
+
+    /// `entry` as it is written at the destination: its path (and a hard link's target) after
+    /// ``strippedPath(_:components:)``; nil when the entry itself is dropped.
+    package static func destinationEntry(for entry: ArchiveEntry, stripping count: Int) -> ArchiveEntry? {
+        guard count > 0 else { return entry }
+        guard let path = strippedPath(entry.pathBytes, components: count) else { return nil }
+        var mapped = entry
+        mapped.pathBytes = path
+        if entry.kind == .hardLink {
+            // A dropped target keeps its archive path; extractors link their copy of its content.
+            mapped.linkTarget = strippedPath(entry.linkTarget, components: count) ?? entry.linkTarget
+        }
+        return mapped
     }
 
     /// Whether `path` is one of `selection` or below one of them.

@@ -3,6 +3,12 @@
 /// needs (at most ``FormatLimits/maximumRecordPayload`` plus framing).
 ///
 /// Every record is checked (header fields, length limit, CRC-32) before it is returned.
+///
+/// A stream over a seekable file can also *skip chunk payloads* (``init(skippingChunkPayloadsOf:fileSize:)``):
+/// chunk records then come back with only their framing header and 40-byte prefix, and the bytes
+/// after it are stepped over without being read (their CRC is not checked). The seekable reader
+/// walks an archive's records this way to prove that its manifest describes the records really
+/// there, for the price of reading everything but the chunk payloads (`Spec/0001 §13.1`).
 package final class RecordStream {
     private let descriptor: FileDescriptor
     private var buffer: [UInt8]
@@ -11,10 +17,33 @@ package final class RecordStream {
     private var atEOF = false
     /// The archive offset of the next unread byte.
     private(set) package var offset: UInt64 = 0
+    /// Skipping mode: the file's size.
+    private let skippingFileSize: UInt64?
+    /// Skipping mode: where the next `pread` reads (the offset of `buffer[end]`).
+    private var readPosition: UInt64 = 0
 
     package init(descriptor: FileDescriptor, bufferSize: Int = 1 << 20) {
         self.descriptor = descriptor
         self.buffer = [UInt8](repeating: 0, count: max(bufferSize, 64))
+        self.skippingFileSize = nil
+    }
+
+    /// A stream over the seekable file `descriptor` (an archive starting at offset 0, of
+    /// `fileSize` bytes) that skips chunk payloads; reads with `pread(2)` in pieces of 64 KiB, so
+    /// payloads larger than that are mostly never read.
+    package init(skippingChunkPayloadsOf descriptor: FileDescriptor, fileSize: UInt64) {
+        self.descriptor = descriptor
+        self.buffer = [UInt8](repeating: 0, count: 64 << 10)
+        self.skippingFileSize = fileSize
+    }
+
+    private func read(into raw: UnsafeMutableRawBufferPointer) throws(CairnError) -> Int {
+        guard let fileSize = skippingFileSize else { return try descriptor.read(into: raw) }
+        guard readPosition < fileSize else { return 0 }
+        let want = Int(min(UInt64(raw.count), fileSize - readPosition))
+        let n = try descriptor.read(fromAbsoluteOffset: readPosition, into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<want]))
+        readPosition += UInt64(n)
+        return n
     }
 
     /// Ensures at least `count` bytes are buffered; returns false at end of input with fewer.
@@ -46,7 +75,7 @@ package final class RecordStream {
                 end = pending
             }
             let n = try buffer.withMutableBytes { (raw) throws(CairnError) in
-                try descriptor.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[end...]))
+                try read(into: UnsafeMutableRawBufferPointer(rebasing: raw[end...]))
             }
             if n == 0 { atEOF = true } else { end += n }
         }
@@ -73,9 +102,14 @@ package final class RecordStream {
     package struct Record {
         package var offset: UInt64
         package var header: RecordCodec.Header
+        /// The record as stored; for a chunk record whose payload was skipped, only its 8-byte
+        /// header and 40-byte prefix.
         package var framed: [UInt8]
+        /// Whether this is a chunk record whose stored bytes were skipped (and its CRC unchecked).
+        package var isPayloadSkipped = false
         package var payload: [UInt8] {
-            Array(framed[RecordFraming.headerLength..<(framed.count - RecordFraming.trailerLength)])
+            if isPayloadSkipped { return Array(framed[RecordFraming.headerLength...]) }
+            return Array(framed[RecordFraming.headerLength..<(framed.count - RecordFraming.trailerLength)])
         }
     }
 
@@ -90,6 +124,27 @@ package final class RecordStream {
         }
         let header = try buffer.withBytes { (raw) throws(CairnError) in
             try RecordCodec.parseHeader(UnsafeRawBufferPointer(rebasing: raw[start..<(start + RecordFraming.headerLength)]), offset: offset)
+        }
+        if let fileSize = skippingFileSize, header.type == .chunk, header.length > ChunkRecordPrefix.length {
+            let prefixEnd = RecordFraming.headerLength + ChunkRecordPrefix.length
+            let (recordEnd, overflow) = offset.addingReportingOverflow(UInt64(header.framedLength))
+            guard !overflow, recordEnd <= fileSize, try fill(prefixEnd) else {
+                throw CairnError(
+                    .truncated, "the input ends inside a chunk record of \(header.length) payload bytes", offset: offset)
+            }
+            let framed = Array(buffer[start..<(start + prefixEnd)])
+            let record = Record(offset: offset, header: header, framed: framed, isPayloadSkipped: true)
+            let buffered = end - start
+            if header.framedLength <= buffered {
+                start += header.framedLength
+            } else {
+                // Step over the rest without reading it.
+                start = 0
+                end = 0
+                readPosition = recordEnd
+            }
+            offset = recordEnd
+            return record
         }
         guard try fill(header.framedLength) else {
             throw CairnError(

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+internal import CLinux
 
 /// Extracts an archive read once, front to back, from a pipe or any descriptor
 /// (`Spec/0001-container-format.md §13.2`): nothing is seeked, every byte is verified by the
@@ -16,31 +17,54 @@ final class StreamExtractor {
     /// Chunk contents are decoded and checked by detached tasks (every core), structure here.
     private let scanner = ArchiveScanner(emittingChunkPayloads: true)
 
-    /// Where a chunk's bytes were first written: staged path, offset, length.
-    private var locations: [Digest: (path: [UInt8], offset: UInt64, length: Int)] = [:]
+    /// Where a chunk's bytes were first written: staged path (or, for a file that
+    /// `--strip-components` drops, its unnamed scratch file), offset, length.
+    private var locations: [Digest: (path: [UInt8], scratch: FileDescriptor?, offset: UInt64, length: Int)] = [:]
+    /// Files dropped by `stripComponents` are still written, to unnamed files (`O_TMPFILE`) in
+    /// the staging directory, because later files may reference their chunks, and hard links
+    /// their content; by archive path.
+    private var scratchFiles: [[UInt8]: FileDescriptor] = [:]
     /// Chunks seen since the last references record, being decoded and checked.
     private var pending: [Digest: Task<[UInt8], any Error>] = [:]
-    /// The file being written; `fd` is nil while skipping a file an interrupted run completed.
-    private var openFile: (entry: ArchiveEntry, fd: FileDescriptor?, written: UInt64)?
+    /// The file being written, with its destination path (its path after `stripComponents`, or
+    /// nil for a dropped file written to a scratch file); `fd` is nil while skipping a file an
+    /// interrupted run completed.
+    private var openFile: (entry: ArchiveEntry, fd: FileDescriptor?, written: UInt64, scratch: Bool)?
     /// Resuming: entries below this index were completed by the interrupted run.
     private var skipUntil = 0
     /// Resuming: the chain digest the interrupted run journaled at entry count `skipUntil`.
     private var expectedDigest: Digest?
-    private static let journalIdentity = "cairn-journal 1 stream"
+    /// The journal's first line: a resumed extraction must use the same options that change
+    /// where entries go.
+    private var journalIdentity: String {
+        "cairn-journal 1 stream" + (options.stripComponents > 0 ? " strip \(options.stripComponents)" : "")
+    }
     /// Resuming: whether the stream's commit at `skipUntil` entries matched the journal.
     private var resumePointVerified = false
     private var directories: [ArchiveEntry] = []
     private var symlinks: [ArchiveEntry] = []
     private var outputBytes: UInt64 = 0
     private var declaredBytes: UInt64 = 0
+    /// The free space at the destination when extraction began; written bytes count against it
+    /// as they are written, so declared sizes of 0 cannot fill the disk.
+    private let freeBytesAtStart: UInt64?
+    /// The output total the caller knows (a seekable archive's manifest), for progress.
+    private let expectedOutput: UInt64?
 
-    init(staging: StagingDirectory, options: ExtractionOptions, progress: Progress?) throws(CairnError) {
+    /// - Parameters:
+    ///   - expectedOutput: the total content bytes to be written, when known (from a manifest);
+    ///     otherwise progress uses the header's size estimate, or is indeterminate.
+    init(staging: StagingDirectory, options: ExtractionOptions, progress: Progress?, expectedOutput: UInt64? = nil)
+        throws(CairnError)
+    {
         self.staging = staging
         self.options = options
         self.progress = progress
+        self.expectedOutput = expectedOutput
+        self.freeBytesAtStart = options.checkFreeSpace ? staging.availableBytes : nil
         if staging.isResumed {
             let lines = staging.journal()
-            guard lines.first == Self.journalIdentity else {
+            guard lines.first == journalIdentity else {
                 staging.release()
                 throw CairnError(.notResumable, "the interrupted extraction staged here was not read from a stream")
             }
@@ -51,7 +75,7 @@ final class StreamExtractor {
                 expectedDigest = digest
             }
         } else {
-            try staging.appendJournal(Self.journalIdentity)
+            try staging.appendJournal(journalIdentity)
         }
     }
 
@@ -62,7 +86,12 @@ final class StreamExtractor {
     nonisolated(nonsending) func run(_ stream: RecordStream) async throws -> VerificationReport {
         do {
             try scanner.start(stream)
-            if let estimate = scanner.header?.sizeEstimate { progress?.totalUnitCount = Int64(clamping: estimate) }
+            if let progress {
+                // Honest progress: the known output, else the creator's estimate, else
+                // indeterminate (-1); a total the content outgrows grows with it (see `write`).
+                progress.totalUnitCount = (expectedOutput ?? scanner.header?.sizeEstimate).map { Int64(clamping: $0) } ?? -1
+                progress.completedUnitCount = 0
+            }
             while let record = try stream.next() {
                 try Task.checkCancellation()
                 var events: [ArchiveScanner.Event] = []
@@ -78,11 +107,13 @@ final class StreamExtractor {
             }
             try scanner.requireEnd(of: stream)
             try finishTree()
-            if let open = openFile { _ = try? open.fd?.close() }
+            if let open = openFile, !open.scratch { _ = try? open.fd?.close() }
+            closeScratchFiles()
             try staging.commit()
         } catch {
-            if let open = openFile { _ = try? open.fd?.close() }
+            if let open = openFile, !open.scratch { _ = try? open.fd?.close() }
             openFile = nil
+            closeScratchFiles()
             if let error = error as? CairnError, error.code == .truncated {
                 // Keep what verified: `extract --resume` continues from the journal.
                 staging.release()
@@ -108,12 +139,22 @@ final class StreamExtractor {
 
     private nonisolated(nonsending) func handle(_ event: ArchiveScanner.Event) async throws {
         switch event {
-        case .entry(let index, let entry, _):
+        case .entry(let index, let archived, _):
+            guard let entry = Extractor.destinationEntry(for: archived, stripping: options.stripComponents) else {
+                // Dropped by stripComponents: a file is still written, unnamed, for the chunks and
+                // hard links that may need its bytes.
+                if archived.kind == .file { try beginScratch(archived) }
+                return
+            }
             if index < skipUntil {
                 try skip(entry)
             } else {
                 if staging.isResumed, entry.kind != .directory { try staging.removeLeftover(entry.pathBytes) }
-                try begin(entry)
+                let droppedTarget =
+                    archived.kind == .hardLink && Extractor.strippedPath(archived.linkTarget, components: options.stripComponents) == nil
+                    ? scratchFiles[archived.linkTarget] : nil
+                try begin(entry, linkingScratch: droppedTarget)
+                options.onEntry?(entry)
             }
         case .chunk(let id, let payload?, let offset):
             // The scanner has checked the prefix, so this is the real raw length.
@@ -136,7 +177,7 @@ final class StreamExtractor {
             }
             // Every chunk of the file must decode and verify, referenced or not.
             for task in pending.values { _ = try await task.value }
-            guard let fd = open.fd else {
+            guard let fd = open.fd, !open.scratch else {
                 openFile = nil
                 pending.removeAll()
                 return
@@ -170,7 +211,9 @@ final class StreamExtractor {
         }
     }
 
-    private func begin(_ entry: ArchiveEntry) throws {
+    /// - Parameter scratch: for a hard link whose target `stripComponents` dropped, that target's
+    ///   unnamed file.
+    private func begin(_ entry: ArchiveEntry, linkingScratch scratch: FileDescriptor? = nil) throws {
         let name = PathBytes.lastComponent(entry.pathBytes)
         switch entry.kind {
         case .directory:
@@ -187,17 +230,26 @@ final class StreamExtractor {
                     path: entry.path)
             }
             declaredBytes = total
-            if options.checkFreeSpace, let free = staging.availableBytes, entry.size > free {
+            if let free = freeBytesAtStart, declaredBytes > free {
                 throw CairnError(
-                    .limitExceeded, "the file declares \(entry.size) bytes but only \(free) bytes are free", path: entry.path)
+                    .limitExceeded, "the archive declares \(declaredBytes) bytes up to this file but only \(free) bytes are free",
+                    path: entry.path)
             }
             let parent = try staging.parentDirectory(of: entry.pathBytes)
             let fd = try FileDescriptor.open(
                 name, flags: O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600, relativeTo: parent)
-            openFile = (entry, FileDescriptor(rawValue: fd.rawValue, path: entry.path), 0)
+            openFile = (entry, FileDescriptor(rawValue: fd.rawValue, path: entry.path), 0, false)
         case .hardLink:
             let parent = try staging.parentDirectory(of: entry.pathBytes)
-            try FileSystem.makeHardLink(from: entry.linkTarget, in: staging.descriptor, to: name, in: parent, display: entry.path)
+            if let scratch {
+                // The target was dropped by stripComponents: link its unnamed file.
+                let rc = Array("/proc/self/fd/\(scratch.rawValue)".utf8).withNullTerminated { source in
+                    name.withNullTerminated { n in linkat(AT_FDCWD, source, parent.rawValue, n, AT_SYMLINK_FOLLOW) }
+                }
+                guard rc == 0 else { throw Errno.current.error("cannot create hard link", path: entry.path) }
+            } else {
+                try FileSystem.makeHardLink(from: entry.linkTarget, in: staging.descriptor, to: name, in: parent, display: entry.path)
+            }
         case .symlink:
             symlinks.append(entry)
         default:
@@ -217,12 +269,26 @@ final class StreamExtractor {
             }
             directories.append(entry)
         case .file:
-            openFile = (entry, nil, 0)
+            openFile = (entry, nil, 0, false)
         case .symlink:
             symlinks.append(entry)
         default:
             break
         }
+    }
+
+    /// A file that `stripComponents` drops: written to an unnamed file (`O_TMPFILE`) in the
+    /// staging directory, so later references and hard links can use its bytes.
+    private func beginScratch(_ entry: ArchiveEntry) throws {
+        let fd = try FileDescriptor.open([0x2E], flags: O_RDWR | cairn_o_tmpfile(), mode: 0o600, relativeTo: staging.descriptor)
+        let scratch = FileDescriptor(rawValue: fd.rawValue, path: entry.path)
+        scratchFiles[entry.pathBytes] = scratch
+        openFile = (entry, scratch, 0, true)
+    }
+
+    private func closeScratchFiles() {
+        for fd in scratchFiles.values { _ = try? fd.close() }
+        scratchFiles.removeAll()
     }
 
     private nonisolated(nonsending) func write(_ references: [ChunkReference]) async throws {
@@ -233,7 +299,7 @@ final class StreamExtractor {
                 // that they decode).
                 if let task = pending.removeValue(forKey: reference.id) { _ = try await task.value }
                 if locations[reference.id] == nil {
-                    locations[reference.id] = (open.entry.pathBytes, open.written, reference.length)
+                    locations[reference.id] = (open.entry.pathBytes, nil, open.written, reference.length)
                 }
                 open.written += UInt64(reference.length)
                 continue
@@ -242,7 +308,7 @@ final class StreamExtractor {
             if let fresh = pending.removeValue(forKey: reference.id) {
                 bytes = try await fresh.value
                 if locations[reference.id] == nil {
-                    locations[reference.id] = (open.entry.pathBytes, open.written, bytes.count)
+                    locations[reference.id] = (open.entry.pathBytes, open.scratch ? fd : nil, open.written, bytes.count)
                 }
             } else {
                 bytes = try readBack(reference.id, into: open.entry, fd: fd)
@@ -252,11 +318,18 @@ final class StreamExtractor {
                 throw CairnError(
                     .limitExceeded, "the archive writes more than \(options.maximumOutputBytes) bytes", path: open.entry.path)
             }
+            if let free = freeBytesAtStart, total > free {
+                throw CairnError(
+                    .limitExceeded, "the archive writes more than the \(free) bytes that were free at the destination",
+                    path: open.entry.path)
+            }
             outputBytes = total
             try fd.writeAll(bytes)
             open.written += UInt64(bytes.count)
             if let progress {
-                progress.completedUnitCount = min(Int64(clamping: outputBytes), max(progress.totalUnitCount, Int64(clamping: outputBytes)))
+                let done = Int64(clamping: outputBytes)
+                if progress.totalUnitCount >= 0, progress.totalUnitCount < done { progress.totalUnitCount = done }
+                progress.completedUnitCount = done
             }
         }
         openFile = open
@@ -269,7 +342,11 @@ final class StreamExtractor {
         }
         var bytes = [UInt8](repeating: 0, count: location.length)
         let got: Int
-        if location.path == entry.pathBytes {
+        if let scratch = location.scratch {
+            got = try bytes.withMutableBytes { (raw) throws(CairnError) in
+                try scratch.read(fromAbsoluteOffset: location.offset, into: raw)
+            }
+        } else if location.path == entry.pathBytes {
             got = try bytes.withMutableBytes { (raw) throws(CairnError) in
                 try openFD.read(fromAbsoluteOffset: location.offset, into: raw)
             }
