@@ -342,7 +342,9 @@ final class StagingDirectory {
             let candidate = Self.insideName + Array(".committing-\(getpid())-\(attempt)".utf8)
             if incoming.contains(candidate) || (try? FileStatus.of(candidate, relativeTo: container)) != nil { continue }
             do {
-                try FileSystem.renameNoReplace(name, in: container, to: candidate, in: container, display: "")
+                try FileSystem.renameNoReplace(
+                    name, in: container, to: candidate, in: container,
+                    display: PathBytes.display(PathBytes.join(destination, name)))
                 name = candidate
                 return
             } catch where error.code == .alreadyExists {
