@@ -130,25 +130,53 @@ package enum FileSystem {
         guard rc == 0 else { throw Errno.current.error("cannot rename into place", path: display) }
     }
 
-    /// Removes `name` inside `directory` and everything below it, never following symlinks
-    /// (`unlinkat(2)`). Used only on Cairn's own staging directories and temporary files.
-    package static func removeTree(_ name: [UInt8], in directory: FileDescriptor?) {
-        var st = stat()
-        let rc = name.withNullTerminated { fstatat(directory?.rawValue ?? AT_FDCWD, $0, &st, AT_SYMLINK_NOFOLLOW) }
-        guard rc == 0 else { return }
-        if st.st_mode & S_IFMT == S_IFDIR {
-            if let child = try? openDirectory(name, in: directory, display: "") {
-                if let names = try? DirectoryReader.names(in: child) {
-                    for entry in names { removeTree(entry, in: child) }
-                }
-                Glibc.close(child.rawValue)
-            }
-            _ = name.withNullTerminated { unlinkat(directory?.rawValue ?? AT_FDCWD, $0, AT_REMOVEDIR) }
-        } else {
-            _ = name.withNullTerminated { unlinkat(directory?.rawValue ?? AT_FDCWD, $0, 0) }
+    /// `renameat(2)`: moves `from` (in `fromDirectory`) to `to` (in `toDirectory`), atomically
+    /// replacing an existing file or symlink there. The kernel refuses to replace a directory with
+    /// a non-directory or the reverse (`EISDIR`, `ENOTDIR`), and a non-empty directory
+    /// (`ENOTEMPTY`). Neither name is followed if it is a symlink.
+    ///
+    /// - Throws: `.io` (or `.notFound`) naming `display`.
+    package static func renameReplacing(
+        _ from: [UInt8], in fromDirectory: FileDescriptor, to: [UInt8], in toDirectory: FileDescriptor,
+        display: String
+    ) throws(CairnError) {
+        let rc = from.withNullTerminated { f in
+            to.withNullTerminated { t in renameat(fromDirectory.rawValue, f, toDirectory.rawValue, t) }
         }
+        guard rc == 0 else { throw Errno.current.error("cannot rename into place", path: display) }
     }
 
+    /// Removes `name` inside `directory` and everything below it, never following symlinks
+    /// (`unlinkat(2)`). Used only on Cairn's own staging directories and temporary files.
+    ///
+    /// A directory the tree itself made read-only (an archive may hold a directory of mode
+    /// 0o555, or 0o000) first gets its owner's `rwx` bits back (`fchmodat(2)` with
+    /// `AT_SYMLINK_NOFOLLOW`), so that a user who is not root can list and empty it; without that,
+    /// the tree would be left behind. Only directories below `name` (and `name` itself) are
+    /// changed, never `directory`, never through a symlink. Best effort: what cannot be removed
+    /// stays, and nothing is thrown.
+    ///
+    /// - Complexity: O(n) system calls in the number of items, recursion as deep as the tree.
+    package static func removeTree(_ name: [UInt8], in directory: FileDescriptor?) {
+        let at = directory?.rawValue ?? AT_FDCWD
+        var st = stat()
+        let rc = name.withNullTerminated { fstatat(at, $0, &st, AT_SYMLINK_NOFOLLOW) }
+        guard rc == 0 else { return }
+        guard st.st_mode & S_IFMT == S_IFDIR else {
+            _ = name.withNullTerminated { unlinkat(at, $0, 0) }
+            return
+        }
+        if st.st_mode & 0o700 != 0o700 {
+            _ = name.withNullTerminated { fchmodat(at, $0, (st.st_mode & 0o7777) | 0o700, AT_SYMLINK_NOFOLLOW) }
+        }
+        if let child = try? openDirectory(name, in: directory, display: "") {
+            if let names = try? DirectoryReader.names(in: child) {
+                for entry in names { removeTree(entry, in: child) }
+            }
+            Glibc.close(child.rawValue)
+        }
+        _ = name.withNullTerminated { unlinkat(at, $0, AT_REMOVEDIR) }
+    }
 }
 
 extension CairnError {

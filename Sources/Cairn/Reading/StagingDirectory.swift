@@ -1,105 +1,137 @@
 import Glibc
 
 /// A private directory on the destination's file system where extraction writes, so that the
-/// destination only ever sees complete results (`Spec/0003-command-line.md`, "Extraction
-/// guarantees").
+/// destination only ever sees complete results (`Spec/0003-command-line.md §4`, "Guarantees").
 ///
-/// - If the destination does not exist, the staging directory is created beside it
-///   (`<parent>/.<name>.cairn-staging-<pid>-<n>`) and ``commit()`` renames it to the destination.
-/// - If the destination is an existing directory, the staging directory is created inside it
-///   (`<destination>/.cairn-staging-<pid>-<n>`) and ``commit()`` renames each top-level item
-///   into the destination with `RENAME_NOREPLACE`, after checking none of them exists; existing
-///   items are never replaced or deleted.
+/// Layout: the staging directory holds the journal (``journalName``) and a subdirectory
+/// ``rootName``, under which entry paths are written (``descriptor``). No name in an archive can
+/// collide with the journal or with the staging directory itself.
 ///
-/// - Important: Call ``commit()`` or ``discard()`` exactly once.
+/// - If the destination does not exist, the staging directory is `.<name>.cairn-staging` beside
+///   it, and ``commit()`` renames its root to the destination.
+/// - If the destination is an existing directory, the staging directory is
+///   `<destination>/.cairn-staging`; ``commit()`` first renames the staging directory aside (so
+///   an archive's own top-level `.cairn-staging` can move in), then moves the root's items into
+///   the destination as ``existingFiles`` says.
+///
+/// Where the staging directory lives is decided in one place, ``location(for:)``. The staging
+/// directory is created complete (journal and root) under a temporary name, locked with
+/// `flock(2)` and then renamed to its fixed name, so another process never sees a staging
+/// directory that is half made or, while this one runs, unlocked.
+///
+/// - Important: End with exactly one of ``commit()``, ``release()`` or ``discard()``; later
+///   calls of ``release()`` and ``discard()`` do nothing.
 final class StagingDirectory {
-    // Journal handling is below; see `journal()` and `appendJournal(_:)`.
-    /// The staging directory, open.
+    /// The staging root, open: entry paths (relative, as in the archive) are written below it.
     let descriptor: FileDescriptor
-    private let destination: [UInt8]
-    private let destinationExists: Bool
-    /// The directory that holds the staging directory, open.
-    private let container: FileDescriptor
-    private let name: [UInt8]
-    private var cachedParent: (path: [UInt8], descriptor: FileDescriptor)?
-
-    /// The journal file inside the staging directory: one line per completed step, so an
-    /// interrupted extraction can resume (`Spec/0003-command-line.md §4`).
-    static let journalName = Array(".cairn-journal".utf8)
-
     /// Whether this staging directory was left by an interrupted extraction and reopened.
     let isResumed: Bool
+    /// What ``commit()`` does with names that already exist in an existing destination.
+    let existingFiles: ExistingFilePolicy
+
+    /// The destination as given, without trailing slashes.
+    private let destination: [UInt8]
+    private let destinationExists: Bool
+    /// The directory that holds the staging directory (the destination, or its parent), open.
+    private let container: FileDescriptor
+    /// The staging directory itself, open and locked (`flock(2)`) until it is closed.
+    private let directory: FileDescriptor
+    /// The staging directory's current name in `container` (``commit()`` renames it aside).
+    private var name: [UInt8]
+    private var cachedParent: (path: [UInt8], descriptor: FileDescriptor)?
+    private var journalDescriptor: FileDescriptor?
+    private var state = State.open
+
+    private enum State { case open, committed, released, discarded }
+
+    /// The journal file in the staging directory: one line per completed step, so an
+    /// interrupted extraction can resume (`Spec/0003-command-line.md §4.1`).
+    static let journalName = Array(".cairn-journal".utf8)
+    /// The subdirectory of the staging directory that receives the entries.
+    static let rootName = Array("root".utf8)
+    /// The staging directory's name inside an existing destination.
+    private static let insideName = Array(".cairn-staging".utf8)
+    /// How many numbered alternatives ``location(for:)`` tries when the fixed name is taken by
+    /// something that is not a staging directory (`.cairn-staging.1`, `.cairn-staging.2`, ...).
+    private static let alternativeNames = 64
 
     /// Where the staging directory for `destination` (a raw path) lives: the one place that
     /// rule is decided, for messages such as "continue with --resume" too.
+    ///
+    /// `DEST/.cairn-staging` when `DEST` is an existing directory, `.NAME.cairn-staging` beside
+    /// it otherwise. When that name is taken by something that is not a staging directory (for
+    /// example a directory `.cairn-staging` an earlier extraction brought from an archive), the
+    /// first of `NAME.1`, `NAME.2`, ... that is free or a staging directory.
+    ///
+    /// - Returns: the path of the staging directory, relative if `destination` is.
     package static func location(for destination: [UInt8]) -> [UInt8] {
-        var trimmed = destination
-        while trimmed.count > 1, trimmed.last == 0x2F { trimmed.removeLast() }
-        if let existing = try? FileStatus.of(trimmed, followSymlinks: true), existing.kind == .directory {
-            return PathBytes.join(trimmed, Array(".cairn-staging".utf8))
+        let place = placement(for: trimmed(destination))
+        guard let container = try? FileDescriptor.open(place.containerPath, flags: O_RDONLY | O_DIRECTORY) else {
+            return PathBytes.join(place.containerPath, place.baseName)
         }
-        let parent = PathValidator.parent(trimmed)
-        return PathBytes.join(parent, [0x2E] + PathBytes.lastComponent(trimmed) + Array(".cairn-staging".utf8))
+        defer { _ = try? container.close() }
+        return PathBytes.join(place.containerPath, stagingName(in: container, base: place.baseName))
     }
 
-    /// Creates (or, with `resume`, reopens) the staging directory for `destination` (a raw path).
+    /// Creates (or, with `resume`, reopens) the staging directory for `destination` (a raw path),
+    /// at ``location(for:)``, and locks it.
     ///
-    /// The name is fixed (`.<name>.cairn-staging` beside a missing destination,
-    /// `<destination>/.cairn-staging` inside an existing one), so an interrupted extraction can be
-    /// found again; two extractions into the same destination cannot run at once.
-    ///
-    /// - Throws: `.alreadyExists` when the destination exists and is not a directory, or when an
-    ///   interrupted extraction's staging directory is there and `resume` is false; `.io`.
-    init(for destination: [UInt8], resume: Bool = false) throws(CairnError) {
-        var trimmed = destination
-        while trimmed.count > 1, trimmed.last == 0x2F { trimmed.removeLast() }
+    /// - Parameters:
+    ///   - destination: the destination directory; it need not exist.
+    ///   - resume: reopen the staging directory an interrupted extraction left, if there is one.
+    ///   - existingFiles: what ``commit()`` does with names that exist in the destination.
+    /// - Throws: `.busy` when another process holds the staging directory (a running
+    ///   extraction); `.alreadyExists` when the destination exists and is not a directory, or when
+    ///   an interrupted extraction's staging directory is there and `resume` is false;
+    ///   `.notResumable` when that directory has no staging root; `.io`.
+    init(for destination: [UInt8], resume: Bool = false, existingFiles: ExistingFilePolicy = .refuse) throws(CairnError) {
+        let trimmed = Self.trimmed(destination)
         self.destination = trimmed
+        self.existingFiles = existingFiles
         let display = PathBytes.display(trimmed)
-        let existing = try? FileStatus.of(trimmed, followSymlinks: true)
-        if let existing {
-            guard existing.kind == .directory else {
-                throw CairnError(.alreadyExists, "destination exists and is not a directory", path: display)
-            }
-            destinationExists = true
-            // The destination is the caller's choice: a symlink to a directory is followed, as
-            // tar -C does. Nothing below it is ever followed.
-            let fd = try FileDescriptor.open(trimmed, flags: O_RDONLY | O_DIRECTORY)
-            container = FileDescriptor(rawValue: fd.rawValue, path: display)
-            name = Array(".cairn-staging".utf8)
-        } else {
-            destinationExists = false
-            let parent = PathValidator.parent(trimmed)
-            let parentPath: [UInt8] = parent.isEmpty ? (trimmed.first == 0x2F ? [0x2F] : [0x2E]) : parent
-            container = try FileSystem.openDirectory(parentPath, in: nil, display: PathBytes.display(parentPath))
-            name = [0x2E] + PathBytes.lastComponent(trimmed) + Array(".cairn-staging".utf8)
+        let place = Self.placement(for: trimmed)
+        if let kind = place.destinationKind, kind != .directory {
+            throw CairnError(.alreadyExists, "destination exists and is not a directory", path: display)
         }
-        let stagingDisplay = PathBytes.display(PathBytes.join(destinationExists ? trimmed : PathValidator.parent(trimmed), name))
-        let leftOver = (try? FileStatus.of(name, relativeTo: container))?.kind == .directory
+        destinationExists = place.destinationKind != nil
+        // The destination is the caller's choice: a symlink to a directory is followed, as
+        // tar -C does. Nothing below it is ever followed.
+        let opened =
+            destinationExists
+            ? try FileDescriptor.open(trimmed, flags: O_RDONLY | O_DIRECTORY)
+            : try FileSystem.openDirectory(place.containerPath, in: nil, display: PathBytes.display(place.containerPath))
+        container = FileDescriptor(rawValue: opened.rawValue, path: PathBytes.display(place.containerPath))
+        let chosen = Self.stagingName(in: container, base: place.baseName)
+        name = chosen
+        let stagingDisplay = PathBytes.display(PathBytes.join(place.containerPath, chosen))
         do throws(CairnError) {
-            if leftOver {
-                guard resume else {
+            if (try? FileStatus.of(chosen, relativeTo: container)) != nil {
+                // A staging directory is there: a running extraction's (locked) or an interrupted one.
+                directory = try FileSystem.openDirectory(chosen, in: container, display: stagingDisplay)
+                guard flock(directory.rawValue, LOCK_EX | LOCK_NB) == 0 else {
+                    _ = try? directory.close()
                     throw CairnError(
-                        .alreadyExists,
-                        "an interrupted extraction is staged here; continue it with --resume (or remove the directory)",
+                        .busy, "another cairn process is extracting into \(display); wait for it to finish",
                         path: stagingDisplay)
                 }
-                descriptor = try FileSystem.openDirectory(name, in: container, display: stagingDisplay)
-                guard (try? FileStatus.of(Self.journalName, relativeTo: descriptor)) != nil else {
-                    _ = try? descriptor.close()
-                    throw CairnError(.notResumable, "this directory has no Cairn journal; not resuming into it", path: stagingDisplay)
+                guard resume else {
+                    _ = try? directory.close()
+                    throw CairnError(
+                        .alreadyExists,
+                        "an interrupted extraction is staged here; continue it with --resume (or remove the directory to start over)",
+                        path: stagingDisplay)
                 }
+                guard let root = try? FileSystem.openDirectory(Self.rootName, in: directory, display: stagingDisplay) else {
+                    _ = try? directory.close()
+                    throw CairnError(
+                        .notResumable, "this directory has no Cairn staging root; not resuming into it", path: stagingDisplay)
+                }
+                descriptor = root
                 isResumed = true
             } else {
-                try FileSystem.makeDirectory(name, in: container, mode: 0o700, display: display)
-                descriptor = try FileSystem.openDirectory(name, in: container, display: display)
+                (directory, descriptor, journalDescriptor) = try Self.create(
+                    chosen, in: container, display: stagingDisplay, destination: display)
                 isResumed = false
-            }
-            // One extraction per destination at a time: a second one must not take a running
-            // extraction's staging directory for an interrupted one (flock(2), released at exit).
-            guard flock(descriptor.rawValue, LOCK_EX | LOCK_NB) == 0 else {
-                _ = try? descriptor.close()
-                throw CairnError(
-                    .alreadyExists, "another cairn process is extracting into this destination", path: stagingDisplay)
             }
         } catch {
             _ = try? container.close()
@@ -107,9 +139,18 @@ final class StagingDirectory {
         }
     }
 
-    /// The journal's lines (empty for a new staging directory).
+    /// Whether nothing is staged: the root is empty and the journal holds no line after its
+    /// first (the line naming the extraction). A directory that cannot be read counts as holding
+    /// something.
+    var holdsNothing: Bool {
+        guard state == .open, let names = try? DirectoryReader.names(in: descriptor) else { return false }
+        return names.isEmpty && journal().count <= 1
+    }
+
+    /// The journal's complete lines (empty for a new staging directory). A last line without
+    /// `\n` (cut by a crash) is left out; at most 64 MiB are read.
     func journal() -> [String] {
-        guard let fd = try? FileDescriptor.open(Self.journalName, flags: O_RDONLY, relativeTo: descriptor) else { return [] }
+        guard let fd = try? FileDescriptor.open(Self.journalName, flags: O_RDONLY, relativeTo: directory) else { return [] }
         defer { _ = try? fd.close() }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
@@ -117,24 +158,34 @@ final class StagingDirectory {
             bytes.append(contentsOf: chunk[0..<n])
             if bytes.count > 64 << 20 { break }
         }
-        // A line cut by a crash has no newline: ignore it.
         guard let lastNewline = bytes.lastIndex(of: 0x0A) else { return [] }
         return String(decoding: bytes[..<lastNewline], as: UTF8.self).split(separator: "\n").map(String.init)
     }
 
-    /// Appends one line to the journal (one `write(2)` with `O_APPEND`).
+    /// Appends one line (without its `\n`) to the journal, in one `write(2)` with `O_APPEND`.
+    ///
+    /// If the write fails while nothing is staged yet (a full disk before the first entry), a
+    /// staging directory this run created is removed before the error is thrown: it held nothing
+    /// worth resuming. Later ``release()`` or ``discard()`` calls then do nothing.
+    ///
+    /// - Throws: `.io` naming the journal (a full disk, say); `.invalidArgument` after the staging
+    ///   directory was committed, released or discarded.
     func appendJournal(_ line: String) throws(CairnError) {
-        if journalDescriptor == nil {
-            journalDescriptor = try FileDescriptor.open(
-                Self.journalName, flags: O_WRONLY | O_CREAT | O_APPEND, mode: 0o600, relativeTo: descriptor)
+        guard state == .open else { throw closedError }
+        do throws(CairnError) {
+            if journalDescriptor == nil {
+                journalDescriptor = try FileDescriptor.open(
+                    Self.journalName, flags: O_WRONLY | O_CREAT | O_APPEND, mode: 0o600, relativeTo: directory)
+            }
+            try journalDescriptor?.writeAll(Array((line + "\n").utf8))
+        } catch {
+            if !isResumed, holdsNothing { discard() }
+            throw error
         }
-        try journalDescriptor?.writeAll(Array((line + "\n").utf8))
     }
 
-    private var journalDescriptor: FileDescriptor?
-
-    /// Removes `path` (relative to the staging root) if it exists: a file an interrupted run left
-    /// half written.
+    /// Removes `path` (relative to the staging root) if it exists and is not a directory: a file
+    /// an interrupted run left half written.
     func removeLeftover(_ path: [UInt8]) throws(CairnError) {
         let parent = try parentDirectory(of: path)
         let name = PathBytes.lastComponent(path)
@@ -143,7 +194,8 @@ final class StagingDirectory {
         }
     }
 
-    /// Free bytes on the destination's file system.
+    /// Free bytes on the destination's file system (`fstatvfs(2)`, `f_bavail * f_frsize`), or nil
+    /// if it cannot be asked.
     var availableBytes: UInt64? {
         var info = statvfs()
         guard fstatvfs(descriptor.rawValue, &info) == 0 else { return nil }
@@ -151,13 +203,13 @@ final class StagingDirectory {
     }
 
     /// The open directory that will hold `path` (relative to the staging root), creating missing
-    /// intermediate directories with mode 0755. Never follows a symlink.
+    /// intermediate directories with mode 0755. Never follows a symlink. The descriptor belongs to
+    /// the staging directory (do not close it); it stays valid until the next call.
     func parentDirectory(of path: [UInt8]) throws(CairnError) -> FileDescriptor {
         let parent = PathValidator.parent(path)
         if parent.isEmpty { return descriptor }
         if let cached = cachedParent, cached.path == parent { return cached.descriptor }
-        if let cached = cachedParent { _ = try? cached.descriptor.close() }
-        cachedParent = nil
+        closeCachedParent()
         var current = descriptor
         var currentPath: [UInt8] = []
         for component in PathValidator.components(parent) {
@@ -177,80 +229,286 @@ final class StagingDirectory {
         return current
     }
 
-    /// Moves the result into place (see the type's description), then removes the staging
-    /// directory.
+    /// Throws `.alreadyExists` if `name` (a top-level name of the archive, one path component)
+    /// exists in an existing destination and ``existingFiles`` is ``ExistingFilePolicy/refuse``,
+    /// so that an extraction that ``commit()`` would refuse fails before writing anything.
+    /// Does nothing for a missing destination or another policy. The staging directory's own
+    /// name does not count: ``commit()`` moves it aside.
     ///
-    /// - Throws: `.alreadyExists` naming the first top-level item that already exists at the
-    ///   destination; nothing is moved in that case.
+    /// - Throws: `.alreadyExists` naming `DEST/name`.
+    func checkTopLevelName(_ name: [UInt8]) throws(CairnError) {
+        guard destinationExists, existingFiles == .refuse,
+            let component = PathValidator.components(name).first, component != self.name
+        else { return }
+        if (try? FileStatus.of(component, relativeTo: container)) != nil {
+            throw existsError([component], "nothing was extracted")
+        }
+    }
+
+    /// Moves the result into place (see the type's description), then removes the staging
+    /// directory. The journal is removed first, so a kill during the moves leaves nothing that
+    /// `--resume` would take for an interrupted extraction. On an error the staging directory is
+    /// removed (``discard()``) before it is thrown.
+    ///
+    /// Into an existing destination, by ``existingFiles``:
+    /// - ``ExistingFilePolicy/refuse``: if any top-level name exists, nothing is moved.
+    /// - ``ExistingFilePolicy/overwrite``: existing directories are merged into (their own mode
+    ///   and mtime are left as they are); an existing file or symlink is replaced by one
+    ///   `rename(2)` over it. A directory on one side where the other has a non-directory is an
+    ///   error, found before anything is moved; nothing is deleted.
+    /// - ``ExistingFilePolicy/keepOld``: merged likewise, existing names are kept and, after
+    ///   everything else was moved in, reported as one error.
+    /// - ``ExistingFilePolicy/skipOld``: merged likewise, existing names kept silently.
+    ///
+    /// - Throws: `.alreadyExists` naming the first clashing path (`DEST/...`), the others in
+    ///   ``CairnError/additionalErrors``; `.io` when a rename fails; `.invalidArgument` when
+    ///   called twice or after ``release()``/``discard()``.
     func commit() throws(CairnError) {
+        guard state == .open else { throw closedError }
         closeCachedParent()
         if let journal = journalDescriptor { _ = try? journal.close() }
         journalDescriptor = nil
-        _ = Self.journalName.withNullTerminated { unlinkat(descriptor.rawValue, $0, 0) }
+        _ = Self.journalName.withNullTerminated { unlinkat(directory.rawValue, $0, 0) }
         let display = PathBytes.display(destination)
-        if !destinationExists {
-            try FileSystem.setPermissions(name, in: container, mode: 0o755 & ~Self.umask, display: display)
-            do {
-                try FileSystem.renameNoReplace(name, in: container, to: PathBytes.lastComponent(destination), in: container, display: display)
-            } catch {
-                discard()
-                throw error
-            }
-            _ = try? descriptor.close()
-            _ = try? container.close()
-            return
-        }
-        let names: [[UInt8]]
         do throws(CairnError) {
-            names = try DirectoryReader.names(in: descriptor)
-            for item in names where (try? FileStatus.of(item, relativeTo: container)) != nil {
-                throw CairnError(
-                    .alreadyExists, "already exists in the destination; nothing was extracted",
-                    path: PathBytes.display(PathBytes.join(destination, item)))
+            if destinationExists {
+                try moveAside()
+                try moveItems()
+            } else {
+                try FileSystem.setPermissions(Self.rootName, in: directory, mode: 0o755 & ~Self.umask, display: display)
+                try FileSystem.renameNoReplace(
+                    Self.rootName, in: directory, to: PathBytes.lastComponent(destination), in: container, display: display)
             }
         } catch {
             discard()
             throw error
         }
-        var moved: [[UInt8]] = []
-        for item in names {
-            do {
-                try FileSystem.renameNoReplace(
-                    item, in: descriptor, to: item, in: container, display: PathBytes.display(PathBytes.join(destination, item)))
-                moved.append(item)
-            } catch {
-                for back in moved.reversed() {
-                    try? FileSystem.renameNoReplace(back, in: container, to: back, in: descriptor, display: "")
-                }
-                discard()
-                throw error
-            }
-        }
-        discard()
+        close(removing: true)
+        state = .committed
     }
 
-    /// Closes the staging directory but keeps it and its journal, for `--resume`.
+    /// Closes the staging directory but keeps it and its journal, for `--resume`. A staging
+    /// directory this run created that holds nothing (``holdsNothing``: an empty or garbage
+    /// stream, a failure before the first entry) is removed instead: there is nothing to resume.
     func release() {
-        closeCachedParent()
-        if let journal = journalDescriptor { _ = try? journal.close() }
-        journalDescriptor = nil
-        _ = try? descriptor.close()
-        _ = try? container.close()
+        guard state == .open else { return }
+        if !isResumed, holdsNothing {
+            discard()
+            return
+        }
+        close(removing: false)
+        state = .released
     }
 
-    /// Removes the staging directory and everything in it.
+    /// Removes the staging directory and everything in it, read-only directories included
+    /// (``FileSystem/removeTree(_:in:)``). The lock is held until it is gone.
     func discard() {
+        guard state == .open else { return }
+        close(removing: true)
+        state = .discarded
+    }
+
+    // MARK: - Private
+
+    /// The error for a use after commit, release or discard.
+    private var closedError: CairnError {
+        CairnError(
+            .invalidArgument, "the staging directory was already committed or closed",
+            path: PathBytes.display(destination))
+    }
+
+    /// Closes every descriptor; with `removing`, removes the staging directory first (before the
+    /// lock on it is released).
+    private func close(removing: Bool) {
         closeCachedParent()
         if let journal = journalDescriptor { _ = try? journal.close() }
         journalDescriptor = nil
         _ = try? descriptor.close()
-        FileSystem.removeTree(name, in: container)
+        if removing { FileSystem.removeTree(name, in: container) }
+        _ = try? directory.close()
         _ = try? container.close()
     }
 
     private func closeCachedParent() {
         if let cached = cachedParent { _ = try? cached.descriptor.close() }
         cachedParent = nil
+    }
+
+    /// Renames the staging directory to a fresh name in the destination that no top-level item
+    /// of the root has, so that an archive's own `.cairn-staging` (or any name) can move in.
+    private func moveAside() throws(CairnError) {
+        let incoming = Set(try DirectoryReader.names(in: descriptor))
+        for attempt in 0..<Self.alternativeNames {
+            let candidate = Self.insideName + Array(".committing-\(getpid())-\(attempt)".utf8)
+            if incoming.contains(candidate) || (try? FileStatus.of(candidate, relativeTo: container)) != nil { continue }
+            do {
+                try FileSystem.renameNoReplace(
+                    name, in: container, to: candidate, in: container,
+                    display: PathBytes.display(PathBytes.join(destination, name)))
+                name = candidate
+                return
+            } catch where error.code == .alreadyExists {
+                continue
+            }
+        }
+        throw CairnError(
+            .alreadyExists, "no free name to move the staging directory aside",
+            path: PathBytes.display(PathBytes.join(destination, name)))
+    }
+
+    /// Moves the root's items into the existing destination by ``existingFiles``.
+    private func moveItems() throws(CairnError) {
+        let names = try DirectoryReader.names(in: descriptor)
+        if existingFiles == .refuse {
+            let clashes = names.filter { (try? FileStatus.of($0, relativeTo: container)) != nil }
+            if !clashes.isEmpty { throw existsError(clashes, "nothing was extracted") }
+            var moved: [[UInt8]] = []
+            for item in names {
+                do {
+                    try FileSystem.renameNoReplace(
+                        item, in: descriptor, to: item, in: container,
+                        display: PathBytes.display(PathBytes.join(destination, item)))
+                    moved.append(item)
+                } catch {
+                    for back in moved.reversed() {
+                        try? FileSystem.renameNoReplace(back, in: container, to: back, in: descriptor, display: "")
+                    }
+                    throw error
+                }
+            }
+            return
+        }
+        if existingFiles == .overwrite {
+            var conflicts: [[UInt8]] = []
+            try merge(from: descriptor, into: container, under: [], moving: false, reporting: &conflicts)
+            if !conflicts.isEmpty {
+                throw existsError(
+                    conflicts, "one of the two is a directory and the other is not; nothing was extracted")
+            }
+        }
+        var kept: [[UInt8]] = []
+        try merge(from: descriptor, into: container, under: [], moving: true, reporting: &kept)
+        if existingFiles == .keepOld, !kept.isEmpty {
+            throw existsError(kept, "kept as it was (--keep-old-files); everything else was extracted")
+        }
+    }
+
+    /// Walks the staged items of `source` against `target` (the same place in the destination):
+    /// a missing name is moved in whole; two directories are merged into recursively; anything
+    /// else is a clash, appended to `report` (as a path relative to the destination) unless the
+    /// policy is overwrite and both are non-directories, which are replaced by one rename.
+    /// With `moving` false, nothing changes: only the clashes are reported.
+    private func merge(
+        from source: FileDescriptor, into target: FileDescriptor, under prefix: [UInt8], moving: Bool,
+        reporting report: inout [[UInt8]]
+    ) throws(CairnError) {
+        for item in try DirectoryReader.names(in: source) {
+            let path = PathBytes.join(prefix, item)
+            let display = PathBytes.display(PathBytes.join(destination, path))
+            guard let existing = try? FileStatus.of(item, relativeTo: target) else {
+                if moving { try FileSystem.renameNoReplace(item, in: source, to: item, in: target, display: display) }
+                continue
+            }
+            let incomingIsDirectory = try FileStatus.of(item, relativeTo: source).kind == .directory
+            switch (incomingIsDirectory, existing.kind == .directory) {
+            case (true, true):
+                let from = try FileSystem.openDirectory(item, in: source, display: display)
+                defer { _ = try? from.close() }
+                let into = try FileSystem.openDirectory(item, in: target, display: display)
+                defer { _ = try? into.close() }
+                try merge(from: from, into: into, under: path, moving: moving, reporting: &report)
+            case (false, false) where existingFiles == .overwrite:
+                if moving { try FileSystem.renameReplacing(item, in: source, to: item, in: target, display: display) }
+            default:
+                report.append(path)
+            }
+        }
+    }
+
+    /// `.alreadyExists` naming the first of `paths` (relative to the destination, at least one)
+    /// as `DEST/path`, the others as ``CairnError/additionalErrors``.
+    private func existsError(_ paths: [[UInt8]], _ what: String) -> CairnError {
+        var errors = paths.map { path in
+            CairnError(
+                .alreadyExists, "already exists in the destination; \(what)",
+                path: PathBytes.display(PathBytes.join(destination, path)))
+        }
+        guard !errors.isEmpty else { return CairnError(.alreadyExists, what, path: PathBytes.display(destination)) }
+        var first = errors.removeFirst()
+        first.additionalErrors = errors
+        return first
+    }
+
+    /// `destination` without trailing slashes.
+    private static func trimmed(_ destination: [UInt8]) -> [UInt8] {
+        var trimmed = destination
+        while trimmed.count > 1, trimmed.last == 0x2F { trimmed.removeLast() }
+        return trimmed
+    }
+
+    /// Where the staging directory goes for a trimmed destination: the directory that holds it
+    /// (as a path), the fixed name in it, and what the destination is (nil if missing).
+    private static func placement(for trimmed: [UInt8])
+        -> (containerPath: [UInt8], baseName: [UInt8], destinationKind: FileStatus.Kind?)
+    {
+        let existing = try? FileStatus.of(trimmed, followSymlinks: true)
+        if let existing, existing.kind == .directory {
+            return (trimmed, insideName, .directory)
+        }
+        let parent = PathValidator.parent(trimmed)
+        let containerPath: [UInt8] = parent.isEmpty ? (trimmed.first == 0x2F ? [0x2F] : [0x2E]) : parent
+        return (containerPath, [0x2E] + PathBytes.lastComponent(trimmed) + Array(".cairn-staging".utf8), existing?.kind)
+    }
+
+    /// The first of `base`, `base.1`, `base.2`, ... in `container` that is free or a staging
+    /// directory (a directory holding a regular file ``journalName``).
+    private static func stagingName(in container: FileDescriptor, base: [UInt8]) -> [UInt8] {
+        for attempt in 0..<alternativeNames {
+            let candidate = attempt == 0 ? base : base + Array(".\(attempt)".utf8)
+            guard let status = try? FileStatus.of(candidate, relativeTo: container) else { return candidate }
+            if status.kind == .directory,
+                (try? FileStatus.of(PathBytes.join(candidate, journalName), relativeTo: container))?.kind == .regular
+            {
+                return candidate
+            }
+        }
+        return base
+    }
+
+    /// Makes a complete, locked staging directory under a temporary name and renames it to
+    /// `name`, so no other process sees it half made.
+    ///
+    /// - Returns: the staging directory, its root and its journal, open.
+    private static func create(_ name: [UInt8], in container: FileDescriptor, display: String, destination: String)
+        throws(CairnError) -> (FileDescriptor, FileDescriptor, FileDescriptor)
+    {
+        let temporary = name + Array(".new-\(getpid())".utf8)
+        try FileSystem.makeDirectory(temporary, in: container, mode: 0o700, display: display)
+        var opened: [FileDescriptor] = []
+        do throws(CairnError) {
+            let directory = try FileSystem.openDirectory(temporary, in: container, display: display)
+            opened.append(directory)
+            guard flock(directory.rawValue, LOCK_EX | LOCK_NB) == 0 else {
+                throw Errno.current.error("cannot lock the staging directory", path: display)
+            }
+            try FileSystem.makeDirectory(rootName, in: directory, mode: 0o700, display: display)
+            let root = try FileSystem.openDirectory(rootName, in: directory, display: display)
+            opened.append(root)
+            let journal = try FileDescriptor.open(
+                journalName, flags: O_WRONLY | O_CREAT | O_EXCL | O_APPEND, mode: 0o600, relativeTo: directory)
+            opened.append(journal)
+            do {
+                try FileSystem.renameNoReplace(temporary, in: container, to: name, in: container, display: display)
+            } catch where error.code == .alreadyExists {
+                throw CairnError(
+                    .busy, "another cairn process is extracting into \(destination); wait for it to finish", path: display)
+            }
+            return (directory, root, journal)
+        } catch {
+            for fd in opened.reversed() { _ = try? fd.close() }
+            FileSystem.removeTree(temporary, in: container)
+            throw error
+        }
     }
 
     private static var umask: UInt32 {
