@@ -1,7 +1,6 @@
 #ifndef CAIRN_CLINUX_SHIM_H
 #define CAIRN_CLINUX_SHIM_H
 
-#include <fcntl.h>
 
 /* renameat2(2) is declared by glibc only under _GNU_SOURCE, which Swift's Glibc module does not
    set, and defining it here would clash with the Glibc module's view of the same headers. The
@@ -15,8 +14,5 @@ static inline int cairn_renameat2(int olddirfd, const char *oldpath, int newdirf
                                   unsigned int flags) {
     return renameat2(olddirfd, oldpath, newdirfd, newpath, flags);
 }
-/* O_TMPFILE is declared only under _GNU_SOURCE; its value is the kernel's generic __O_TMPFILE
-   (<asm-generic/fcntl.h>, the same on x86_64 and aarch64) together with O_DIRECTORY. */
-static inline int cairn_o_tmpfile(void) { return 020000000 | O_DIRECTORY; }
 
 #endif

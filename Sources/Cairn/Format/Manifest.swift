@@ -35,6 +35,42 @@ package struct Manifest: Sendable {
 
     package init() {}
 
+    /// The paths of the entries whose content uses a chunk, for each chunk record offset in
+    /// `offsets` (so an error about a damaged chunk can name every entry it damages).
+    ///
+    /// - Complexity: O(references + chunks), once for all the offsets.
+    package func entryPaths(usingChunksAt offsets: Set<UInt64>) -> [UInt64: [String]] {
+        var indices: [Int: UInt64] = [:]
+        for (index, row) in chunks.enumerated() where offsets.contains(row.offset) { indices[index] = row.offset }
+        guard !indices.isEmpty else { return [:] }
+        var users: [UInt64: [String]] = [:]
+        for row in entries where row.referenceCount > 0 {
+            let start = Int(row.firstReference)
+            let end = min(references.count, start + Int(row.referenceCount))
+            guard start < end else { continue }
+            var seen = Set<UInt64>()
+            for reference in references[start..<end] {
+                if let offset = indices[Int(reference)], seen.insert(offset).inserted { users[offset, default: []].append(row.entry.path) }
+            }
+        }
+        return users
+    }
+
+    /// `error`, about the chunk record at its offset, with the entries that use that chunk named
+    /// in its message ("used by a.txt, b.txt").
+    package func namingUsers(of error: CairnError) -> CairnError {
+        guard let offset = error.offset, let users = entryPaths(usingChunksAt: [offset])[offset], !users.isEmpty else { return error }
+        var named = error
+        named.message += Self.usersClause(users)
+        return named
+    }
+
+    /// " (used by a, b and 3 more)".
+    package static func usersClause(_ users: [String]) -> String {
+        let shown = users.prefix(5).joined(separator: ", ")
+        return " (used by \(shown)\(users.count > 5 ? " and \(users.count - 5) more" : ""))"
+    }
+
     /// Appends the manifest's records to `out`.
     package func encode(into out: inout [UInt8]) {
         var encoder = Encoder()

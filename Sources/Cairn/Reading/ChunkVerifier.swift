@@ -3,13 +3,18 @@
 ///
 /// Payloads are grouped into about ``groupBytes`` and each group is checked by its own detached
 /// task; at most ``window`` groups are in flight, so memory stays near `window × groupBytes`.
-/// The first failure (in archive order) is rethrown.
+/// A damaged chunk does not stop the checking: the failures are collected, in archive order, up
+/// to ``limit``, so `verify` can report every bad chunk.
 final class ChunkVerifier {
     private let window: Int
     private let groupBytes: Int
     private var group: [(payload: [UInt8], offset: UInt64)] = []
     private var groupSize = 0
-    private var tasks: [Task<Void, any Error>] = []
+    private var tasks: [Task<[CairnError], any Error>] = []
+    /// Failures found so far, in archive order.
+    private(set) var failures: [CairnError] = []
+    /// The most failures kept.
+    let limit = 100
 
     init(window: Int = 4, groupBytes: Int = 2 << 20) {
         self.window = max(1, window)
@@ -32,44 +37,40 @@ final class ChunkVerifier {
             Task.detached {
                 let decompressor = ChunkDecompressor()
                 var buffer: [UInt8] = []
+                var failed: [CairnError] = []
                 for (payload, offset) in work {
                     try Task.checkCancellation()
                     if let wanted = ChunkRecordPrefix.declaredRawLength(inPayload: payload), buffer.count < wanted {
                         buffer = [UInt8](repeating: 0, count: wanted)
                     }
-                    try buffer.withMutableBytes { (raw) throws(CairnError) in
-                        try ArchiveReader.decodeChunk(
-                            payload, expected: nil, rawLength: nil, offset: offset, using: decompressor, into: raw)
+                    do throws(CairnError) {
+                        try buffer.withMutableBytes { (raw) throws(CairnError) in
+                            try ArchiveReader.decodeChunk(
+                                payload, expected: nil, rawLength: nil, offset: offset, using: decompressor, into: raw)
+                        }
+                    } catch {
+                        failed.append(error)
                     }
                 }
+                return failed
             })
         while tasks.count > window {
-            try await tasks.removeFirst().value
+            try await collect(tasks.removeFirst())
         }
     }
 
+    private nonisolated(nonsending) func collect(_ task: Task<[CairnError], any Error>) async throws {
+        let found = try await task.value
+        failures.append(contentsOf: found.prefix(max(0, limit - failures.count)))
+    }
 
-    /// Checks what is still queued and waits for every task.
+
+    /// Checks what is still queued and waits for every task; the failures are in ``failures``.
     nonisolated(nonsending) func finish() async throws {
         try await submit()
         while !tasks.isEmpty {
-            try await tasks.removeFirst().value
+            try await collect(tasks.removeFirst())
         }
-    }
-
-    /// Checks everything queued and returns the first chunk error in archive order, if any (used
-    /// when a later structural check failed: an earlier bad chunk is the more precise report).
-    nonisolated(nonsending) func firstError() async -> CairnError? {
-        if (try? await submit()) == nil { /* a submit error is found below */ }
-        var first: CairnError?
-        while !tasks.isEmpty {
-            do {
-                try await tasks.removeFirst().value
-            } catch let error as CairnError {
-                if first == nil { first = error }
-            } catch {}
-        }
-        return first
     }
 
     /// Cancels the tasks still running.

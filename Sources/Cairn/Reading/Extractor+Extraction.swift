@@ -56,11 +56,17 @@ extension Extractor {
         } catch where staging.isResumed {
             // Never throw away progress an earlier run verified; the error says what went wrong.
             staging.release()
-            throw error
+            throw namingUsers(error)
         } catch {
             staging.discard()
-            throw error
+            throw namingUsers(error)
         }
+    }
+
+    /// An error about a damaged chunk, naming every entry that uses it.
+    private func namingUsers(_ error: any Error) -> any Error {
+        guard let failure = error as? CairnError, failure.message.hasPrefix("chunk") else { return error }
+        return reader.manifest.namingUsers(of: failure)
     }
 
     /// Extracting everything verifies everything it reads before anything is moved into place
@@ -86,7 +92,8 @@ extension Extractor {
             throw error
         }
         defer { _ = try? input.close() }
-        let extractor = try StreamExtractor(staging: staging, options: options, progress: progress, expectedOutput: plan.outputBytes)
+        let extractor = try StreamExtractor(
+            staging: staging, options: options, progress: progress, expectedOutput: plan.outputBytes, manifest: reader.manifest)
         do {
             let report = try await extractor.run(RecordStream(descriptor: input))
             return (report.entryCount, report.contentBytes)

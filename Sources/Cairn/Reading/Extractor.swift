@@ -116,43 +116,75 @@ public final class Extractor {
         if seekToStart { try descriptor.seek(to: 0) }
         let stream = RecordStream(descriptor: descriptor)
         // The scanner checks structure, CRCs and chain digests in order; chunk contents
-        // (decompression and SHA-256, the expensive part) are checked by a window of tasks.
+        // (decompression and SHA-256, the expensive part) are checked by a window of tasks,
+        // which keep going past a damaged chunk so every one is reported.
         let scanner = ArchiveScanner()
         let chunks = ChunkVerifier()
+        var structural: CairnError?
         do {
-            try scanner.start(stream)
-            while let record = try stream.next() {
-                try Task.checkCancellation()
-                try scanner.consume(record) { _ in }
-                if record.header.type == .chunk { try await chunks.add(record.payload, offset: record.offset) }
-                if scanner.footer != nil {
-                    try scanner.requireEnd(of: stream)
-                    break
+            do {
+                try scanner.start(stream)
+                while let record = try stream.next() {
+                    try Task.checkCancellation()
+                    try scanner.consume(record)
+                    if record.header.type == .chunk { try await chunks.add(record.payload, offset: record.offset) }
+                    if scanner.footer != nil {
+                        try scanner.requireEnd(of: stream)
+                        break
+                    }
                 }
+                if scanner.footer == nil {
+                    throw CairnError(
+                        .truncated,
+                        "the archive is incomplete: it ends without a footer; the first \(scanner.verifiedLength) bytes verify up to "
+                            + "the last commit ('cairn verify --partial' names that prefix for resuming)",
+                        offset: stream.offset)
+                }
+            } catch let error as CairnError {
+                structural = error
             }
             try await chunks.finish()
-        } catch let error as CairnError {
-            // A bad chunk before the failing record is the more precise report.
-            if let chunkError = await chunks.firstError(), (chunkError.offset ?? .max) <= (error.offset ?? .max) {
-                throw chunkError.withPath(path)
-            }
-            chunks.cancel()
-            throw error.withPath(path)
         } catch {
             chunks.cancel()
             throw error
         }
-        guard scanner.footer != nil else {
-            throw CairnError(
-                .truncated,
-                "the archive is incomplete: it ends without a footer; the first \(scanner.verifiedLength) bytes verify up to the last commit",
-                path: path, offset: stream.offset)
+        if let problem = Extractor.verificationProblem(
+            chunkFailures: chunks.failures, structural: structural, manifest: scanner.manifestSoFar, limit: chunks.limit)
+        {
+            throw problem.withPath(path)
         }
         let totals = scanner.totals
         return VerificationReport(
             archiveBytes: stream.offset, entryCount: totals.entries, fileCount: totals.files, chunkCount: totals.chunks,
             referenceCount: totals.references, contentBytes: totals.contentBytes, storedBytes: totals.storedBytes,
             commitCount: totals.commits)
+    }
+}
+
+extension Extractor {
+    /// What `verify` reports when something failed: the first problem in archive order, with
+    /// the others (every damaged chunk, up to `limit`, then a structural problem) in
+    /// ``CairnError/additionalErrors``; each damaged chunk names the entries that use it.
+    static func verificationProblem(
+        chunkFailures: [CairnError], structural: CairnError?, manifest: Manifest, limit: Int
+    ) -> CairnError? {
+        let users = manifest.entryPaths(usingChunksAt: Set(chunkFailures.compactMap(\.offset)))
+        var problems = chunkFailures.map { failure -> CairnError in
+            var named = failure
+            if let offset = failure.offset, let paths = users[offset] { named.message += Manifest.usersClause(paths) }
+            return named
+        }
+        // A chunk after a structural failure was not read in order: only what precedes it counts.
+        if let structural {
+            problems = problems.filter { ($0.offset ?? 0) < (structural.offset ?? .max) }
+            problems.append(structural)
+        }
+        guard var first = problems.first else { return nil }
+        first.additionalErrors = Array(problems.dropFirst())
+        if chunkFailures.count >= limit {
+            first.additionalErrors.append(CairnError(.checksumMismatch, "more damaged chunks not listed (the limit is \(limit))"))
+        }
+        return first
     }
 }
 

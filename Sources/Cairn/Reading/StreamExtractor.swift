@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-internal import CLinux
 
 /// Extracts an archive read once, front to back, from a pipe or any descriptor
 /// (`Spec/0001-container-format.md §13.2`): nothing is seeked, every byte is verified by the
@@ -50,13 +49,18 @@ final class StreamExtractor {
     private let freeBytesAtStart: UInt64?
     /// The output total the caller knows (a seekable archive's manifest), for progress.
     private let expectedOutput: UInt64?
+    /// A seekable archive's manifest (checked against the records by the open): names every
+    /// entry a damaged chunk belongs to.
+    private let manifest: Manifest?
 
     /// - Parameters:
     ///   - expectedOutput: the total content bytes to be written, when known (from a manifest);
     ///     otherwise progress uses the header's size estimate, or is indeterminate.
-    init(staging: StagingDirectory, options: ExtractionOptions, progress: Progress?, expectedOutput: UInt64? = nil)
-        throws(CairnError)
-    {
+    init(
+        staging: StagingDirectory, options: ExtractionOptions, progress: Progress?, expectedOutput: UInt64? = nil,
+        manifest: Manifest? = nil
+    ) throws(CairnError) {
+        self.manifest = manifest
         self.staging = staging
         self.options = options
         self.progress = progress
@@ -111,6 +115,7 @@ final class StreamExtractor {
             closeScratchFiles()
             try staging.commit()
         } catch {
+            let error = describe(error)
             if let open = openFile, !open.scratch { _ = try? open.fd?.close() }
             openFile = nil
             closeScratchFiles()
@@ -257,6 +262,19 @@ final class StreamExtractor {
         }
     }
 
+    /// A damaged chunk's error names the entries it belongs to: all of them when the manifest is
+    /// known, else the file being written.
+    private func describe(_ error: any Error) -> any Error {
+        guard var failure = error as? CairnError, failure.code == .checksumMismatch || failure.code == .corrupted,
+            failure.message.hasPrefix("chunk")
+        else { return error }
+        if let manifest {
+            return manifest.namingUsers(of: failure)
+        }
+        if let open = openFile { failure.message += Manifest.usersClause([open.entry.path]) }
+        return failure
+    }
+
     /// Resuming: an entry the interrupted run completed. Files are not rewritten, but their
     /// chunks' locations are learned, for later references.
     private func skip(_ entry: ArchiveEntry) throws {
@@ -280,11 +298,15 @@ final class StreamExtractor {
     /// A file that `stripComponents` drops: written to an unnamed file (`O_TMPFILE`) in the
     /// staging directory, so later references and hard links can use its bytes.
     private func beginScratch(_ entry: ArchiveEntry) throws {
-        let fd = try FileDescriptor.open([0x2E], flags: O_RDWR | cairn_o_tmpfile(), mode: 0o600, relativeTo: staging.descriptor)
+        let fd = try FileDescriptor.open([0x2E], flags: O_RDWR | Self.temporaryFileFlag, mode: 0o600, relativeTo: staging.descriptor)
         let scratch = FileDescriptor(rawValue: fd.rawValue, path: entry.path)
         scratchFiles[entry.pathBytes] = scratch
         openFile = (entry, scratch, 0, true)
     }
+
+    /// `O_TMPFILE`, which Glibc declares only under `_GNU_SOURCE`: the kernel's generic
+    /// `__O_TMPFILE` (`<asm-generic/fcntl.h>`, the same on x86_64 and aarch64) with `O_DIRECTORY`.
+    private static let temporaryFileFlag: Int32 = 0o20000000 | O_DIRECTORY
 
     private func closeScratchFiles() {
         for fd in scratchFiles.values { _ = try? fd.close() }
