@@ -19,6 +19,8 @@ enum CreateCommand {
           --app-id ID               identifier of the app that made the archive
           --size-estimate BYTES     estimate of the content size (for progress)
           --meta KEY=VALUE          free metadata, repeatable
+          -f, --force               replace an existing ARCHIVE (only once the new one is
+                                    complete) and start over an existing ARCHIVE.partial
           --resume                  continue ARCHIVE.partial left by an interrupted run: items
                                     already committed are not read again; a file cut in the
                                     middle continues after its last committed chunk
@@ -29,7 +31,7 @@ enum CreateCommand {
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(
             raw, valued: ["-o", "--output", "--compression", "--chunking", "--resources-version", "--app-id", "--size-estimate", "--meta"],
-            flags: ["--not-compressible", "--json", "-q", "--quiet", "--progress", "--no-progress", "--resume"])
+            flags: ["--not-compressible", "--json", "-q", "--quiet", "--progress", "--no-progress", "--resume", "-f", "--force"])
         guard let output = args.value("-o", "--output") else { throw UsageError("missing -o ARCHIVE") }
         guard !output.isEmpty else { throw UsageError("-o needs a file name") }
         guard !args.operands.isEmpty else { throw UsageError("no PATH to archive") }
@@ -79,6 +81,7 @@ enum CreateCommand {
             }
         }
         let toStandardOutput = output == "-"
+        let force = args.flag("-f", "--force")
         let archiver: Archiver
         let sink: (any ArchiveSink)?
         if args.flag("--resume") {
@@ -102,19 +105,20 @@ enum CreateCommand {
                 archiver = resumed
                 sink = nil
             } else if FileManager.default.fileExists(atPath: output + ".partial") {
-                let fileSink = try FileSink(path: output)
+                let fileSink = try Self.makeFileSink(output, force: force, startingOver: true)
                 archiver = try Archiver(sink: fileSink, configuration: configuration)
                 sink = fileSink
             } else if FileManager.default.fileExists(atPath: output) {
                 if !args.flag("-q", "--quiet") { Output.out("\(output) is already complete; nothing to resume") }
                 return .success
             } else {
-                let fileSink = try FileSink(path: output)
+                let fileSink = try Self.makeFileSink(output, force: force, startingOver: force)
                 archiver = try Archiver(sink: fileSink, configuration: configuration)
                 sink = fileSink
             }
         } else {
-            let fresh: any ArchiveSink = toStandardOutput ? StandardOutputSink() : try FileSink(path: output)
+            let fresh: any ArchiveSink =
+                toStandardOutput ? StandardOutputSink() : try Self.makeFileSink(output, force: force, startingOver: force)
             archiver = try Archiver(sink: fresh, configuration: configuration)
             sink = fresh
         }
@@ -157,6 +161,28 @@ enum CreateCommand {
         return properties.warnings.isEmpty ? .success : .warnings
     }
 
+    /// The sink for `-o output`: an existing `output` is replaced (at the final rename) only with
+    /// `force`, an existing `output.partial` is started over only with `startingOver`; each
+    /// refusal says which option to use.
+    static func makeFileSink(_ output: String, force: Bool, startingOver: Bool) throws(CairnError) -> FileSink {
+        do throws(CairnError) {
+            return try FileSink(path: output, overwrite: force, replacingPartial: startingOver)
+        } catch {
+            guard error.code == .alreadyExists else { throw error }
+            if error.path == output + ".partial" {
+                throw CairnError(
+                    .alreadyExists, "an interrupted archive is here; use --resume to continue it or --force to start over",
+                    path: error.path)
+            }
+            throw CairnError(.alreadyExists, "already exists; use --force to replace it", path: output)
+        }
+    }
+
+    /// `"1 entry"`, `"2 entries"`: `count` with the noun that agrees with it.
+    static func counted(_ count: Int, _ singular: String, _ plural: String) -> String {
+        "\(count) \(count == 1 ? singular : plural)"
+    }
+
     static func json(_ p: ExportProperties, seconds: Double, cpuSeconds: Double) -> [String: Any] {
         var object: [String: Any] = [
             "uncompressedBytes": p.uncompressedBytes, "archiveBytes": p.archiveBytes, "version": p.version,
@@ -171,7 +197,7 @@ enum CreateCommand {
 
     static func summary(_ p: ExportProperties, seconds: Double, cpuSeconds: Double, output: String) -> String {
         var lines = [
-            "created \(output): \(p.entryCount) entries, \(Output.bytes(p.uncompressedBytes)) of content → \(Output.bytes(p.archiveBytes)) archive",
+            "created \(output): \(Self.counted(p.entryCount, "entry", "entries")), \(Output.bytes(p.uncompressedBytes)) of content → \(Output.bytes(p.archiveBytes)) archive",
             "  chunks: \(p.chunkCount) stored, \(p.referenceCount) referenced; dedup saved \(Output.bytes(p.deduplicatedBytes))",
         ]
         if let compressed = p.compressedBytes {

@@ -252,7 +252,7 @@ struct ItemProducer {
                 state.hardLinks[key] = archivePath
             }
         default:
-            warn(CairnError(.unsupportedFileType, "\(status.kind) files are not archived; skipped", path: display))
+            warn(CairnError(.unsupportedFileType, "\(status.kind.pluralDescription) are not archived; skipped", path: display))
         }
     }
 

@@ -1,0 +1,169 @@
+import CairnTestSupport
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+
+@testable import Cairn
+
+/// The create side of issue 8 ("Nothing lost by accident", "The habits users reach for"):
+/// `create` never replaces or mixes data by accident, leaves out what it could not read whole,
+/// and takes tar's and zstd's options (`Spec/0003-command-line.md §3`).
+@Suite("Create safety")
+struct CreateSafetyTests {
+    static func tree(seed: UInt64) -> TreeBuilder {
+        var generator = SeededGenerator(seed: seed)
+        var tree = TreeBuilder()
+        tree.file("a.txt", Array("alpha\n".utf8))
+        tree.file("logs/app.log", generator.bytes(3000))
+        tree.file("logs/cache/x.bin", generator.bytes(5000))
+        tree.file("cache/y.bin", generator.bytes(700))
+        tree.file("docs/readme.md", Array("# readme\n".utf8))
+        tree.file("docs/old.log", generator.bytes(100))
+        return tree
+    }
+
+    static func paths(inArchive path: String) throws -> [String] {
+        let extractor = try Extractor(path: path)
+        defer { extractor.close() }
+        return extractor.entries.map(\.path)
+    }
+
+    static func contents(_ path: String) throws -> [UInt8] {
+        try RawFileSystem.contents(ofFile: Array(path.utf8))
+    }
+
+    // MARK: - Not replacing what exists (item 1)
+
+    @Test("create -o FILE over an existing FILE exits 1 naming it and saying --force; FILE is untouched")
+    func existingArchiveIsRefused() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-create-force")
+        defer { work.remove() }
+        try Self.tree(seed: 1).materialize(at: work.appending("src"))
+        try Data("precious".utf8).write(to: URL(fileURLWithPath: work.appending("a.cairn")))
+        let refused = try CreateCLI.run(["create", "-q", "-o", "a.cairn", "src"], in: work.path)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("a.cairn: already exists; use --force"), "\(refused.stderr)")
+        #expect(try Self.contents(work.appending("a.cairn")) == Array("precious".utf8))
+        #expect(!FileManager.default.fileExists(atPath: work.appending("a.cairn.partial")))
+        let forced = try CreateCLI.run(["create", "-q", "-f", "-o", "a.cairn", "src"], in: work.path)
+        #expect(forced.status == 0, "\(forced.stderr)")
+        #expect(try CreateCLI.run(["verify", "a.cairn"], in: work.path).status == 0)
+    }
+
+    @Test("create over an existing FILE.partial exits 1 saying --resume or --force and leaves it; --force starts over")
+    func existingPartialIsRefused() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-create-partial")
+        defer { work.remove() }
+        try Self.tree(seed: 2).materialize(at: work.appending("src"))
+        try Data("interrupted".utf8).write(to: URL(fileURLWithPath: work.appending("a.cairn.partial")))
+        let refused = try CreateCLI.run(["create", "-q", "-o", "a.cairn", "src"], in: work.path)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("a.cairn.partial: an interrupted archive is here; use --resume"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("--force"), "\(refused.stderr)")
+        #expect(try Self.contents(work.appending("a.cairn.partial")) == Array("interrupted".utf8))
+        let forced = try CreateCLI.run(["create", "-q", "--force", "-o", "a.cairn", "src"], in: work.path)
+        #expect(forced.status == 0, "\(forced.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: work.appending("a.cairn.partial")))
+        #expect(try CreateCLI.run(["verify", "a.cairn"], in: work.path).status == 0)
+    }
+
+    @Test("FileSink does not overwrite by default: an existing path is refused, and one appearing while writing is not clobbered")
+    func fileSinkDoesNotOverwrite() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-sink-noreplace")
+        defer { work.remove() }
+        let path = work.appending("a.cairn")
+        try Data("old".utf8).write(to: URL(fileURLWithPath: path))
+        #expect(throws: CairnError.self) { _ = try FileSink(path: path) }
+        #expect(try Self.contents(path) == Array("old".utf8))
+        unlink(path)
+
+        // A file that appears while the archive is written survives; the archive stays .partial.
+        let archiver = try Archiver(writingTo: path)
+        try await archiver.append(contentsOf: Self.single(Array("x".utf8)), pathInArchive: "x")
+        try Data("appeared".utf8).write(to: URL(fileURLWithPath: path))
+        let error = await #expect(throws: CairnError.self) { _ = try await archiver.finish() }
+        #expect(error?.code == .alreadyExists)
+        #expect(error?.path == path)
+        #expect(try Self.contents(path) == Array("appeared".utf8))
+        #expect(FileManager.default.fileExists(atPath: path + ".partial"))
+
+        // With overwrite, the old file is replaced, but only at the final rename.
+        unlink(path + ".partial")
+        let sink = try FileSink(path: path, overwrite: true)
+        let replacing = try Archiver(sink: sink)
+        try await replacing.append(contentsOf: Self.single(Array("y".utf8)), pathInArchive: "y")
+        sink.beforeRename = {
+            #expect((try? Self.contents(path)) == Array("appeared".utf8), "the old file is still there before the rename")
+        }
+        _ = try await replacing.finish()
+        #expect(try Self.paths(inArchive: path) == ["y"])
+    }
+
+    static func single(_ bytes: [UInt8]) -> AsyncStream<[UInt8]> {
+        AsyncStream { continuation in
+            continuation.yield(bytes)
+            continuation.finish()
+        }
+    }
+
+    // MARK: - The lock is held across the rename (item 2)
+
+    @Test("the lock on FILE.partial is held until after the rename: a second writer during finish is refused as busy")
+    func lockHeldAcrossRename() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-sink-lock")
+        defer { work.remove() }
+        let path = work.appending("a.cairn")
+        let sink = try FileSink(path: path)
+        let archiver = try Archiver(sink: sink)
+        try await archiver.append(contentsOf: Self.single(Array(repeating: 7, count: 100_000)), pathInArchive: "seven")
+        let second = Mutex<CairnError?>(nil)
+        sink.beforeRename = {
+            // What a second `create -f` of the same archive does at this moment.
+            do throws(CairnError) {
+                _ = try FileSink(path: path, overwrite: true)
+            } catch {
+                second.withLock { $0 = error }
+            }
+        }
+        _ = try await archiver.finish()
+        #expect(second.withLock { $0 }?.code == .busy)
+        let report = try await Extractor.verifyArchive(atPath: path)
+        #expect(report.contentBytes == 100_000)
+    }
+
+    // MARK: - Messages in words (item 8)
+
+    @Test("a socket is reported in words, and the summary says '1 entry', not '1 entries'")
+    func messagesUseWords() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-create-words")
+        defer { work.remove() }
+        try FileManager.default.createDirectory(atPath: work.appending("one"), withIntermediateDirectories: true)
+        try Data("x".utf8).write(to: URL(fileURLWithPath: work.appending("one/x")))
+        let single = try CreateCLI.run(["create", "-o", "one.cairn", "one/x"], in: work.path)
+        #expect(single.status == 0, "\(single.stderr)")
+        #expect(single.stdout.contains("created one.cairn: 1 entry, "), "\(single.stdout)")
+        let two = try CreateCLI.run(["create", "-o", "two.cairn", "one"], in: work.path)
+        #expect(two.stdout.contains("created two.cairn: 2 entries, "), "\(two.stdout)")
+
+        try SourceFaultTests.makeSocket(at: work.appending("one/socket"))
+        let socket = try CreateCLI.run(["create", "-q", "-o", "three.cairn", "one"], in: work.path)
+        #expect(socket.status == 3)
+        #expect(socket.stderr.contains("one/socket: sockets are not archived; skipped"), "\(socket.stderr)")
+        #expect(!socket.stderr.contains("socket files"), "\(socket.stderr)")
+        #expect(FileStatus.Kind.blockDevice.description == "block device")
+        #expect(FileStatus.Kind.characterDevice.description == "character device")
+        #expect(FileStatus.Kind.fifo.pluralDescription == "FIFOs")
+    }
+}
+
+/// Runs the `cairn` built next to this test bundle.
+enum CreateCLI {
+    static func run(
+        _ arguments: [String], in directory: String? = nil, standardInput: String? = nil, timeout: Double = 60
+    ) throws -> ChildProcess.Result {
+        try ChildProcess.run(
+            ChildProcess.cairnExecutable(besideBundle: Bundle.module.bundleURL), arguments, in: directory,
+            standardInput: standardInput, timeout: timeout)
+    }
+}
