@@ -132,6 +132,34 @@ struct CreateSafetyTests {
         #expect(report.contentBytes == 100_000)
     }
 
+    // MARK: - Honest progress (item 6)
+
+    @Test("Archiver.progress is indeterminate without an estimate, and a too-small estimate grows with the content")
+    func progressIsHonest() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-progress")
+        defer { work.remove() }
+        try Self.tree(seed: 6).materialize(at: work.appending("src"))
+        let content = Int64(Self.tree(seed: 6).fileBytes)
+
+        let unknown = try Archiver(writingTo: work.appending("a.cairn"))
+        #expect(unknown.progress.totalUnitCount == -1)
+        #expect(unknown.progress.isIndeterminate)
+        try await unknown.appendItem(at: work.url(appending: "src"))
+        #expect(unknown.progress.totalUnitCount == -1, "no estimate: the total stays unknown")
+        #expect(unknown.progress.completedUnitCount == content)
+        _ = try await unknown.finish()
+        #expect(unknown.progress.totalUnitCount == content)
+
+        var configuration = Archiver.Configuration()
+        configuration.sizeEstimate = 1000
+        let small = try Archiver(writingTo: work.appending("b.cairn"), configuration: configuration)
+        #expect(small.progress.totalUnitCount == 1000)
+        try await small.appendItem(at: work.url(appending: "src"))
+        #expect(small.progress.completedUnitCount == content, "completed counts every byte read, not at most the estimate")
+        #expect(small.progress.totalUnitCount == content, "the total grows with the content")
+        _ = try await small.finish()
+    }
+
     // MARK: - Messages in words (item 8)
 
     @Test("a socket is reported in words, and the summary says '1 entry', not '1 entries'")

@@ -37,8 +37,9 @@ public final class Archiver {
     private var producerState = ItemProducer.State()
     private var state: State = .open
 
-    /// Export progress: `totalUnitCount` is the size estimate (or the bytes seen so far when there
-    /// is none), `completedUnitCount` the content bytes read.
+    /// Export progress: `completedUnitCount` is the content bytes read; `totalUnitCount` is the
+    /// size estimate, or -1 (indeterminate) without one. A total smaller than the content grows
+    /// with it rather than sticking at 100%; after ``finish()`` both are the content bytes.
     public let progress: Progress
 
     private enum State { case open, failed, finished }
@@ -66,7 +67,7 @@ public final class Archiver {
         self.writer = try ArchiveWriter(header: configuration.header)
         self.budget = ByteBudget(policy: configuration.backpressure)
         self.pool = BufferPool(capacity: max(2, configuration.backpressure.high.bytes / max(1, configuration.batchBytes)))
-        let total = configuration.sizeEstimate.map { Int64(clamping: $0) } ?? 0
+        let total = configuration.sizeEstimate.map { Int64(clamping: $0) } ?? -1
         self.progress = Progress(totalUnitCount: total)
         if let file = sink as? FileSink, let identity = file.fileIdentity {
             producerState.excluded.insert(.init(device: identity.device, inode: identity.inode))
@@ -339,19 +340,13 @@ public final class Archiver {
         let pool = pool
         let configuration = configuration
         let progress = progress
-        let estimate = configuration.sizeEstimate
         // Detached: the caller may be the main actor; reading and hashing must not run there.
         let producer = Task.detached { () async throws -> ItemProducer.State in
             defer { continuation.finish() }
             var item = ItemProducer(
                 state: initial, chunking: configuration.chunking, batchBytes: configuration.batchBytes, budget: budget,
                 pool: pool, claims: claims, compression: configuration.effectiveCompression, output: continuation,
-                onProgress: { bytes in
-                    if estimate == nil, progress.totalUnitCount < Int64(clamping: bytes) {
-                        progress.totalUnitCount = Int64(clamping: bytes)
-                    }
-                    progress.completedUnitCount = min(Int64(clamping: bytes), max(progress.totalUnitCount, 0))
-                })
+                onProgress: { bytes in Archiver.report(bytes, to: progress) })
             try await produce(&item)
             try await item.finish()
             return item.state
@@ -383,6 +378,15 @@ public final class Archiver {
             await abandon()
             throw Archiver.wrap(error)
         }
+    }
+
+    /// Publishes `bytes` of content read: an indeterminate total (-1) stays so; a known total
+    /// (the estimate, or the CLI's quick scan) that the content outgrows grows with it.
+    static func report(_ bytes: UInt64, to progress: Progress) {
+        let done = Int64(clamping: bytes)
+        let total = progress.totalUnitCount
+        if total >= 0, total < done { progress.totalUnitCount = done }
+        progress.completedUnitCount = done
     }
 
     /// Applies a processed batch's events to the writer, in order.
