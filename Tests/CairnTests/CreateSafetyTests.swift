@@ -132,6 +132,82 @@ struct CreateSafetyTests {
         #expect(report.contentBytes == 100_000)
     }
 
+    // MARK: - A read error leaves the file out (item 4)
+
+    /// Archives `tree` (materialised at `<work>/<name>`) into a file; reads of sources whose path
+    /// ends with `failing` fail with EIO after `failAt` bytes.
+    static func archive(
+        _ tree: TreeBuilder, in work: TemporaryDirectory, name: String, failing: String? = nil, failAt: UInt64 = 0,
+        configure: (inout Archiver.Configuration) -> Void = { _ in }
+    ) async throws -> (bytes: [UInt8], properties: ExportProperties) {
+        try tree.materialize(at: work.appending(name))
+        var configuration = Archiver.Configuration()
+        configuration.chunking = .contentDefined(minimum: 2048, average: 8192, maximum: 32768)
+        if let failing {
+            let suffix = Array(failing.utf8)
+            configuration.readFailure = { path in path.count >= suffix.count && Array(path.suffix(suffix.count)) == suffix ? failAt : nil }
+        }
+        configure(&configuration)
+        let archive = work.appending(name + ".cairn")
+        let archiver = try Archiver(writingTo: archive, configuration: configuration)
+        try await archiver.appendItem(atPath: Array(work.appending(name).utf8), pathInArchive: Array("tree".utf8))
+        let properties = try await archiver.finish()
+        return (try Self.contents(archive), properties)
+    }
+
+    static func readErrorTree(bad: [UInt8]?, copy: [UInt8]) -> TreeBuilder {
+        var tree = TreeBuilder()
+        tree.file("a.txt", Array("first\n".utf8))
+        if let bad { tree.file("bad.bin", bad) }
+        tree.file("copy.bin", copy)
+        tree.file("z.txt", Array("last\n".utf8))
+        return tree
+    }
+
+    @Test(
+        "a file whose read fails (EIO) is left out, named in a warning; the archive is the one written without it",
+        arguments: [(10_000, 4096), (6 << 20, 5 << 20)])
+    func readErrorLeavesFileOut(length: Int, failAt: Int) async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-eio")
+        defer { work.remove() }
+        var generator = SeededGenerator(seed: UInt64(length))
+        let content = generator.bytes(length)
+        // copy.bin, after bad.bin, has the same content: its chunks must be stored again after
+        // bad.bin's are taken back (the dedup index forgets them).
+        let (bytes, properties) = try await Self.archive(
+            Self.readErrorTree(bad: content, copy: content), in: work, name: "src", failing: "/bad.bin",
+            failAt: UInt64(failAt))
+        #expect(properties.warnings.count == 1, "\(properties.warnings)")
+        let warning = try #require(properties.warnings.first)
+        #expect(warning.code == .io)
+        #expect(warning.path == work.appending("src/bad.bin"), "\(warning)")
+        #expect(warning.message == "read failed after \(failAt) bytes; left out of the archive", "\(warning)")
+        #expect(try Self.paths(inArchive: work.appending("src.cairn")) == ["tree", "tree/a.txt", "tree/copy.bin", "tree/z.txt"])
+        _ = try await Extractor.verifyArchive(atPath: work.appending("src.cairn"))
+
+        let (reference, _) = try await Self.archive(Self.readErrorTree(bad: nil, copy: content), in: work, name: "ref")
+        #expect(bytes.count == reference.count)
+        #expect(bytes == reference, "leaving the file out gives the archive written without it")
+    }
+
+    @Test("a read error after bytes reached a sink that cannot be cut back fails the archive, naming the file")
+    func readErrorOnUntruncatableSink() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-eio-pipe")
+        defer { work.remove() }
+        var generator = SeededGenerator(seed: 44)
+        try Self.readErrorTree(bad: generator.bytes(6 << 20), copy: []).materialize(at: work.appending("src"))
+        var configuration = Archiver.Configuration()
+        configuration.readFailure = { path in PathBytes.lastComponent(path) == Array("bad.bin".utf8) ? 5 << 20 : nil }
+        let sink = StallableSink(stalled: false)
+        let archiver = try Archiver(sink: sink, configuration: configuration)
+        let error = await #expect(throws: CairnError.self) {
+            try await archiver.appendItem(at: work.url(appending: "src"))
+        }
+        #expect(error?.code == .io)
+        #expect(error?.path == work.appending("src/bad.bin"), "\(String(describing: error))")
+        #expect(error?.message.contains("a short file is never stored") == true, "\(String(describing: error))")
+    }
+
     // MARK: - Honest progress (item 6)
 
     @Test("Archiver.progress is indeterminate without an estimate, and a too-small estimate grows with the content")

@@ -36,8 +36,12 @@ extension Archiver {
         public var staysOnOneFileSystem = false
         /// How many batches are hashed and compressed at once; nil for one per core.
         public var workerCount: Int?
-        /// Called once per item as its entry is written (for `-v`).
+        /// Called once per item as its entry is written (for `-v`), in archive order, on the
+        /// task that called the append method.
         public var onEntry: (@Sendable (ArchiveEntry) -> Void)?
+        /// Test hook: for a source path, the byte offset at which reading it fails with `EIO`
+        /// (nil: never), to exercise the read-error path.
+        package var readFailure: (@Sendable ([UInt8]) -> UInt64?)?
 
         public init() {}
 
@@ -48,6 +52,13 @@ extension Archiver {
                 String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
             }
             return "Linux \(machine)"
+        }
+
+        /// What the item producer takes from this configuration.
+        var producerOptions: ItemProducer.Options {
+            ItemProducer.Options(
+                exclusions: ExclusionPatterns(exclusions), staysOnOneFileSystem: staysOnOneFileSystem,
+                workerCount: workerCount, readFailure: readFailure)
         }
 
         /// The compression method actually used for chunks.

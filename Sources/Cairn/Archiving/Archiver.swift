@@ -25,9 +25,6 @@ public final class Archiver {
     private let configuration: Configuration
     private let sink: any ArchiveSink
     private var writer: ArchiveWriter
-    /// Set when resuming: where to go back to if the file open at the last commit cannot be
-    /// continued.
-    private var recovery: (state: ArchiveRecovery, sink: FileSink)?
     /// Compresses the rare chunk that reaches the writer without a stored form (see `apply`).
     private lazy var fallbackCompressor = ChunkCompressor(method: configuration.effectiveCompression)
     private let budget: ByteBudget
@@ -53,7 +50,8 @@ public final class Archiver {
 
     /// Creates an archiver that writes to any sink.
     ///
-    /// - Throws: `.invalidArgument` or `.limitExceeded` for a bad configuration.
+    /// - Throws: `.invalidArgument` (for example a `workerCount` below 1) or `.limitExceeded` for a
+    ///   bad configuration.
     public init(sink: any ArchiveSink, configuration: Configuration = Configuration()) throws(CairnError) {
         var configuration = configuration
         configuration.batchBytes = max(configuration.batchBytes, configuration.chunking.maximum * 2)
@@ -61,6 +59,9 @@ public final class Archiver {
             configuration.batchBytes = max(configuration.backpressure.high.bytes, configuration.chunking.maximum * 2)
         }
         try configuration.header.validate()
+        if let workers = configuration.workerCount, workers < 1 {
+            throw CairnError(.invalidArgument, "workerCount must be at least 1, not \(workers)")
+        }
         self.configuration = configuration
         self.sink = sink
         try configuration.backpressure.validate()
@@ -109,16 +110,15 @@ public final class Archiver {
         resumed.metadata = recovery.header.metadata
         let sink = try FileSink(resuming: path, at: recovery.last.end)
         try self.init(sink: sink, configuration: resumed)
-        try adoptRecovery(recovery, sink: sink)
+        try adoptRecovery(recovery)
         isResumed = true
     }
 
     /// Replaces the fresh writer with one continuing `recovery`'s last commit, and tells the
     /// producer what is already committed.
-    private func adoptRecovery(_ recovery: ArchiveRecovery, sink: FileSink) throws(CairnError) {
+    private func adoptRecovery(_ recovery: ArchiveRecovery) throws(CairnError) {
         let state = recovery.writerState(at: recovery.last)
         writer = try ArchiveWriter(recovering: state)
-        self.recovery = (recovery, sink)
         for row in state.manifest.chunks { _ = claims.claim(row.id, ordinal: 0) }
         var producer = ItemProducer.State()
         producer.nextChunkOrdinal = 1
@@ -139,16 +139,23 @@ public final class Archiver {
         progress.completedUnitCount = Int64(clamping: state.contentBytes)
     }
 
-    /// Resuming, when the file open at the last commit cannot be continued: go back to the last
-    /// commit before that file began. Nothing has been written after the last commit yet.
-    private func rewindToLastBoundary() throws(CairnError) {
-        guard let (recovery, sink) = recovery else { return }
-        self.recovery = nil
-        guard writer.pendingOutputCount == 0, writer.offset == recovery.last.end else {
-            throw CairnError(.notResumable, "internal error: output was produced before the resume point was settled")
+    /// Leaves the open file out: the writer goes back to the last commit before the file began
+    /// and, when bytes after that commit already reached the sink, the sink is cut back too
+    /// (``FileSink/truncate(to:)``). A sink that cannot be cut back (standard output) makes the
+    /// archive fail rather than store a short file.
+    ///
+    /// - Parameter source: the file's source path, for the error.
+    /// - Throws: `.io` naming `source` when the sink cannot be cut back.
+    private func discardOpenFile(source: String?) throws(CairnError) {
+        guard let cut = try writer.rewindToBoundary() else { return }
+        guard let file = sink as? FileSink else {
+            throw CairnError(
+                .io,
+                "read failed after part of it was written to an output that cannot be cut back; "
+                    + "a short file is never stored, so the archive was abandoned",
+                path: source)
         }
-        writer = try ArchiveWriter(recovering: recovery.writerState(at: recovery.lastBoundary))
-        try sink.truncate(to: recovery.lastBoundary.end)
+        try file.truncate(to: cut)
     }
 
     /// Whether this archiver continues an interrupted archive.
@@ -252,7 +259,7 @@ public final class Archiver {
         try await guarded {
             if self.producerState.openFileToContinue != nil {
                 self.producerState.openFileToContinue = nil
-                try self.rewindToLastBoundary()
+                try self.discardOpenFile(source: nil)
             }
             while try self.writer.finishStep() {
                 try await self.flush(force: false)
@@ -346,6 +353,7 @@ public final class Archiver {
             var item = ItemProducer(
                 state: initial, chunking: configuration.chunking, batchBytes: configuration.batchBytes, budget: budget,
                 pool: pool, claims: claims, compression: configuration.effectiveCompression, output: continuation,
+                options: configuration.producerOptions,
                 onProgress: { bytes in Archiver.report(bytes, to: progress) })
             try await produce(&item)
             try await item.finish()
@@ -396,6 +404,8 @@ public final class Archiver {
             switch event {
             case .entry(let entry):
                 try writer.beginEntry(entry)
+                // A file is reported once complete (a file left out is never reported).
+                if entry.kind != .file { configuration.onEntry?(entry) }
             case .chunk(let range):
                 let id = processed.ids[chunkIndex]
                 let processedForm = processed.stored[chunkIndex]
@@ -417,9 +427,11 @@ public final class Archiver {
                         id: id, rawLength: range.count, codec: stored.codec, record: raw, storedLength: stored.storedLength)
                 }
             case .endFile:
+                let index = writer.openEntryIndex
                 try writer.endFile()
-            case .discardOpenFile:
-                try rewindToLastBoundary()
+                if let onEntry = configuration.onEntry, let index { onEntry(writer.manifest.entries[index].entry) }
+            case .discardOpenFile(let source):
+                try discardOpenFile(source: source)
             }
         }
     }
