@@ -208,6 +208,206 @@ struct CreateSafetyTests {
         #expect(error?.message.contains("a short file is never stored") == true, "\(String(describing: error))")
     }
 
+    // MARK: - Resuming only what was started (item 3)
+
+    /// Leaves `<work>/a.cairn.partial`: `src` archived with lz4 and `sourcePaths` ["src"],
+    /// abandoned before the manifest.
+    static func interruptedArchive(in work: TemporaryDirectory) async throws -> [UInt8] {
+        try Self.tree(seed: 3).materialize(at: work.appending("src"))
+        var configuration = Archiver.Configuration()
+        configuration.sourcePaths = [Array("src".utf8)]
+        configuration.metadata["app"] = "notes"
+        let archiver = try Archiver(writingTo: work.appending("a.cairn"), configuration: configuration)
+        try await archiver.appendItem(atPath: Array(work.appending("src").utf8))
+        await archiver.abandon()
+        return try Self.contents(work.appending("a.cairn.partial"))
+    }
+
+    @Test("Archiver(resuming:expecting:) refuses other sources or explicitly given options, naming each, before touching the file")
+    func resumeRefusesDifferences() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-resume-differs")
+        defer { work.remove() }
+        let partial = try await Self.interruptedArchive(in: work)
+        var expected = Archiver.ResumeExpectation()
+        expected.sourcePaths = [Array("other".utf8)]
+        expected.compression = .zstd(level: 3)
+        expected.metadata = ["app": "mail"]
+        let error = #expect(throws: CairnError.self) {
+            _ = try Archiver(resuming: work.appending("a.cairn"), expecting: expected)
+        }
+        #expect(error?.code == .notResumable)
+        #expect(error?.path == work.appending("a.cairn.partial"))
+        let messages = error?.additionalErrors.map(\.message) ?? []
+        #expect(messages.contains("compression zstd:3 differs from the archive's lz4"), "\(messages)")
+        #expect(messages.contains("sources differ: the archive was made from src, not other"), "\(messages)")
+        #expect(messages.contains("metadata {app=mail} differs from the archive's {app=notes}"), "\(messages)")
+        #expect(messages.count == 3)
+        #expect(try Self.contents(work.appending("a.cairn.partial")) == partial, "a refused resume leaves the file as it was")
+
+        // The same sources and options (or none given) resume.
+        var same = Archiver.ResumeExpectation()
+        same.sourcePaths = [Array("src".utf8)]
+        same.compression = .lz4
+        same.metadata = ["app": "notes"]
+        let archiver = try Archiver(resuming: work.appending("a.cairn"), expecting: same)
+        try await archiver.appendItem(atPath: Array(work.appending("src").utf8))
+        _ = try await archiver.finish()
+        _ = try await Extractor.verifyArchive(atPath: work.appending("a.cairn"))
+    }
+
+    @Test("create --resume with another --compression or other PATHs exits 1 naming what differs; the same command resumes")
+    func resumeCommandRefusesDifferences() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-resume-cli-differs")
+        defer { work.remove() }
+        let partial = try await Self.interruptedArchive(in: work)
+        try FileManager.default.createDirectory(atPath: work.appending("other"), withIntermediateDirectories: true)
+        let codec = try CreateCLI.run(["create", "--resume", "--compression", "zstd:3", "-o", "a.cairn", "src"], in: work.path)
+        #expect(codec.status == 1)
+        #expect(codec.stderr.contains("compression zstd:3 differs from the archive's lz4"), "\(codec.stderr)")
+        #expect(codec.stderr.contains("--force"), "\(codec.stderr)")
+        let sources = try CreateCLI.run(["create", "--resume", "-o", "a.cairn", "src", "other"], in: work.path)
+        #expect(sources.status == 1)
+        #expect(sources.stderr.contains("sources differ: the archive was made from src, not src, other"), "\(sources.stderr)")
+        #expect(try Self.contents(work.appending("a.cairn.partial")) == partial)
+        let same = try CreateCLI.run(["create", "--resume", "--meta", "app=notes", "-o", "a.cairn", "src"], in: work.path)
+        #expect(same.status == 0, "\(same.stderr)")
+        #expect(same.stderr.contains("resuming"), "\(same.stderr)")
+        #expect(try CreateCLI.run(["verify", "a.cairn"], in: work.path).status == 0)
+        let reserved = try CreateCLI.run(["create", "--meta", "cairn.sources=x", "-o", "b.cairn", "src"], in: work.path)
+        #expect(reserved.status == 2, "\(reserved.stderr)")
+    }
+
+    @Test("create records its PATH operands as cairn.sources, escaped and joined by newlines")
+    func sourcesAreRecorded() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-sources")
+        defer { work.remove() }
+        try Self.tree(seed: 4).materialize(at: work.appending("src"))
+        let result = try CreateCLI.run(["create", "-q", "-o", "a.cairn", "src/a.txt", "src/docs/"], in: work.path)
+        #expect(result.status == 0, "\(result.stderr)")
+        let extractor = try Extractor(path: work.appending("a.cairn"))
+        defer { extractor.close() }
+        #expect(extractor.header.metadata["cairn.sources"] == "src/a.txt\nsrc/docs/")
+        #expect(Archiver.sourcesMetadataValue([[0x61, 0xFF]]) == "a\\xff")
+    }
+
+    // MARK: - The habits (item 7)
+
+    @Test("exclusion patterns match the path in archive or any trailing sub-path, with * not crossing '/'")
+    func exclusionMatching() {
+        let patterns = ExclusionPatterns(["*.log", "cache", "docs/*.md"])
+        #expect(patterns.excludes(Array("tree/logs/app.log".utf8)))
+        #expect(patterns.excludes(Array("app.log".utf8)))
+        #expect(patterns.excludes(Array("tree/logs/cache".utf8)))
+        #expect(patterns.excludes(Array("cache".utf8)))
+        #expect(patterns.excludes(Array("tree/docs/readme.md".utf8)))
+        #expect(!patterns.excludes(Array("tree/cached".utf8)))
+        #expect(!patterns.excludes(Array("tree/logs".utf8)))
+        #expect(!patterns.excludes(Array("tree/docs/sub/readme.md".utf8)), "* does not cross /")
+        #expect(!ExclusionPatterns([]).excludes(Array("x".utf8)))
+    }
+
+    @Test("Configuration.exclusions leaves matching items (and what is below them) out; onEntry sees each entry in order")
+    func exclusionsAndOnEntry() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-exclude")
+        defer { work.remove() }
+        let seen = Mutex<[String]>([])
+        let (_, properties) = try await Self.archive(Self.tree(seed: 7), in: work, name: "src") { configuration in
+            configuration.exclusions = ["*.log", "cache"]
+            configuration.onEntry = { entry in seen.withLock { $0.append(entry.path) } }
+        }
+        #expect(properties.warnings.isEmpty)
+        let listed = try Self.paths(inArchive: work.appending("src.cairn"))
+        #expect(listed == ["tree", "tree/a.txt", "tree/docs", "tree/docs/readme.md", "tree/logs"])
+        #expect(seen.withLock { $0 } == listed)
+    }
+
+    @Test("workerCount 1 gives the same bytes as the default, and 0 is refused")
+    func workerCountIsDeterministic() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-workers")
+        defer { work.remove() }
+        var generator = SeededGenerator(seed: 8)
+        var tree = TreeBuilder()
+        for index in 0..<6 { tree.file("f\(index).bin", generator.bytes(700_000)) }
+        let (all, _) = try await Self.archive(tree, in: work, name: "a")
+        let (one, _) = try await Self.archive(tree, in: work, name: "b") { $0.workerCount = 1 }
+        #expect(all == one)
+        var bad = Archiver.Configuration()
+        bad.workerCount = 0
+        #expect(throws: CairnError.self) { _ = try Archiver(sink: StallableSink(stalled: false), configuration: bad) }
+    }
+
+    static var devHasOtherFileSystems: Bool {
+        guard let dev = try? FileStatus.of(Array("/dev".utf8)), let shm = try? FileStatus.of(Array("/dev/shm".utf8)) else {
+            return false
+        }
+        return shm.kind == .directory && dev.device != shm.device
+    }
+
+    @Test(
+        "staysOnOneFileSystem keeps a mount point's directory entry but nothing below it",
+        .enabled(if: devHasOtherFileSystems, "needs /dev/shm mounted on another file system than /dev"))
+    func oneFileSystem() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-onefs")
+        defer { work.remove() }
+        // Put a file on /dev/shm so there is something below the mount point to leave out.
+        let marker = "/dev/shm/cairn-onefs-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try Data("below a mount point".utf8).write(to: URL(fileURLWithPath: marker))
+        defer { unlink(marker) }
+        let markerInArchive = "dev/shm/" + PathBytes.lastComponent(Array(marker.utf8)).map { String(UnicodeScalar($0)) }.joined()
+        for stays in [false, true] {
+            var configuration = Archiver.Configuration()
+            configuration.staysOnOneFileSystem = stays
+            let path = work.appending("dev-\(stays).cairn")
+            let archiver = try Archiver(writingTo: path, configuration: configuration)
+            try await archiver.appendItem(at: URL(fileURLWithPath: "/dev"))
+            _ = try await archiver.finish()
+            let listed = try Self.paths(inArchive: path)
+            #expect(listed.contains("dev/shm"), "the mount point's own entry is kept")
+            #expect(listed.contains(markerInArchive) == !stays, "\(stays): \(listed.filter { $0.hasPrefix("dev/shm") })")
+        }
+    }
+
+    @Test("create --exclude, --exclude-from, --files-from (file, stdin, --null), -v and -T")
+    func habitsOnTheCommandLine() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-habits")
+        defer { work.remove() }
+        try Self.tree(seed: 9).materialize(at: work.appending("src"))
+        let excluded = try CreateCLI.run(
+            ["create", "-q", "-v", "--exclude", "*.log", "--exclude", "cache", "-o", "a.cairn", "src"], in: work.path)
+        #expect(excluded.status == 0, "\(excluded.stderr)")
+        let expected = ["src", "src/a.txt", "src/docs", "src/docs/readme.md", "src/logs"]
+        #expect(try Self.paths(inArchive: work.appending("a.cairn")) == expected)
+        #expect(excluded.stderr.split(separator: "\n").map(String.init) == expected, "-v: one line per entry")
+
+        try Data("*.log\n\ncache\n".utf8).write(to: URL(fileURLWithPath: work.appending("patterns")))
+        let fromFile = try CreateCLI.run(["create", "-q", "--exclude-from", "patterns", "-o", "b.cairn", "src"], in: work.path)
+        #expect(fromFile.status == 0, "\(fromFile.stderr)")
+        #expect(try Self.contents(work.appending("b.cairn")) == Self.contents(work.appending("a.cairn")))
+
+        try Data("src/a.txt\nsrc/docs\n".utf8).write(to: URL(fileURLWithPath: work.appending("names")))
+        let names = try CreateCLI.run(["create", "-q", "--files-from", "names", "-o", "c.cairn"], in: work.path)
+        #expect(names.status == 0, "\(names.stderr)")
+        let listed = ["a.txt", "docs", "docs/old.log", "docs/readme.md"]
+        #expect(try Self.paths(inArchive: work.appending("c.cairn")) == listed)
+        try Data("src/a.txt\0src/docs\0".utf8).write(to: URL(fileURLWithPath: work.appending("names0")))
+        let stdin = try CreateCLI.run(
+            ["create", "-q", "--files-from", "-", "--null", "-o", "d.cairn"], in: work.path,
+            standardInput: work.appending("names0"))
+        #expect(stdin.status == 0, "\(stdin.stderr)")
+        #expect(try Self.paths(inArchive: work.appending("d.cairn")) == listed)
+
+        let one = try CreateCLI.run(["create", "-q", "-T", "1", "-o", "e.cairn", "src"], in: work.path)
+        let all = try CreateCLI.run(["create", "-q", "-o", "f.cairn", "src"], in: work.path)
+        #expect(one.status == 0 && all.status == 0, "\(one.stderr) \(all.stderr)")
+        #expect(try Self.contents(work.appending("e.cairn")) == Self.contents(work.appending("f.cairn")))
+        #expect(try CreateCLI.run(["create", "-T", "0", "-o", "g.cairn", "src"], in: work.path).status == 2)
+        #expect(try CreateCLI.run(["create", "--null", "-o", "g.cairn", "src"], in: work.path).status == 2)
+        let help = try CreateCLI.run(["create", "--help"])
+        for option in ["--exclude PATTERN", "--exclude-from FILE", "--files-from FILE", "--null", "--one-file-system", "-v, --verbose", "-T, --threads N", "-f, --force", "--progress"] {
+            #expect(help.stdout.contains(option), "--help mentions \(option)")
+        }
+    }
+
     // MARK: - Honest progress (item 6)
 
     @Test("Archiver.progress is indeterminate without an estimate, and a too-small estimate grows with the content")

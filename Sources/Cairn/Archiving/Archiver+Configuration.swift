@@ -18,8 +18,13 @@ extension Archiver {
         public var appIdentifier = ""
         /// The platform, by default `"Linux <machine>"`.
         public var sourcePlatform = Configuration.currentPlatform
-        /// Free key/value pairs stored in the header.
+        /// Free key/value pairs stored in the header. Keys starting with `cairn.` are reserved
+        /// (``Archiver/reservedMetadataPrefix``).
         public var metadata: [String: String] = [:]
+        /// The source operands (raw file-system paths, in the order they are appended), recorded
+        /// in the header as `cairn.sources` so that a resume can check it is given the same
+        /// (``Archiver/ResumeExpectation``). Nil records nothing.
+        public var sourcePaths: [[UInt8]]?
         /// How many bytes may be in flight (read, not yet written); default
         /// ``BackpressurePolicy/default``.
         public var backpressure: BackpressurePolicy = .default
@@ -65,10 +70,12 @@ extension Archiver {
         var effectiveCompression: CompressionMethod { isCompressible ? compression : .none }
 
         var header: ArchiveHeader {
-            ArchiveHeader(
+            var pairs = metadata
+            if let sourcePaths { pairs[Archiver.sourcesMetadataKey] = Archiver.sourcesMetadataValue(sourcePaths) }
+            return ArchiveHeader(
                 chunking: chunking, compression: effectiveCompression, isCompressible: isCompressible,
                 sizeEstimate: sizeEstimate, resourcesVersion: resourcesVersion, sourcePlatform: sourcePlatform,
-                appIdentifier: appIdentifier, metadata: metadata)
+                appIdentifier: appIdentifier, metadata: pairs)
         }
     }
 }

@@ -83,12 +83,23 @@ public final class Archiver {
     /// size and mtime without reading it; a file cut in the middle continues after its last
     /// committed chunk when its size and mtime are unchanged (otherwise it is archived again from
     /// its start). The finished archive is the one an uninterrupted run would have written.
-    /// The archive keeps its own header (chunking, codec, metadata); `configuration` only
-    /// supplies the backpressure and batch settings.
+    /// The archive keeps its own header (chunking, codec, metadata); `configuration` supplies
+    /// the backpressure, batch, exclusion, worker and callback settings. What the caller says the
+    /// interrupted run used (`expected`) is checked first, before the file is touched: resuming
+    /// with other sources or options would produce a mix that verifies.
     ///
+    /// - Parameters:
+    ///   - path: the archive's final path; `<path>.partial` is continued.
+    ///   - configuration: settings that do not shape the header.
+    ///   - expected: the sources and the options given explicitly, compared with the archive's.
+    ///   - overwrite: whether ``finish()`` may replace an existing file at `path`.
     /// - Throws: `.notFound` when there is no `<path>.partial`; `.notResumable` when it has no
-    ///   valid commit; `.io`.
-    public convenience init(resuming path: String, configuration: Configuration = Configuration()) throws(CairnError) {
+    ///   valid commit, or when something in `expected` differs (the message names each
+    ///   difference, which are also in ``CairnError/additionalErrors``); `.busy`; `.io`.
+    public convenience init(
+        resuming path: String, configuration: Configuration = Configuration(),
+        expecting expected: ResumeExpectation = ResumeExpectation(), overwrite: Bool = false
+    ) throws(CairnError) {
         let partial = path + ".partial"
         let input = try FileDescriptor.open(partial, flags: O_RDONLY)
         let recovery: ArchiveRecovery
@@ -99,6 +110,13 @@ public final class Archiver {
             throw (error as? CairnError) ?? CairnError(.io, "cannot read the archive", path: partial)
         }
         _ = try? input.close()
+        let differences = expected.differences(from: recovery.header)
+        if !differences.isEmpty {
+            var error = CairnError(
+                .notResumable, "cannot resume: " + differences.joined(separator: "; "), path: partial)
+            error.additionalErrors = differences.map { CairnError(.notResumable, $0, path: partial) }
+            throw error
+        }
         var resumed = configuration
         resumed.chunking = recovery.header.chunking
         resumed.compression = recovery.header.compression
@@ -108,7 +126,8 @@ public final class Archiver {
         resumed.sourcePlatform = recovery.header.sourcePlatform
         resumed.appIdentifier = recovery.header.appIdentifier
         resumed.metadata = recovery.header.metadata
-        let sink = try FileSink(resuming: path, at: recovery.last.end)
+        resumed.sourcePaths = nil
+        let sink = try FileSink(resuming: path, at: recovery.last.end, overwrite: overwrite)
         try self.init(sink: sink, configuration: resumed)
         try adoptRecovery(recovery)
         isResumed = true
