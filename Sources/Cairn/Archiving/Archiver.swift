@@ -181,7 +181,11 @@ public final class Archiver {
     public private(set) var isResumed = false
 
     /// Creates an archiver writing to a file through ``FileSink``: the archive appears at `path`
-    /// only when ``finish()`` succeeds.
+    /// only when ``finish()`` succeeds, and never replaces an existing file (pass
+    /// `FileSink(path:overwrite: true)` to ``init(sink:configuration:)`` for that).
+    ///
+    /// - Throws: `.alreadyExists` when `path` exists; `.busy` when another process is writing
+    ///   `<path>.partial`; `.io`; as ``init(sink:configuration:)`` for a bad configuration.
     public convenience init(writingTo path: String, configuration: Configuration = Configuration()) throws(CairnError) {
         try self.init(sink: FileSink(path: path), configuration: configuration)
     }
@@ -433,9 +437,10 @@ public final class Archiver {
                     try writer.appendChunk(id: id, rawLength: range.count, codec: .none, stored: nil)
                     continue
                 }
-                // No stored form only after a resume went back to an earlier commit: a chunk the
-                // dedup claims thought stored is not stored any more. Framing it here gives the
-                // same bytes a processing task would have produced.
+                // No stored form only after the writer went back to an earlier commit (a file
+                // left out after a read error, or a resume that could not continue its open
+                // file): a chunk the dedup claims thought stored is not stored any more. Framing
+                // it here gives the same bytes a processing task would have produced.
                 let stored =
                     processedForm
                     ?? batch.buffer.withUnsafeBytes { raw in
