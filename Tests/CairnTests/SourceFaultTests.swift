@@ -159,7 +159,8 @@ struct SourceFaultTests {
         }
         stop.store(true, ordering: .relaxed)
         done.wait()
-        #expect(appended.load(ordering: .relaxed) < 256 << 20, "the archive finished while the file was still growing")
+        // (The cap only bounds the disk used on a slow, loaded machine; the sizes below are what
+        // shows that reading stopped at the size at open.)
 
         #expect(properties.warnings.count == 1, "\(properties.warnings)")
         let warning = try #require(properties.warnings.first)
