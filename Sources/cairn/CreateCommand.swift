@@ -9,6 +9,7 @@ enum CreateCommand {
 
         Archives each PATH (file, directory recursively, or symlink) under its last path
         component, as tar does: 'cairn create -o a.cairn some/dir' stores dir/...
+        The same sources and options always give the same bytes.
 
         options:
           -o, --output ARCHIVE      the archive to write, or - for standard output
@@ -18,24 +19,50 @@ enum CreateCommand {
           --resources-version V     the payload's own version string
           --app-id ID               identifier of the app that made the archive
           --size-estimate BYTES     estimate of the content size (for progress)
-          --meta KEY=VALUE          free metadata, repeatable
+          --meta KEY=VALUE          free metadata, repeatable (keys starting 'cairn.' are reserved)
+          --exclude PATTERN         leave out items whose path in archive, or any trailing part of
+                                    it, matches the glob ('*.log', 'cache'); repeatable
+          --exclude-from FILE       read --exclude patterns from FILE, one per line
+          --files-from FILE         read the PATHs from FILE (- for standard input), one per line
+          --null                    with --files-from: names are separated by NUL bytes
+          --one-file-system         do not descend into directories on another file system
+                                    (their entries are kept)
+          -T, --threads N           hash and compress on N threads (default: all cores); the
+                                    archive is the same whatever N
+          -v, --verbose             print each entry's path in archive on standard error
+          -f, --force               replace an existing ARCHIVE (only once the new one is
+                                    complete) and start over an existing ARCHIVE.partial
           --resume                  continue ARCHIVE.partial left by an interrupted run: items
                                     already committed are not read again; a file cut in the
                                     middle continues after its last committed chunk
           --json                    print the export properties as JSON
           -q, --quiet               print nothing on success
+          --progress, --no-progress show or hide the progress bar (default: on a terminal)
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(
-            raw, valued: ["-o", "--output", "--compression", "--chunking", "--resources-version", "--app-id", "--size-estimate", "--meta"],
-            flags: ["--not-compressible", "--json", "-q", "--quiet", "--progress", "--no-progress", "--resume"])
+            raw,
+            valued: [
+                "-o", "--output", "--compression", "--chunking", "--resources-version", "--app-id", "--size-estimate", "--meta",
+                "--exclude", "--exclude-from", "--files-from", "-T", "--threads",
+            ],
+            flags: [
+                "--not-compressible", "--json", "-q", "--quiet", "--progress", "--no-progress", "--resume", "-f", "--force",
+                "--null", "--one-file-system", "-v", "--verbose",
+            ])
         guard let output = args.value("-o", "--output") else { throw UsageError("missing -o ARCHIVE") }
         guard !output.isEmpty else { throw UsageError("-o needs a file name") }
-        guard !args.operands.isEmpty else { throw UsageError("no PATH to archive") }
+        var operands = args.operands
+        if let list = args.rawValue("--files-from") {
+            operands += try Self.names(in: list, separator: args.flag("--null") ? 0 : 0x0A, what: "--files-from")
+        } else if args.flag("--null") {
+            throw UsageError("--null needs --files-from")
+        }
+        guard !operands.isEmpty else { throw UsageError("no PATH to archive") }
         // Catch before any work what would only fail at the end.
         var topLevel: Set<[UInt8]> = []
-        for path in args.operands {
+        for path in operands {
             let last = PathBytes.lastComponent(path)
             if last.isEmpty || last == Array(".".utf8) || last == Array("..".utf8) { continue }
             guard topLevel.insert(last).inserted else {
@@ -46,6 +73,7 @@ enum CreateCommand {
             throw CairnError(.alreadyExists, "is a directory; -o names the archive file", path: output)
         }
         var configuration = Archiver.Configuration()
+        configuration.sourcePaths = operands
         if let name = args.value("--compression") {
             guard let method = CompressionMethod(name: name) else { throw UsageError("unknown compression '\(name)'") }
             configuration.compression = method
@@ -68,10 +96,28 @@ enum CreateCommand {
         }
         for pair in args.allValues("--meta") {
             guard let eq = pair.firstIndex(of: "=") else { throw UsageError("--meta takes KEY=VALUE") }
-            configuration.metadata[String(pair[..<eq])] = String(pair[pair.index(after: eq)...])
+            let key = String(pair[..<eq])
+            guard !key.hasPrefix(Archiver.reservedMetadataPrefix) else {
+                throw UsageError("--meta keys starting '\(Archiver.reservedMetadataPrefix)' are reserved")
+            }
+            configuration.metadata[key] = String(pair[pair.index(after: eq)...])
+        }
+        configuration.exclusions = args.allValues("--exclude")
+        if let list = args.rawValue("--exclude-from") {
+            configuration.exclusions += try Self.names(in: list, separator: 0x0A, what: "--exclude-from").map {
+                String(decoding: $0, as: UTF8.self)
+            }
+        }
+        configuration.staysOnOneFileSystem = args.flag("--one-file-system")
+        if let threads = args.value("-T", "--threads") {
+            guard let count = Int(threads), count >= 1 else { throw UsageError("-T takes a number of threads, at least 1") }
+            configuration.workerCount = count
+        }
+        if args.flag("-v", "--verbose") {
+            configuration.onEntry = { entry in Output.err(entry.path) }
         }
         // Every input must exist before the archive file is created.
-        for path in args.operands {
+        for path in operands {
             var st = stat()
             let missing = path.withNullTerminated { lstat($0, &st) } != 0
             if missing {
@@ -79,6 +125,7 @@ enum CreateCommand {
             }
         }
         let toStandardOutput = output == "-"
+        let force = args.flag("-f", "--force")
         let archiver: Archiver
         let sink: (any ArchiveSink)?
         if args.flag("--resume") {
@@ -86,15 +133,19 @@ enum CreateCommand {
             var resumed: Archiver?
             if FileManager.default.fileExists(atPath: output + ".partial") {
                 do {
-                    resumed = try Archiver(resuming: output, configuration: configuration)
+                    resumed = try Archiver(
+                        resuming: output, configuration: configuration,
+                        expecting: Self.expectation(args, configuration: configuration, sources: operands), overwrite: force)
                     if !args.flag("-q", "--quiet") { Output.err("cairn: resuming \(output).partial") }
-                    let ignored = ["--compression", "--chunking", "--not-compressible", "--resources-version", "--app-id",
-                        "--size-estimate", "--meta"].filter { args.value($0) != nil || args.flag($0) }
-                    if !ignored.isEmpty {
-                        Output.err("cairn: \(ignored.joined(separator: ", ")) ignored: a resumed archive keeps its own header")
-                    }
                 } catch {
-                    guard error.code == .notResumable else { throw error }
+                    // Different sources or options: refuse, never mix two runs in one archive.
+                    guard error.code == .notResumable, error.additionalErrors.isEmpty else {
+                        if error.code == .notResumable {
+                            Output.err(
+                                "cairn: give the interrupted run's sources and options to --resume, or start over with --force (without --resume)")
+                        }
+                        throw error
+                    }
                     Output.err("cairn: \(output).partial has nothing committed (\(error.message)); starting over")
                 }
             }
@@ -102,19 +153,20 @@ enum CreateCommand {
                 archiver = resumed
                 sink = nil
             } else if FileManager.default.fileExists(atPath: output + ".partial") {
-                let fileSink = try FileSink(path: output)
+                let fileSink = try Self.makeFileSink(output, force: force, startingOver: true)
                 archiver = try Archiver(sink: fileSink, configuration: configuration)
                 sink = fileSink
             } else if FileManager.default.fileExists(atPath: output) {
                 if !args.flag("-q", "--quiet") { Output.out("\(output) is already complete; nothing to resume") }
                 return .success
             } else {
-                let fileSink = try FileSink(path: output)
+                let fileSink = try Self.makeFileSink(output, force: force, startingOver: force)
                 archiver = try Archiver(sink: fileSink, configuration: configuration)
                 sink = fileSink
             }
         } else {
-            let fresh: any ArchiveSink = toStandardOutput ? StandardOutputSink() : try FileSink(path: output)
+            let fresh: any ArchiveSink =
+                toStandardOutput ? StandardOutputSink() : try Self.makeFileSink(output, force: force, startingOver: force)
             archiver = try Archiver(sink: fresh, configuration: configuration)
             sink = fresh
         }
@@ -123,13 +175,14 @@ enum CreateCommand {
         let showProgress = ProgressBar.shouldShow(args)
         if showProgress, configuration.sizeEstimate == nil, !args.flag("--resume") {
             // A quick scan (lstat only) gives the bar a real total; the archive is unaffected.
-            archiver.progress.totalUnitCount = Int64(clamping: Self.scanSize(args.operands))
+            archiver.progress.totalUnitCount = Int64(
+                clamping: Self.scanSize(operands, excluding: ExclusionPatterns(configuration.exclusions)))
         }
         let bar = showProgress ? ProgressBar(progress: archiver.progress, label: "create") : nil
         bar?.start()
         let properties: ExportProperties
         do {
-            for path in args.operands {
+            for path in operands {
                 try await archiver.appendItem(atPath: path)
             }
             properties = try await archiver.finish()
@@ -157,6 +210,77 @@ enum CreateCommand {
         return properties.warnings.isEmpty ? .success : .warnings
     }
 
+    /// The sink for `-o output`: an existing `output` is replaced (at the final rename) only with
+    /// `force`, an existing `output.partial` is started over only with `startingOver`; each
+    /// refusal says which option to use.
+    static func makeFileSink(_ output: String, force: Bool, startingOver: Bool) throws(CairnError) -> FileSink {
+        do throws(CairnError) {
+            return try FileSink(path: output, overwrite: force, replacingPartial: startingOver)
+        } catch {
+            guard error.code == .alreadyExists else { throw error }
+            if error.path == output + ".partial" {
+                throw CairnError(
+                    .alreadyExists, "an interrupted archive is here; use --resume to continue it or --force to start over",
+                    path: error.path)
+            }
+            throw CairnError(.alreadyExists, "already exists; use --force to replace it", path: output)
+        }
+    }
+
+    /// What `--resume` checks against the interrupted archive: the sources, and each header
+    /// option given on this command line (the ones not given are taken from the archive).
+    static func expectation(_ args: Arguments, configuration: Archiver.Configuration, sources: [[UInt8]])
+        -> Archiver.ResumeExpectation
+    {
+        var expected = Archiver.ResumeExpectation()
+        expected.sourcePaths = sources
+        if args.value("--compression") != nil { expected.compression = configuration.compression }
+        if args.value("--chunking") != nil { expected.chunking = configuration.chunking }
+        if args.flag("--not-compressible") { expected.isCompressible = false }
+        if args.value("--size-estimate") != nil { expected.sizeEstimate = configuration.sizeEstimate }
+        if args.value("--resources-version") != nil { expected.resourcesVersion = configuration.resourcesVersion }
+        if args.value("--app-id") != nil { expected.appIdentifier = configuration.appIdentifier }
+        if !args.allValues("--meta").isEmpty { expected.metadata = configuration.metadata }
+        return expected
+    }
+
+    /// The most bytes a `--files-from` or `--exclude-from` list may have.
+    static let maximumListBytes = 64 << 20
+
+    /// The non-empty names in the list file `path` (`-` for standard input), split at
+    /// `separator` (newline, or NUL for `--null`), as raw bytes; a trailing `\r` is kept.
+    ///
+    /// - Throws: `.notFound`/`.io` naming the file; `.limitExceeded` past ``maximumListBytes``.
+    static func names(in path: [UInt8], separator: UInt8, what: String) throws(CairnError) -> [[UInt8]] {
+        let display = String(decoding: path, as: UTF8.self)
+        let fd = path == [UInt8(ascii: "-")] ? 0 : path.withNullTerminated { open($0, O_RDONLY | O_CLOEXEC) }
+        guard fd >= 0 else {
+            let code = errno
+            throw CairnError(code == ENOENT ? .notFound : .io, "cannot open the \(what) list", path: display, cause: String(cString: strerror(code)))
+        }
+        defer { if fd != 0 { close(fd) } }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            guard n >= 0 else {
+                throw CairnError(.io, "cannot read the \(what) list", path: display, cause: String(cString: strerror(errno)))
+            }
+            if n == 0 { break }
+            guard bytes.count + n <= maximumListBytes else {
+                throw CairnError(.limitExceeded, "the \(what) list is larger than \(maximumListBytes) bytes", path: display)
+            }
+            bytes.append(contentsOf: buffer[0..<n])
+        }
+        return bytes.split(separator: separator, omittingEmptySubsequences: true).map(Array.init)
+    }
+
+    /// `"1 entry"`, `"2 entries"`: `count` with the noun that agrees with it.
+    static func counted(_ count: Int, _ singular: String, _ plural: String) -> String {
+        "\(count) \(count == 1 ? singular : plural)"
+    }
+
     static func json(_ p: ExportProperties, seconds: Double, cpuSeconds: Double) -> [String: Any] {
         var object: [String: Any] = [
             "uncompressedBytes": p.uncompressedBytes, "archiveBytes": p.archiveBytes, "version": p.version,
@@ -171,7 +295,7 @@ enum CreateCommand {
 
     static func summary(_ p: ExportProperties, seconds: Double, cpuSeconds: Double, output: String) -> String {
         var lines = [
-            "created \(output): \(p.entryCount) entries, \(Output.bytes(p.uncompressedBytes)) of content → \(Output.bytes(p.archiveBytes)) archive",
+            "created \(output): \(Self.counted(p.entryCount, "entry", "entries")), \(Output.bytes(p.uncompressedBytes)) of content → \(Output.bytes(p.archiveBytes)) archive",
             "  chunks: \(p.chunkCount) stored, \(p.referenceCount) referenced; dedup saved \(Output.bytes(p.deduplicatedBytes))",
         ]
         if let compressed = p.compressedBytes {
@@ -183,16 +307,24 @@ enum CreateCommand {
         return lines.joined(separator: "\n")
     }
 
-    /// Total bytes of the regular files at and below `paths`, without following symlinks.
-    static func scanSize(_ paths: [[UInt8]]) -> UInt64 {
+    /// Total bytes of the regular files at and below `paths` that `exclusions` keep, without
+    /// following symlinks (a quick estimate for the progress bar only).
+    static func scanSize(_ paths: [[UInt8]], excluding exclusions: ExclusionPatterns) -> UInt64 {
         var total: UInt64 = 0
         for raw in paths {
             let path = String(decoding: raw, as: UTF8.self)
+            let top = PathBytes.lastComponent(raw)
+            let prefix = top.isEmpty || top == Array(".".utf8) || top == Array("..".utf8) || top == Array("/".utf8) ? [] : top
+            if !prefix.isEmpty, exclusions.excludes(prefix) { continue }
             var st = stat()
             guard lstat(path, &st) == 0 else { continue }
             if st.st_mode & S_IFMT == S_IFREG { total += UInt64(max(0, st.st_size)) }
             guard st.st_mode & S_IFMT == S_IFDIR, let walker = FileManager.default.enumerator(atPath: path) else { continue }
             while let name = walker.nextObject() as? String {
+                if !exclusions.isEmpty, exclusions.excludes(PathBytes.join(prefix, Array(name.utf8))) {
+                    walker.skipDescendants()
+                    continue
+                }
                 if lstat(path + "/" + name, &st) == 0, st.st_mode & S_IFMT == S_IFREG {
                     total += UInt64(max(0, st.st_size))
                 }

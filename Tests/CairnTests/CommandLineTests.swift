@@ -36,7 +36,8 @@ struct CommandLineTests {
         #expect((object["uncompressedBytes"] as? NSNumber)?.uint64Value == tree.contentBytes)
         #expect((object["compressedBytes"] as? NSNumber) != nil, "compressedBytes is a number for a compressible archive")
         #expect((object["sizeEstimate"] as? NSNumber)?.uint64Value == 123_456)
-        #expect(object["metadata"] as? [String: String] == ["k": "v"])
+        // create records its PATH operands under the reserved key cairn.sources (Spec/0003 §3.1).
+        #expect(object["metadata"] as? [String: String] == ["k": "v", "cairn.sources": "tree"])
         #expect((object["entryCount"] as? NSNumber)?.intValue == tree.expectedListing.count)
 
         let plainInfo = try CLI.run(["info", archive])

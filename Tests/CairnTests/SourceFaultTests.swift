@@ -1,6 +1,7 @@
 import CairnTestSupport
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 
 @testable import Cairn
@@ -122,6 +123,57 @@ struct SourceFaultTests {
         #expect(extracted.count == newLength)
         #expect(extracted == Array(content.prefix(newLength)), "no zero fill, no mix")
         #expect(try RawFileSystem.contents(ofFile: Array(directory.appending("output/tree/zz-after.txt").utf8)) == Array("still archived".utf8))
+    }
+
+    @Test("a file that grows while read (a writer thread appending) is archived at its size at open, with a warning")
+    func fileGrowsWhileRead() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let content = Self.random(Self.bigLength, seed: 602)
+        var tree = TreeBuilder()
+        tree.file("growing.log", content)
+        tree.file("zz-after.txt", Array("still archived".utf8))
+        try tree.materialize(at: directory.appending("tree"))
+        let growing = directory.appending("tree/growing.log")
+        // Appends 64 KiB every half millisecond until told to stop (at most 256 MiB), like a busy log.
+        let stop = Atomic<Bool>(false)
+        let appended = Atomic<Int>(0)
+        let done = DispatchSemaphore(value: 0)
+        let writer = Thread {
+            defer { done.signal() }
+            let fd = open(growing, O_WRONLY | O_APPEND)
+            guard fd >= 0 else { return }
+            defer { close(fd) }
+            let piece = [UInt8](repeating: 0x41, count: 64 << 10)
+            while !stop.load(ordering: .relaxed), appended.load(ordering: .relaxed) < 256 << 20 {
+                let n = piece.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                if n <= 0 { return }
+                appended.add(n, ordering: .relaxed)
+                usleep(500)
+            }
+        }
+        let (bytes, properties, _) = try await Self.archiveChangingMidway(directory.appending("tree")) {
+            writer.start()
+            // Let it append a few MiB before the producer reads on.
+            while appended.load(ordering: .relaxed) < 4 << 20 { usleep(1000) }
+        }
+        stop.store(true, ordering: .relaxed)
+        done.wait()
+        // (The cap only bounds the disk used on a slow, loaded machine; the sizes below are what
+        // shows that reading stopped at the size at open.)
+
+        #expect(properties.warnings.count == 1, "\(properties.warnings)")
+        let warning = try #require(properties.warnings.first)
+        #expect(warning.code == .sourceChanged, "\(warning)")
+        #expect(warning.path == growing, "\(warning)")
+        #expect(warning.message == "grew while read; archived the first \(Self.bigLength) bytes", "\(warning)")
+        let extractor = try await Self.verifiedExtractor(bytes, in: directory)
+        defer { extractor.close() }
+        let entry = try #require(extractor.entry(atPathInArchive: "tree/growing.log"))
+        #expect(entry.size == UInt64(Self.bigLength), "read up to the size at open")
+        try await extractor.extractAll(to: directory.url(appending: "output"))
+        let extracted = try RawFileSystem.contents(ofFile: Array(directory.appending("output/tree/growing.log").utf8))
+        #expect(extracted == content)
     }
 
     @Test("a file deleted after its directory was listed: one warning naming it, the rest archived")

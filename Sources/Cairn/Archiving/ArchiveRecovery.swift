@@ -70,18 +70,30 @@ package struct ArchiveRecovery {
     package func writerState(at checkpoint: Checkpoint) -> ArchiveWriter.RecoveredState {
         let commit = checkpoint.commit
         var cut = Manifest()
-        cut.entries = Array(manifest.entries.prefix(Int(commit.entryCount)))
-        cut.chunks = Array(manifest.chunks.prefix(Int(commit.chunkCount)))
+        cut.entries = Array(manifest.entries.prefix(Int(clamping: commit.entryCount)))
+        cut.chunks = Array(manifest.chunks.prefix(Int(clamping: commit.chunkCount)))
         cut.references = Array(manifest.references.prefix(checkpoint.referenceCount))
         var open: ArchiveWriter.RecoveredState.OpenFile?
-        if commit.openEntry != CommitRecord.noOpenEntry, Int(commit.openEntry) < cut.entries.count {
-            let index = Int(commit.openEntry)
+        if commit.openEntry != CommitRecord.noOpenEntry, commit.openEntry < UInt64(cut.entries.count) {
+            let index = Int(clamping: commit.openEntry)
             open = .init(
                 index: index, bytes: commit.openEntryBytes, firstReference: Int(cut.entries[index].firstReference))
         }
         return ArchiveWriter.RecoveredState(
             manifest: cut, contentBytes: commit.contentBytes, storedBytes: commit.storedBytes,
             nextCommitSequence: commit.sequence + 1, chainDigest: commit.chainDigest, commitRecord: checkpoint.framed,
-            offset: checkpoint.end, openFile: open)
+            offset: checkpoint.end, openFile: open, boundary: boundary(at: open == nil ? checkpoint : lastBoundary))
+    }
+
+    /// The writer's item boundary at `checkpoint` (a commit with no file open).
+    private func boundary(at checkpoint: Checkpoint) -> ArchiveWriter.Boundary {
+        let commit = checkpoint.commit
+        let chunkCount = min(Int(clamping: commit.chunkCount), manifest.chunks.count)
+        let uniqueBytes = manifest.chunks.prefix(chunkCount).reduce(UInt64(0)) { $0 + UInt64($1.rawLength) }
+        return ArchiveWriter.Boundary(
+            entryCount: min(Int(clamping: commit.entryCount), manifest.entries.count), chunkCount: chunkCount,
+            referenceCount: checkpoint.referenceCount, contentBytes: commit.contentBytes, storedBytes: commit.storedBytes,
+            uniqueBytes: uniqueBytes, nextCommitSequence: commit.sequence + 1, chainDigest: commit.chainDigest,
+            commitRecord: checkpoint.framed, offset: checkpoint.end)
     }
 }

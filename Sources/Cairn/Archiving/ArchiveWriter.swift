@@ -15,8 +15,10 @@ package final class ArchiveWriter {
     private var hashedCount = 0
     /// The running chain hash: primed with the previous chain digest, fed every byte since the
     /// previous commit record's start.
-    private let chain = SHA256()
+    private var chain = SHA256()
     private var commitSequence: UInt64 = 0
+    /// The state after the last commit with no file open: where ``rewindToBoundary()`` goes.
+    private(set) package var boundary: Boundary?
 
     private(set) package var manifest = Manifest()
     /// Chunk id → index in the manifest chunk table.
@@ -48,6 +50,40 @@ package final class ArchiveWriter {
         try commit()
     }
 
+    /// The writer's state at an item boundary (just after a commit record with no file open),
+    /// taken at every such commit: counts instead of copies, so it costs no more than the commit.
+    package struct Boundary: Sendable {
+        package var entryCount: Int
+        package var chunkCount: Int
+        package var referenceCount: Int
+        package var contentBytes: UInt64
+        package var storedBytes: UInt64
+        package var uniqueBytes: UInt64
+        package var nextCommitSequence: UInt64
+        /// The chain digest the commit record carries (the chain is primed with it).
+        package var chainDigest: Digest
+        /// The commit record's framed bytes (the chain continues over them).
+        package var commitRecord: [UInt8]
+        /// Archive offset just after the commit record.
+        package var offset: UInt64
+
+        package init(
+            entryCount: Int, chunkCount: Int, referenceCount: Int, contentBytes: UInt64, storedBytes: UInt64,
+            uniqueBytes: UInt64, nextCommitSequence: UInt64, chainDigest: Digest, commitRecord: [UInt8], offset: UInt64
+        ) {
+            self.entryCount = entryCount
+            self.chunkCount = chunkCount
+            self.referenceCount = referenceCount
+            self.contentBytes = contentBytes
+            self.storedBytes = storedBytes
+            self.uniqueBytes = uniqueBytes
+            self.nextCommitSequence = nextCommitSequence
+            self.chainDigest = chainDigest
+            self.commitRecord = commitRecord
+            self.offset = offset
+        }
+    }
+
     /// Everything needed to continue an archive after one of its commit records
     /// (see ``ArchiveRecovery``).
     package struct RecoveredState: Sendable {
@@ -66,6 +102,9 @@ package final class ArchiveWriter {
         /// Offset just after the commit record; the writer continues there.
         package var offset: UInt64
         package var openFile: OpenFile?
+        /// The last item boundary at or before this commit (this commit itself when no file is
+        /// open), for ``rewindToBoundary()``.
+        package var boundary: Boundary?
     }
 
     /// Continues an archive after a commit record: the next byte produced belongs at
@@ -83,6 +122,7 @@ package final class ArchiveWriter {
         commitSequence = state.nextCommitSequence
         chain.update(state.chainDigest.bytes)
         chain.update(state.commitRecord)
+        boundary = state.boundary
         if let open = state.openFile {
             guard open.index < manifest.entries.count, open.firstReference <= manifest.references.count else {
                 throw CairnError(.notResumable, "the open file of the last commit is not in the archive")
@@ -258,6 +298,51 @@ package final class ArchiveWriter {
         return digest
     }
 
+    /// Goes back to ``boundary``, the last commit with no file open: forgets the entries, chunks
+    /// (from the dedup index too) and references added since, and restores the counts, the
+    /// commit sequence and the chain, so the next bytes are those an archive without them would
+    /// have. Used to leave out a file that could not be read whole, and when a resumed archive's
+    /// open file cannot be continued.
+    ///
+    /// - Returns: nil when every byte after the boundary was still pending (it is dropped);
+    ///   otherwise the offset the caller must cut its sink back to, because bytes after the
+    ///   boundary were already taken.
+    /// - Throws: `.invalidArgument` when there is no boundary or the manifest was begun.
+    package func rewindToBoundary() throws(CairnError) -> UInt64? {
+        guard let mark = boundary, manifestStart == nil, !finished,
+            mark.entryCount <= manifest.entries.count, mark.chunkCount <= manifest.chunks.count,
+            mark.referenceCount <= manifest.references.count
+        else {
+            throw CairnError(.invalidArgument, "internal error: no item boundary to go back to")
+        }
+        manifest.entries.removeSubrange(mark.entryCount...)
+        for row in manifest.chunks[mark.chunkCount...] { chunkIndex[row.id] = nil }
+        manifest.chunks.removeSubrange(mark.chunkCount...)
+        manifest.references.removeSubrange(mark.referenceCount...)
+        contentBytes = mark.contentBytes
+        storedBytes = mark.storedBytes
+        uniqueBytes = mark.uniqueBytes
+        commitSequence = mark.nextCommitSequence
+        openEntry = nil
+        pendingReferences.removeAll(keepingCapacity: true)
+        openFileBytes = 0
+        openFileDigest = SHA256()
+        openFileFirstReference = manifest.references.count
+        bytesSinceCommit = 0
+        chain = SHA256()
+        chain.update(mark.chainDigest.bytes)
+        chain.update(mark.commitRecord)
+        if mark.offset >= takenBytes {
+            output.removeSubrange(Int(mark.offset - takenBytes)...)
+            hashedCount = output.count
+            return nil
+        }
+        takenBytes = mark.offset
+        output.removeAll(keepingCapacity: true)
+        hashedCount = 0
+        return mark.offset
+    }
+
     /// Writes a commit record: extends the chain digest over the bytes since the previous
     /// commit record's start, and records the counts.
     private func commit() throws(CairnError) {
@@ -269,9 +354,17 @@ package final class ArchiveWriter {
             chunkCount: UInt64(manifest.chunks.count), contentBytes: contentBytes, storedBytes: storedBytes,
             openEntry: openEntry.map { UInt64($0) } ?? CommitRecord.noOpenEntry,
             openEntryBytes: openEntry == nil ? 0 : openFileBytes, chainDigest: digest)
+        let start = output.count
         RecordCodec.append(.commit, payload: record.encoded(), to: &output)
         commitSequence += 1
         bytesSinceCommit = 0
+        if openEntry == nil {
+            boundary = Boundary(
+                entryCount: manifest.entries.count, chunkCount: manifest.chunks.count,
+                referenceCount: manifest.references.count, contentBytes: contentBytes, storedBytes: storedBytes,
+                uniqueBytes: uniqueBytes, nextCommitSequence: commitSequence, chainDigest: digest,
+                commitRecord: Array(output[start...]), offset: offset)
+        }
     }
 
     /// Appends the manifest and the footer. Nothing may be appended afterwards.

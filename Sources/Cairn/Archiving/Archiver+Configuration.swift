@@ -18,8 +18,13 @@ extension Archiver {
         public var appIdentifier = ""
         /// The platform, by default `"Linux <machine>"`.
         public var sourcePlatform = Configuration.currentPlatform
-        /// Free key/value pairs stored in the header.
+        /// Free key/value pairs stored in the header. Keys starting with `cairn.` are reserved
+        /// (``Archiver/reservedMetadataPrefix``).
         public var metadata: [String: String] = [:]
+        /// The source operands (raw file-system paths, in the order they are appended), recorded
+        /// in the header as `cairn.sources` so that a resume can check it is given the same
+        /// (``Archiver/ResumeExpectation``). Nil records nothing.
+        public var sourcePaths: [[UInt8]]?
         /// How many bytes may be in flight (read, not yet written); default
         /// ``BackpressurePolicy/default``.
         public var backpressure: BackpressurePolicy = .default
@@ -36,8 +41,12 @@ extension Archiver {
         public var staysOnOneFileSystem = false
         /// How many batches are hashed and compressed at once; nil for one per core.
         public var workerCount: Int?
-        /// Called once per item as its entry is written (for `-v`).
+        /// Called once per item as its entry is written (for `-v`), in archive order, on the
+        /// task that called the append method.
         public var onEntry: (@Sendable (ArchiveEntry) -> Void)?
+        /// Test hook: for a source path, the byte offset at which reading it fails with `EIO`
+        /// (nil: never), to exercise the read-error path.
+        package var readFailure: (@Sendable ([UInt8]) -> UInt64?)?
 
         public init() {}
 
@@ -50,14 +59,23 @@ extension Archiver {
             return "Linux \(machine)"
         }
 
+        /// What the item producer takes from this configuration.
+        var producerOptions: ItemProducer.Options {
+            ItemProducer.Options(
+                exclusions: ExclusionPatterns(exclusions), staysOnOneFileSystem: staysOnOneFileSystem,
+                workerCount: workerCount, readFailure: readFailure)
+        }
+
         /// The compression method actually used for chunks.
         var effectiveCompression: CompressionMethod { isCompressible ? compression : .none }
 
         var header: ArchiveHeader {
-            ArchiveHeader(
+            var pairs = metadata
+            if let sourcePaths { pairs[Archiver.sourcesMetadataKey] = Archiver.sourcesMetadataValue(sourcePaths) }
+            return ArchiveHeader(
                 chunking: chunking, compression: effectiveCompression, isCompressible: isCompressible,
                 sizeEstimate: sizeEstimate, resourcesVersion: resourcesVersion, sourcePlatform: sourcePlatform,
-                appIdentifier: appIdentifier, metadata: metadata)
+                appIdentifier: appIdentifier, metadata: pairs)
         }
     }
 }

@@ -25,9 +25,6 @@ public final class Archiver {
     private let configuration: Configuration
     private let sink: any ArchiveSink
     private var writer: ArchiveWriter
-    /// Set when resuming: where to go back to if the file open at the last commit cannot be
-    /// continued.
-    private var recovery: (state: ArchiveRecovery, sink: FileSink)?
     /// Compresses the rare chunk that reaches the writer without a stored form (see `apply`).
     private lazy var fallbackCompressor = ChunkCompressor(method: configuration.effectiveCompression)
     private let budget: ByteBudget
@@ -37,8 +34,9 @@ public final class Archiver {
     private var producerState = ItemProducer.State()
     private var state: State = .open
 
-    /// Export progress: `totalUnitCount` is the size estimate (or the bytes seen so far when there
-    /// is none), `completedUnitCount` the content bytes read.
+    /// Export progress: `completedUnitCount` is the content bytes read; `totalUnitCount` is the
+    /// size estimate, or -1 (indeterminate) without one. A total smaller than the content grows
+    /// with it rather than sticking at 100%; after ``finish()`` both are the content bytes.
     public let progress: Progress
 
     private enum State { case open, failed, finished }
@@ -52,7 +50,8 @@ public final class Archiver {
 
     /// Creates an archiver that writes to any sink.
     ///
-    /// - Throws: `.invalidArgument` or `.limitExceeded` for a bad configuration.
+    /// - Throws: `.invalidArgument` (for example a `workerCount` below 1) or `.limitExceeded` for a
+    ///   bad configuration.
     public init(sink: any ArchiveSink, configuration: Configuration = Configuration()) throws(CairnError) {
         var configuration = configuration
         configuration.batchBytes = max(configuration.batchBytes, configuration.chunking.maximum * 2)
@@ -60,13 +59,16 @@ public final class Archiver {
             configuration.batchBytes = max(configuration.backpressure.high.bytes, configuration.chunking.maximum * 2)
         }
         try configuration.header.validate()
+        if let workers = configuration.workerCount, workers < 1 {
+            throw CairnError(.invalidArgument, "workerCount must be at least 1, not \(workers)")
+        }
         self.configuration = configuration
         self.sink = sink
         try configuration.backpressure.validate()
         self.writer = try ArchiveWriter(header: configuration.header)
         self.budget = ByteBudget(policy: configuration.backpressure)
         self.pool = BufferPool(capacity: max(2, configuration.backpressure.high.bytes / max(1, configuration.batchBytes)))
-        let total = configuration.sizeEstimate.map { Int64(clamping: $0) } ?? 0
+        let total = configuration.sizeEstimate.map { Int64(clamping: $0) } ?? -1
         self.progress = Progress(totalUnitCount: total)
         if let file = sink as? FileSink, let identity = file.fileIdentity {
             producerState.excluded.insert(.init(device: identity.device, inode: identity.inode))
@@ -81,12 +83,23 @@ public final class Archiver {
     /// size and mtime without reading it; a file cut in the middle continues after its last
     /// committed chunk when its size and mtime are unchanged (otherwise it is archived again from
     /// its start). The finished archive is the one an uninterrupted run would have written.
-    /// The archive keeps its own header (chunking, codec, metadata); `configuration` only
-    /// supplies the backpressure and batch settings.
+    /// The archive keeps its own header (chunking, codec, metadata); `configuration` supplies
+    /// the backpressure, batch, exclusion, worker and callback settings. What the caller says the
+    /// interrupted run used (`expected`) is checked first, before the file is touched: resuming
+    /// with other sources or options would produce a mix that verifies.
     ///
+    /// - Parameters:
+    ///   - path: the archive's final path; `<path>.partial` is continued.
+    ///   - configuration: settings that do not shape the header.
+    ///   - expected: the sources and the options given explicitly, compared with the archive's.
+    ///   - overwrite: whether ``finish()`` may replace an existing file at `path`.
     /// - Throws: `.notFound` when there is no `<path>.partial`; `.notResumable` when it has no
-    ///   valid commit; `.io`.
-    public convenience init(resuming path: String, configuration: Configuration = Configuration()) throws(CairnError) {
+    ///   valid commit, or when something in `expected` differs (the message names each
+    ///   difference, which are also in ``CairnError/additionalErrors``); `.busy`; `.io`.
+    public convenience init(
+        resuming path: String, configuration: Configuration = Configuration(),
+        expecting expected: ResumeExpectation = ResumeExpectation(), overwrite: Bool = false
+    ) throws(CairnError) {
         let partial = path + ".partial"
         let input = try FileDescriptor.open(partial, flags: O_RDONLY)
         let recovery: ArchiveRecovery
@@ -97,6 +110,13 @@ public final class Archiver {
             throw (error as? CairnError) ?? CairnError(.io, "cannot read the archive", path: partial)
         }
         _ = try? input.close()
+        let differences = expected.differences(from: recovery.header)
+        if !differences.isEmpty {
+            var error = CairnError(
+                .notResumable, "cannot resume: " + differences.joined(separator: "; "), path: partial)
+            error.additionalErrors = differences.map { CairnError(.notResumable, $0, path: partial) }
+            throw error
+        }
         var resumed = configuration
         resumed.chunking = recovery.header.chunking
         resumed.compression = recovery.header.compression
@@ -106,18 +126,18 @@ public final class Archiver {
         resumed.sourcePlatform = recovery.header.sourcePlatform
         resumed.appIdentifier = recovery.header.appIdentifier
         resumed.metadata = recovery.header.metadata
-        let sink = try FileSink(resuming: path, at: recovery.last.end)
+        resumed.sourcePaths = nil
+        let sink = try FileSink(resuming: path, at: recovery.last.end, overwrite: overwrite)
         try self.init(sink: sink, configuration: resumed)
-        try adoptRecovery(recovery, sink: sink)
+        try adoptRecovery(recovery)
         isResumed = true
     }
 
     /// Replaces the fresh writer with one continuing `recovery`'s last commit, and tells the
     /// producer what is already committed.
-    private func adoptRecovery(_ recovery: ArchiveRecovery, sink: FileSink) throws(CairnError) {
+    private func adoptRecovery(_ recovery: ArchiveRecovery) throws(CairnError) {
         let state = recovery.writerState(at: recovery.last)
         writer = try ArchiveWriter(recovering: state)
-        self.recovery = (recovery, sink)
         for row in state.manifest.chunks { _ = claims.claim(row.id, ordinal: 0) }
         var producer = ItemProducer.State()
         producer.nextChunkOrdinal = 1
@@ -138,23 +158,34 @@ public final class Archiver {
         progress.completedUnitCount = Int64(clamping: state.contentBytes)
     }
 
-    /// Resuming, when the file open at the last commit cannot be continued: go back to the last
-    /// commit before that file began. Nothing has been written after the last commit yet.
-    private func rewindToLastBoundary() throws(CairnError) {
-        guard let (recovery, sink) = recovery else { return }
-        self.recovery = nil
-        guard writer.pendingOutputCount == 0, writer.offset == recovery.last.end else {
-            throw CairnError(.notResumable, "internal error: output was produced before the resume point was settled")
+    /// Leaves the open file out: the writer goes back to the last commit before the file began
+    /// and, when bytes after that commit already reached the sink, the sink is cut back too
+    /// (``FileSink/truncate(to:)``). A sink that cannot be cut back (standard output) makes the
+    /// archive fail rather than store a short file.
+    ///
+    /// - Parameter source: the file's source path, for the error.
+    /// - Throws: `.io` naming `source` when the sink cannot be cut back.
+    private func discardOpenFile(source: String?) throws(CairnError) {
+        guard let cut = try writer.rewindToBoundary() else { return }
+        guard let file = sink as? FileSink else {
+            throw CairnError(
+                .io,
+                "read failed after part of it was written to an output that cannot be cut back; "
+                    + "a short file is never stored, so the archive was abandoned",
+                path: source)
         }
-        writer = try ArchiveWriter(recovering: recovery.writerState(at: recovery.lastBoundary))
-        try sink.truncate(to: recovery.lastBoundary.end)
+        try file.truncate(to: cut)
     }
 
     /// Whether this archiver continues an interrupted archive.
     public private(set) var isResumed = false
 
     /// Creates an archiver writing to a file through ``FileSink``: the archive appears at `path`
-    /// only when ``finish()`` succeeds.
+    /// only when ``finish()`` succeeds, and never replaces an existing file (pass
+    /// `FileSink(path:overwrite: true)` to ``init(sink:configuration:)`` for that).
+    ///
+    /// - Throws: `.alreadyExists` when `path` exists; `.busy` when another process is writing
+    ///   `<path>.partial`; `.io`; as ``init(sink:configuration:)`` for a bad configuration.
     public convenience init(writingTo path: String, configuration: Configuration = Configuration()) throws(CairnError) {
         try self.init(sink: FileSink(path: path), configuration: configuration)
     }
@@ -251,7 +282,7 @@ public final class Archiver {
         try await guarded {
             if self.producerState.openFileToContinue != nil {
                 self.producerState.openFileToContinue = nil
-                try self.rewindToLastBoundary()
+                try self.discardOpenFile(source: nil)
             }
             while try self.writer.finishStep() {
                 try await self.flush(force: false)
@@ -339,19 +370,14 @@ public final class Archiver {
         let pool = pool
         let configuration = configuration
         let progress = progress
-        let estimate = configuration.sizeEstimate
         // Detached: the caller may be the main actor; reading and hashing must not run there.
         let producer = Task.detached { () async throws -> ItemProducer.State in
             defer { continuation.finish() }
             var item = ItemProducer(
                 state: initial, chunking: configuration.chunking, batchBytes: configuration.batchBytes, budget: budget,
                 pool: pool, claims: claims, compression: configuration.effectiveCompression, output: continuation,
-                onProgress: { bytes in
-                    if estimate == nil, progress.totalUnitCount < Int64(clamping: bytes) {
-                        progress.totalUnitCount = Int64(clamping: bytes)
-                    }
-                    progress.completedUnitCount = min(Int64(clamping: bytes), max(progress.totalUnitCount, 0))
-                })
+                options: configuration.producerOptions,
+                onProgress: { bytes in Archiver.report(bytes, to: progress) })
             try await produce(&item)
             try await item.finish()
             return item.state
@@ -385,6 +411,15 @@ public final class Archiver {
         }
     }
 
+    /// Publishes `bytes` of content read: an indeterminate total (-1) stays so; a known total
+    /// (the estimate, or the CLI's quick scan) that the content outgrows grows with it.
+    static func report(_ bytes: UInt64, to progress: Progress) {
+        let done = Int64(clamping: bytes)
+        let total = progress.totalUnitCount
+        if total >= 0, total < done { progress.totalUnitCount = done }
+        progress.completedUnitCount = done
+    }
+
     /// Applies a processed batch's events to the writer, in order.
     private func apply(_ batch: ContentBatch, _ processed: ProcessedBatch) throws {
         var chunkIndex = 0
@@ -392,6 +427,8 @@ public final class Archiver {
             switch event {
             case .entry(let entry):
                 try writer.beginEntry(entry)
+                // A file is reported once complete (a file left out is never reported).
+                if entry.kind != .file { configuration.onEntry?(entry) }
             case .chunk(let range):
                 let id = processed.ids[chunkIndex]
                 let processedForm = processed.stored[chunkIndex]
@@ -400,9 +437,10 @@ public final class Archiver {
                     try writer.appendChunk(id: id, rawLength: range.count, codec: .none, stored: nil)
                     continue
                 }
-                // No stored form only after a resume went back to an earlier commit: a chunk the
-                // dedup claims thought stored is not stored any more. Framing it here gives the
-                // same bytes a processing task would have produced.
+                // No stored form only after the writer went back to an earlier commit (a file
+                // left out after a read error, or a resume that could not continue its open
+                // file): a chunk the dedup claims thought stored is not stored any more. Framing
+                // it here gives the same bytes a processing task would have produced.
                 let stored =
                     processedForm
                     ?? batch.buffer.withUnsafeBytes { raw in
@@ -413,9 +451,11 @@ public final class Archiver {
                         id: id, rawLength: range.count, codec: stored.codec, record: raw, storedLength: stored.storedLength)
                 }
             case .endFile:
+                let index = writer.openEntryIndex
                 try writer.endFile()
-            case .discardOpenFile:
-                try rewindToLastBoundary()
+                if let onEntry = configuration.onEntry, let index { onEntry(writer.manifest.entries[index].entry) }
+            case .discardOpenFile(let source):
+                try discardOpenFile(source: source)
             }
         }
     }

@@ -13,9 +13,11 @@ package struct ContentBatch: Sendable {
         case chunk(Range<Int>)
         /// The open file is complete.
         case endFile
-        /// Resuming: the file left open by the last commit cannot be continued (it changed or is
-        /// gone); go back to the last commit before it began.
-        case discardOpenFile
+        /// Leave the open file out: go back to the last commit before it began
+        /// (``ArchiveWriter/rewindToBoundary()``). Sent when a read failed part way (the associated
+        /// value is the source path, for messages), and when resuming, if the file left open by
+        /// the last commit cannot be continued (it changed or is gone; nil).
+        case discardOpenFile(String?)
     }
 
     /// Sequence number, for ordering.

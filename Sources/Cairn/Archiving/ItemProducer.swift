@@ -47,6 +47,18 @@ struct ItemProducer {
         var inode: UInt64
     }
 
+    /// What the producer takes from ``Archiver/Configuration`` besides chunking and batches.
+    struct Options: Sendable {
+        /// tar's `--exclude`: items whose path in archive matches are left out.
+        var exclusions = ExclusionPatterns([])
+        /// tar's `--one-file-system`: do not descend into directories on another device.
+        var staysOnOneFileSystem = false
+        /// The most processing tasks running at once; nil for no limit (one per core in practice).
+        var workerCount: Int?
+        /// Test hook: the offset at which reading a source file fails with `EIO`, by source path.
+        var readFailure: (@Sendable ([UInt8]) -> UInt64?)?
+    }
+
     /// A batch and the task computing its chunks' ids and stored forms.
     struct Item: Sendable {
         var batch: ContentBatch
@@ -62,6 +74,9 @@ struct ItemProducer {
     private let compression: CompressionMethod
     private let output: AsyncStream<Item>.Continuation
     private let onProgress: @Sendable (UInt64) -> Void
+    private let options: Options
+    /// Processing tasks started and maybe not finished, oldest first (for ``Options/workerCount``).
+    private var running: [Task<ProcessedBatch, any Error>] = []
 
     private var buffer: [UInt8]
     private var used = 0
@@ -73,9 +88,10 @@ struct ItemProducer {
 
     init(
         state: State, chunking: ChunkingPolicy, batchBytes: Int, budget: ByteBudget, pool: BufferPool, claims: ChunkClaims,
-        compression: CompressionMethod, output: AsyncStream<Item>.Continuation,
+        compression: CompressionMethod, output: AsyncStream<Item>.Continuation, options: Options = Options(),
         onProgress: @escaping @Sendable (UInt64) -> Void
     ) {
+        self.options = options
         self.state = state
         self.chunker = Chunker(policy: chunking)
         self.batchBytes = batchBytes
@@ -111,9 +127,17 @@ struct ItemProducer {
         state.nextChunkOrdinal += UInt64(chunksInBatch)
         let compression = compression
         let claims = claims
+        if let limit = options.workerCount {
+            // At most `limit` batches hashed and compressed at once: wait for the oldest. The
+            // output does not depend on it (the writer applies batches in sequence order).
+            while running.count >= max(1, limit) {
+                _ = try? await running.removeFirst().value
+            }
+        }
         let processing = Task.detached {
             try BatchProcessor.process(batch, compression: compression, claims: claims)
         }
+        if options.workerCount != nil { running.append(processing) }
         output.yield(Item(batch: batch, processing: processing))
         events = []
         chunksInBatch = 0
@@ -140,7 +164,7 @@ struct ItemProducer {
         state.openFileToContinue = nil
         state.committed[open.path] = nil
         state.paths.remove(open.path)
-        events.append(.discardOpenFile)
+        events.append(.discardOpenFile(nil))
     }
 
     /// Cuts `buffer[pendingStart..<used]` into chunks; with `isFinal` the rest is the file's end.
@@ -159,8 +183,12 @@ struct ItemProducer {
     // MARK: - Sources
 
     /// Appends one item and, for directories, everything below it, depth first in byte order.
+    ///
+    /// - Parameter device: the device of the top-level item (nil: `status`'s), for
+    ///   ``Options/staysOnOneFileSystem``.
     mutating func appendTree(
-        sourcePath: [UInt8], parent: FileDescriptor?, name: [UInt8], status: FileStatus, archivePath: [UInt8]
+        sourcePath: [UInt8], parent: FileDescriptor?, name: [UInt8], status: FileStatus, archivePath: [UInt8],
+        device: UInt64? = nil
     ) async throws {
         try Task.checkCancellation()
         // Built only when a message needs it: escaping every name costs time on large trees.
@@ -169,7 +197,15 @@ struct ItemProducer {
             warn(CairnError(.limitExceeded, "path in archive \(problem); skipped", path: display))
             return
         }
+        if !archivePath.isEmpty, options.exclusions.excludes(archivePath) { return }
+        let device = device ?? status.device
         switch status.kind {
+        case .directory where options.staysOnOneFileSystem && status.device != device:
+            // Another file system: keep the directory's entry, not what is below it (tar).
+            if !archivePath.isEmpty, state.committed[archivePath]?.kind != .directory {
+                try claim(archivePath)
+                try await emit(.entry(ArchiveEntry(pathBytes: archivePath, kind: .directory, status: status)))
+            }
         case .directory:
             let directory: FileDescriptor
             do {
@@ -203,7 +239,7 @@ struct ItemProducer {
                 }
                 try await appendTree(
                     sourcePath: childPath, parent: directory, name: child, status: childStatus,
-                    archivePath: PathBytes.join(archivePath, child))
+                    archivePath: PathBytes.join(archivePath, child), device: device)
             }
         case .symlink:
             if state.committed[archivePath] != nil { return }
@@ -252,7 +288,7 @@ struct ItemProducer {
                 state.hardLinks[key] = archivePath
             }
         default:
-            warn(CairnError(.unsupportedFileType, "\(status.kind) files are not archived; skipped", path: display))
+            warn(CairnError(.unsupportedFileType, "\(status.kind.pluralDescription) are not archived; skipped", path: display))
         }
     }
 
@@ -297,16 +333,25 @@ struct ItemProducer {
                     ArchiveEntry(pathBytes: archivePath, kind: .file, status: before, size: before.size)))
         }
         var readError: CairnError?
+        // Read no more than the size at open, as tar does: a log that never stops growing must
+        // not keep the archive open. What was appended meanwhile is reported below.
+        let limit = before.size
+        let failAt = options.readFailure?(sourcePath)
         pendingStart = used
         while true {
             try Task.checkCancellation()
             // Keep at least one maximum-size chunk of room, so every read makes progress.
             if buffer.count - used < chunker.maximum { try await flushBatch() }
+            var want = Int(clamping: min(UInt64(buffer.count - used), limit - min(limit, readTotal)))
+            if let failAt { want = min(want, Int(clamping: failAt - min(failAt, readTotal))) }
             var n = 0
-            let room = buffer.count - used
-            do {
+            do throws(CairnError) {
+                let end = used + want
                 n = try buffer.withMutableBytes { (raw) throws(CairnError) in
-                    try fd.readFully(into: UnsafeMutableRawBufferPointer(rebasing: raw[used...]))
+                    try fd.readFully(into: UnsafeMutableRawBufferPointer(rebasing: raw[used..<end]))
+                }
+                if let failAt, readTotal + UInt64(n) >= failAt, readTotal + UInt64(n) < limit {
+                    throw Errno(rawValue: EIO).error("read failed", path: display)
                 }
             } catch {
                 readError = error.withDisplay(display)
@@ -314,30 +359,41 @@ struct ItemProducer {
             used += n
             readTotal += UInt64(n)
             state.contentBytes += UInt64(n)
-            let atEnd = n < room || readError != nil
+            if readError != nil { break }
+            let atEnd = n < want || readTotal >= limit
             cutChunks(isFinal: atEnd)
             if atEnd { break }
             onProgress(state.contentBytes)
             try await flushBatch()
         }
         onProgress(state.contentBytes)
-        try await emit(.endFile)
         if let readError {
+            // A short file must never look complete: leave the whole file out. The writer goes
+            // back to the commit before its entry (and cuts back what reached the sink).
+            pendingStart = used
+            state.paths.remove(archivePath)
+            try await emit(.discardOpenFile(display))
             warn(
                 CairnError(
-                    .io, "read failed; only the first \(readTotal) bytes were archived", path: display,
+                    .io, "read failed after \(readTotal) bytes; left out of the archive", path: display,
                     cause: readError.cause))
-            return true
+            return false
         }
-        if let after = try? fd.status(),
-            after.size != before.size || after.modificationTime != before.modificationTime
+        try await emit(.endFile)
+        if let after = try? fd.status() {
+            if after.size > before.size, readTotal == before.size {
+                warn(
+                    CairnError(
+                        .sourceChanged, "grew while read; archived the first \(readTotal) bytes", path: display))
+            } else if after.size != before.size || after.modificationTime != before.modificationTime
                 || after.changeTime != before.changeTime || readTotal != before.size
-        {
-            warn(
-                CairnError(
-                    .sourceChanged,
-                    "changed while it was read (size \(before.size) → \(after.size), \(readTotal) bytes archived)",
-                    path: display))
+            {
+                warn(
+                    CairnError(
+                        .sourceChanged,
+                        "changed while it was read (size \(before.size) → \(after.size), \(readTotal) bytes archived)",
+                        path: display))
+            }
         }
         // Keep small files packed together, but start a fresh batch once this one is mostly full.
         if used >= batchBytes - batchBytes / 8 { try await flushBatch() }

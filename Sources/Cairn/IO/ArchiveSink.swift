@@ -19,32 +19,72 @@ public protocol ArchiveSink: AnyObject {
 
 /// Writes the archive to a file that appears at its final path only when complete.
 ///
-/// Bytes go to `<path>.partial` in the same directory; ``finish()`` calls `fsync(2)` and renames
-/// it into place. ``abandon()`` leaves `<path>.partial` behind, so an interrupted archive can be
-/// inspected or resumed; nothing is ever left at `path` itself.
+/// Bytes go to `<path>.partial` in the same directory, locked with `flock(2)` from before it is
+/// truncated until after it is renamed into place, so a second writer of the same archive is
+/// refused (`.busy`) and can never cut the file being published. ``finish()`` calls `fsync(2)`
+/// and renames it to `path`; an existing `path` is replaced only when `overwrite` is true, and
+/// only by that final rename (it is never deleted up front). ``abandon()`` leaves
+/// `<path>.partial` behind, so an interrupted archive can be inspected or resumed; nothing is
+/// ever left at `path` itself.
 public final class FileSink: ArchiveSink {
     /// The final path.
     public let path: String
     /// The temporary path written to until ``finish()``.
     public let partialPath: String
+    /// Whether ``finish()`` may replace an existing file at ``path``.
+    public let overwrite: Bool
     private let descriptor: FileDescriptor
-    private var buffered: [UInt8] = []
     private var closed = false
+    /// Called by ``finish()`` after the file is synced, just before it is renamed (tests use it
+    /// to play a second writer while the lock must still be held).
+    package var beforeRename: (() -> Void)?
 
-    /// Creates `<path>.partial` (replacing an earlier one) for writing.
+    /// Creates `<path>.partial` (replacing an earlier one that no process holds) for writing.
     ///
-    /// - Throws: `CairnError` `.io` if the file cannot be created; `.alreadyExists` when `path`
-    ///   exists and `overwrite` is false.
-    public init(path: String, overwrite: Bool = true) throws(CairnError) {
+    /// - Parameters:
+    ///   - path: where the archive appears once complete.
+    ///   - overwrite: whether an existing file at `path` may be replaced (at the final rename
+    ///     only). Default false.
+    /// - Throws: `CairnError` `.alreadyExists` when `path` exists and `overwrite` is false;
+    ///   `.busy` when another process is writing `<path>.partial`; `.io` if the file cannot be
+    ///   created.
+    public convenience init(path: String, overwrite: Bool = false) throws(CairnError) {
+        try self.init(path: path, overwrite: overwrite, replacingPartial: true)
+    }
+
+    /// Like ``init(path:overwrite:)``; with `replacingPartial` false an existing
+    /// `<path>.partial` (an interrupted archive) is left untouched and refused.
+    ///
+    /// - Throws: as ``init(path:overwrite:)``, and `.alreadyExists` naming `<path>.partial` when
+    ///   it exists and `replacingPartial` is false (`.busy` first if a process holds it).
+    package init(path: String, overwrite: Bool, replacingPartial: Bool) throws(CairnError) {
         self.path = path
         self.partialPath = path + ".partial"
+        self.overwrite = overwrite
         if !overwrite, (try? FileStatus.of(Array(path.utf8))) != nil {
             throw CairnError(.alreadyExists, "archive already exists", path: path)
         }
         // Lock before truncating, so a second writer to the same path can never cut the first
         // one's file (flock(2), released when the descriptor closes or the process dies).
-        descriptor = try FileDescriptor.open(partialPath, flags: O_WRONLY | O_CREAT, mode: 0o644)
+        var created = true
+        let fresh: FileDescriptor?
+        do throws(CairnError) {
+            fresh = try FileDescriptor.open(partialPath, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+        } catch {
+            guard error.code == .alreadyExists else { throw error }
+            fresh = nil
+        }
+        if let fresh {
+            descriptor = fresh
+        } else {
+            descriptor = try FileDescriptor.open(partialPath, flags: O_WRONLY | O_CREAT, mode: 0o644)
+            created = false
+        }
         try Self.lock(descriptor, path: partialPath)
+        if !created, !replacingPartial {
+            _ = try? descriptor.close()
+            throw CairnError(.alreadyExists, "an interrupted archive is already here", path: partialPath)
+        }
         try descriptor.truncate(to: 0)
     }
 
@@ -53,7 +93,7 @@ public final class FileSink: ArchiveSink {
             let error = Errno.current
             _ = try? descriptor.close()
             if error.rawValue == EWOULDBLOCK {
-                throw CairnError(.alreadyExists, "another cairn process is writing this archive", path: path)
+                throw CairnError(.busy, "another cairn process is writing this archive", path: path)
             }
             throw error.error("cannot lock", path: path)
         }
@@ -62,10 +102,13 @@ public final class FileSink: ArchiveSink {
     /// Reopens `<path>.partial` to continue it at `offset`: everything after `offset` is cut off
     /// (`ftruncate(2)`) and writing continues there.
     ///
-    /// - Throws: `.notFound` when there is no `<path>.partial`; `.io`.
-    package init(resuming path: String, at offset: UInt64) throws(CairnError) {
+    /// - Parameter overwrite: whether ``finish()`` may replace an existing file at `path`.
+    /// - Throws: `.notFound` when there is no `<path>.partial`; `.busy` when another process is
+    ///   writing it; `.io`.
+    package init(resuming path: String, at offset: UInt64, overwrite: Bool = false) throws(CairnError) {
         self.path = path
         self.partialPath = path + ".partial"
+        self.overwrite = overwrite
         descriptor = try FileDescriptor.open(partialPath, flags: O_WRONLY)
         try Self.lock(descriptor, path: partialPath)
         try descriptor.truncate(to: offset)
@@ -79,7 +122,10 @@ public final class FileSink: ArchiveSink {
         return (status.device, status.inode)
     }
 
-    /// Cuts the file back to `offset` and continues writing there (resuming at an earlier commit).
+    /// Cuts the file back to `offset` and continues writing there (resuming at an earlier
+    /// commit, or leaving out a source file that failed after its bytes were written).
+    ///
+    /// - Throws: `.io` naming ``partialPath``.
     package func truncate(to offset: UInt64) throws(CairnError) {
         try descriptor.truncate(to: offset)
         try descriptor.seek(to: offset)
@@ -89,12 +135,29 @@ public final class FileSink: ArchiveSink {
         try descriptor.writeAll(bytes)
     }
 
+    /// Syncs `<path>.partial`, renames it to `path` (`renameat2(RENAME_NOREPLACE)` unless
+    /// ``overwrite``), and only then closes it, releasing the lock.
+    ///
+    /// - Throws: `.alreadyExists` when a file appeared at `path` while the archive was written
+    ///   and ``overwrite`` is false (the archive stays at `<path>.partial`); `.io`.
     public func finish() async throws {
         guard !closed else { return }
-        closed = true
         try descriptor.sync()
+        beforeRename?()
+        if overwrite {
+            try FileSystem.rename(Array(partialPath.utf8), to: Array(path.utf8), display: path)
+        } else {
+            do throws(CairnError) {
+                try FileSystem.renameNoReplace(Array(partialPath.utf8), in: nil, to: Array(path.utf8), in: nil, display: path)
+            } catch {
+                guard error.code == .alreadyExists else { throw error }
+                throw CairnError(
+                    .alreadyExists, "appeared while the archive was written; the archive was left at \(partialPath)",
+                    path: path)
+            }
+        }
+        closed = true
         try descriptor.close()
-        try FileSystem.rename(Array(partialPath.utf8), to: Array(path.utf8), display: path)
     }
 
     public func abandon() async {

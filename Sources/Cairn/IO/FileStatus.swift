@@ -3,8 +3,27 @@ import Glibc
 /// The fields of `struct stat` that Cairn uses, with nanosecond times.
 package struct FileStatus: Sendable, Equatable {
     /// The file type, from `st_mode & S_IFMT`.
-    package enum Kind: Sendable, Equatable {
+    package enum Kind: Sendable, Equatable, CustomStringConvertible {
         case regular, directory, symlink, fifo, socket, characterDevice, blockDevice, unknown
+
+        /// The type in words, for messages: `"regular file"`, `"block device"`, `"FIFO"`, ...
+        package var description: String {
+            switch self {
+            case .regular: "regular file"
+            case .directory: "directory"
+            case .symlink: "symbolic link"
+            case .fifo: "FIFO"
+            case .socket: "socket"
+            case .characterDevice: "character device"
+            case .blockDevice: "block device"
+            case .unknown: "file of unknown type"
+            }
+        }
+
+        /// The plural of ``description``: `"block devices"`, `"FIFOs"`, `"files of unknown type"`.
+        package var pluralDescription: String {
+            self == .unknown ? "files of unknown type" : description + "s"
+        }
     }
 
     package var kind: Kind
