@@ -17,7 +17,8 @@ extension Extractor {
         if selection == nil {
             return try await extractEverything(plan, to: destination, options: options)
         }
-        let staging = try StagingDirectory(for: destination, resume: options.resume)
+        let staging = try StagingDirectory(for: destination, resume: options.resume, existingFiles: options.existingFiles)
+        try checkBeforeWriting(plan, staging: staging, destination: destination, options: options)
         let identity =
             "cairn-journal 1 seekable \(reader.footer.chainDigest.hexString) \(Extractor.selectionDigest(selection))"
             + (options.stripComponents > 0 ? " strip \(options.stripComponents)" : "")
@@ -36,12 +37,6 @@ extension Extractor {
             }
         } else {
             try staging.appendJournal(identity)
-        }
-        if options.checkFreeSpace, let free = staging.availableBytes, plan.outputBytes > free {
-            if staging.isResumed { staging.release() } else { staging.discard() }
-            throw CairnError(
-                .limitExceeded, "the archive declares \(plan.outputBytes) bytes of output but only \(free) bytes are free",
-                path: PathBytes.display(destination))
         }
         progress.totalUnitCount = Int64(clamping: plan.outputBytes)
         progress.completedUnitCount = 0
@@ -77,13 +72,8 @@ extension Extractor {
     nonisolated(nonsending) private func extractEverything(_ plan: ExtractionPlan, to destination: [UInt8], options: ExtractionOptions)
         async throws -> (entries: Int, contentBytes: UInt64)
     {
-        let staging = try StagingDirectory(for: destination, resume: options.resume)
-        if options.checkFreeSpace, let free = staging.availableBytes, plan.outputBytes > free {
-            if staging.isResumed { staging.release() } else { staging.discard() }
-            throw CairnError(
-                .limitExceeded, "the archive declares \(plan.outputBytes) bytes of output but only \(free) bytes are free",
-                path: PathBytes.display(destination))
-        }
+        let staging = try StagingDirectory(for: destination, resume: options.resume, existingFiles: options.existingFiles)
+        try checkBeforeWriting(plan, staging: staging, destination: destination, options: options)
         let input: FileDescriptor
         do {
             input = try reader.descriptor.duplicatedAtStart()
@@ -99,6 +89,32 @@ extension Extractor {
             return (report.entryCount, report.contentBytes)
         } catch let error as CairnError {
             throw error.withPath(reader.path)
+        }
+    }
+
+    /// What must be refused before the first byte is written (so that a 2 GiB extraction does
+    /// not fail at 100%): top-level names that exist in DEST under the all-or-nothing policy, and
+    /// declared output beyond the free space. On a refusal the staging directory is removed, or
+    /// kept when an interrupted run's work is in it.
+    private func checkBeforeWriting(
+        _ plan: ExtractionPlan, staging: StagingDirectory, destination: [UInt8], options: ExtractionOptions
+    ) throws(CairnError) {
+        do throws(CairnError) {
+            var seen = Set<[UInt8]>()
+            for index in plan.indices {
+                guard let path = Extractor.strippedPath(reader.manifest.entries[index].entry.pathBytes, components: options.stripComponents),
+                    let top = PathValidator.components(path).first, seen.insert(top).inserted
+                else { continue }
+                try staging.checkTopLevelName(top)
+            }
+            if options.checkFreeSpace, let free = staging.availableBytes, plan.outputBytes > free {
+                throw CairnError(
+                    .limitExceeded, "the archive declares \(plan.outputBytes) bytes of output but only \(free) bytes are free",
+                    path: PathBytes.display(destination))
+            }
+        } catch {
+            if staging.isResumed { staging.release() } else { staging.discard() }
+            throw error
         }
     }
 

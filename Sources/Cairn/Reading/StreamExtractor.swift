@@ -23,6 +23,8 @@ final class StreamExtractor {
     /// the staging directory, because later files may reference their chunks, and hard links
     /// their content; by archive path.
     private var scratchFiles: [[UInt8]: FileDescriptor] = [:]
+    /// Top-level names already checked against an existing destination.
+    private var checkedTopLevelNames: Set<[UInt8]> = []
     /// Chunks seen since the last references record, being decoded and checked.
     private var pending: [Digest: Task<[UInt8], any Error>] = [:]
     /// The file being written, with its destination path (its path after `stripComponents`, or
@@ -119,7 +121,7 @@ final class StreamExtractor {
             if let open = openFile, !open.scratch { _ = try? open.fd?.close() }
             openFile = nil
             closeScratchFiles()
-            if let error = error as? CairnError, error.code == .truncated {
+            if let error = error as? CairnError, error.code == .truncated, !staging.holdsNothing {
                 // Keep what verified: `extract --resume` continues from the journal.
                 staging.release()
                 var kept = error
@@ -220,6 +222,10 @@ final class StreamExtractor {
     ///   unnamed file.
     private func begin(_ entry: ArchiveEntry, linkingScratch scratch: FileDescriptor? = nil) throws {
         let name = PathBytes.lastComponent(entry.pathBytes)
+        // Refuse an existing top-level name before writing anything under it.
+        if let top = PathValidator.components(entry.pathBytes).first, checkedTopLevelNames.insert(top).inserted {
+            try staging.checkTopLevelName(top)
+        }
         switch entry.kind {
         case .directory:
             let parent = try staging.parentDirectory(of: entry.pathBytes)
@@ -418,7 +424,8 @@ extension Extractor {
         progress: Progress? = nil
     ) async throws -> VerificationReport {
         let descriptor = FileDescriptor(rawValue: input.fileDescriptor, path: "<input>")
-        let staging = try StagingDirectory(for: Archiver.fileSystemPath(destination), resume: options.resume)
+        let staging = try StagingDirectory(
+            for: Archiver.fileSystemPath(destination), resume: options.resume, existingFiles: options.existingFiles)
         let extractor = try StreamExtractor(staging: staging, options: options, progress: progress)
         return try await extractor.run(RecordStream(descriptor: descriptor))
     }
