@@ -63,8 +63,9 @@ package final class ArchiveReader {
             if verifyingStructure {
                 do throws(CairnError) {
                     try ArchiveReader.walk(fd, fileSize: size, against: manifest)
-                } catch where error.code == .truncated {
-                    // The records stop before the footer: the end only looks like one.
+                } catch {
+                    // A manifest that disagrees with the records may be a forgery inside a
+                    // truncated archive: scanning tells, and otherwise names the same problem.
                     throw ArchiveReader.fallBackToScanning(fd, footerProblem: error, tail: tail)
                 }
             } else {

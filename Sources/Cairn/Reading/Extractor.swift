@@ -142,6 +142,11 @@ public final class Extractor {
                 }
             } catch let error as CairnError {
                 structural = error
+                if error.code == .truncated, scanner.footer == nil, !error.message.hasPrefix("the archive is incomplete") {
+                    structural?.message +=
+                        "; the archive is incomplete: the first \(scanner.verifiedLength) bytes verify up to the last commit "
+                        + "('cairn verify --partial' names that prefix for resuming)"
+                }
             }
             try await chunks.finish()
         } catch {
