@@ -43,7 +43,7 @@ enum InfoCommand {
         ]
         for (key, value) in h.metadata.sorted(by: { $0.key < $1.key }) { lines.append("metadata:          \(key)=\(value)") }
         lines += [
-            "entries:           \(s.entryCount) (\(s.fileCount) files)",
+            "entries:           \(s.entryCount) (\(Output.count(s.fileCount, "file")))",
             "content:           \(Output.bytes(s.contentBytes)) (\(s.contentBytes) bytes)",
             "chunks:            \(s.chunkCount) stored, \(s.referenceCount) referenced",
             "unique content:    \(Output.bytes(s.uniqueBytes)); dedup saved \(Output.bytes(s.contentBytes &- s.uniqueBytes))",
