@@ -8,12 +8,26 @@ enum InfoCommand {
 
         Prints the header (format, chunking, codec, the creator's metadata) and the totals
         (entries, chunks, content, stored and archive bytes, deduplication savings).
+
+        On an incomplete archive (ARCHIVE.partial left by an interrupted create, a cut copy):
+        what is committed so far, verified up to its last valid commit: the verified length,
+        the entries and content bytes committed, and that it is not complete.
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(raw, valued: [], flags: ["--json", "-q", "--quiet"])
         let archive = try CommandLineTool.archiveOperand(args)
-        let extractor = try Extractor(path: archive)
+        let extractor: Extractor
+        do {
+            extractor = try Extractor(path: archive)
+        } catch {
+            // No valid footer: say what is committed, if the archive is a Cairn archive at all.
+            guard let prefix = try? await Extractor.verifyPrefix(atPath: archive), !prefix.isComplete,
+                prefix.verifiedLength > 0 || archive.hasSuffix(".partial")
+            else { throw error }
+            Self.printIncomplete(prefix, archive: archive, json: args.flag("--json"))
+            return .success
+        }
         defer { extractor.close() }
         let h = extractor.header
         let s = extractor.summary
@@ -23,7 +37,7 @@ enum InfoCommand {
             "appIdentifier": h.appIdentifier, "metadata": h.metadata, "archiveBytes": s.archiveBytes,
             "entryCount": s.entryCount, "fileCount": s.fileCount, "chunkCount": s.chunkCount,
             "referenceCount": s.referenceCount, "uncompressedBytes": s.contentBytes, "uniqueBytes": s.uniqueBytes,
-            "deduplicatedBytes": s.contentBytes &- s.uniqueBytes,
+            "deduplicatedBytes": s.contentBytes &- s.uniqueBytes, "complete": true,
         ]
         object["sizeEstimate"] = h.sizeEstimate.map { $0 as Any } ?? NSNull()
         object["compressedBytes"] = h.isCompressible ? s.storedBytes as Any : NSNull()
@@ -51,5 +65,32 @@ enum InfoCommand {
         ]
         Output.out(lines.joined(separator: "\n"))
         return .success
+    }
+
+    /// What an incomplete archive has committed (`Spec/0003-command-line.md §6`), from
+    /// `Extractor.verifyPrefix(atPath:)`.
+    static func printIncomplete(_ prefix: PrefixVerification, archive: String, json: Bool) {
+        if json {
+            var object: [String: Any] = [
+                "complete": false, "verifiedLength": prefix.verifiedLength, "fileBytes": prefix.fileBytes,
+                "entryCount": prefix.entryCount, "uncompressedBytes": prefix.contentBytes,
+                "resumeToken": prefix.resumeToken.description,
+            ]
+            object["stopReason"] = prefix.stopReason.map { $0.description as Any } ?? NSNull()
+            Output.out(Output.json(object))
+            return
+        }
+        var lines = [
+            "archive:           \(archive) (\(Output.bytes(prefix.fileBytes)))",
+            "complete:          no (no valid footer)",
+            "verified length:   \(prefix.verifiedLength) bytes, up to the last valid commit",
+            "committed:         \(Output.entries(prefix.entryCount)), \(Output.bytes(prefix.contentBytes)) of content (\(prefix.contentBytes) bytes)",
+            "after last commit: \(prefix.fileBytes - min(prefix.fileBytes, prefix.verifiedLength)) bytes, not verified",
+        ]
+        if let reason = prefix.stopReason { lines.append("stopped at:        \(reason.description)") }
+        if archive.hasSuffix(".partial") {
+            lines.append("continue it with:  cairn create --resume -o \(Shell.quoted(Array(archive.dropLast(8).utf8))) PATH...")
+        }
+        Output.out(lines.joined(separator: "\n"))
     }
 }
