@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 
 /// One difference between an archive's entries and a directory tree (`cairn diff`,
@@ -239,7 +240,8 @@ package enum ArchiveDiff {
             }
             if status.modificationTime != entry.modificationTime {
                 result.aspects.append(.mtime)
-                result.details.append("\(entry.modificationTime) ns in the archive, \(status.modificationTime) ns here")
+                result.details.append(
+                    "\(Self.time(entry.modificationTime)) in the archive, \(Self.time(status.modificationTime)) here")
             }
             if entry.kind == .symlink {
                 let target = try FileSystem.readSymlink(name, in: directory, display: display(path))
@@ -250,6 +252,17 @@ package enum ArchiveDiff {
                 }
             }
             return result
+        }
+
+        /// `2021-01-02T03:04:05.123456789Z`: UTC, to the nanosecond.
+        private static func time(_ nanoseconds: Int64) -> String {
+            let spec = FileStatus.timespec(nanoseconds: nanoseconds)
+            var seconds = spec.tv_sec
+            var parts = tm()
+            guard gmtime_r(&seconds, &parts) != nil else { return "\(nanoseconds) ns" }
+            return String(
+                format: "%04d-%02d-%02dT%02d:%02d:%02d.%09dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+                Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), spec.tv_nsec)
         }
 
         private static func octal(_ mode: UInt32) -> String {
