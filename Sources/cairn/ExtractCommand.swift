@@ -55,8 +55,8 @@ enum ExtractCommand {
         let staging = StagingLocation.path(for: destination)
         Interruption.describe { Interruption.extractLine(raw, staging: staging, fromStandardInput: archive == "-") }
         if archive == "-" {
-            try Terminal.refuseArchive(on: 0)
             guard args.operands.count == 1 else { throw UsageError("PATH selection needs a seekable ARCHIVE, not -") }
+            try Terminal.refuseArchive(on: 0)
             return try await extractFromStandardInput(args, destination: destination, options: options)
         }
         let selection = args.operands.dropFirst().map { String(decoding: $0, as: UTF8.self) }
