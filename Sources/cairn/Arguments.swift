@@ -56,7 +56,11 @@ struct Arguments {
     func allValues(_ name: String) -> [String] { values[name] ?? [] }
 
     /// The raw bytes given for a valued option (for paths).
-    func rawValue(_ names: String...) -> [UInt8]? {
+    func rawValue(_ names: String...) -> [UInt8]? { Self.rawValue(of: names, in: items) }
+
+    /// The raw bytes given last for any of `names` (`-o X`, `--output X`, `--output=X`) in
+    /// `items`, without parsing the rest: for looking at a command line from outside the command.
+    static func rawValue(of names: [String], in items: [[UInt8]]) -> [UInt8]? {
         var index = 0
         var found: [UInt8]?
         while index < items.count {
@@ -68,5 +72,38 @@ struct Arguments {
             index += 1
         }
         return found
+    }
+}
+
+/// Byte sizes given on the command line (`--max-output`, `--size-estimate`): the one parser.
+enum ByteSize {
+    /// Parses `200M`, `1G`, `64KiB`, `4096`: a whole number of bytes, optionally followed by
+    /// `K`, `M`, `G`, `T` (or `KiB`, `MiB`, `GiB`, `TiB`, any case, also `k`/`KB`...), each a
+    /// power of 1024. A plain number is bytes; `B` may follow it.
+    ///
+    /// - Returns: the size in bytes, or nil when the text is not a size or the value does not fit
+    ///   in 64 bits.
+    static func parse(_ text: String) -> UInt64? {
+        let digits = text.prefix(while: { $0.isASCII && $0.isNumber })
+        guard !digits.isEmpty, let number = UInt64(digits) else { return nil }
+        let suffix = text.dropFirst(digits.count).lowercased()
+        let shifts: [String: UInt64] = [
+            "": 0, "b": 0, "k": 10, "kb": 10, "kib": 10, "m": 20, "mb": 20, "mib": 20,
+            "g": 30, "gb": 30, "gib": 30, "t": 40, "tb": 40, "tib": 40,
+        ]
+        guard let shift = shifts[suffix] else { return nil }
+        let (value, overflow) = number.multipliedReportingOverflow(by: 1 << shift)
+        return overflow ? nil : value
+    }
+
+    /// The size given for `option` in `args`, if any.
+    ///
+    /// - Throws: `UsageError` naming the option when the value is not a size.
+    static func value(_ option: String, in args: Arguments) throws(UsageError) -> UInt64? {
+        guard let text = args.value(option) else { return nil }
+        guard let size = parse(text) else {
+            throw UsageError("\(option) takes a size in bytes, optionally with K, M, G or T (powers of 1024): got '\(text)'")
+        }
+        return size
     }
 }

@@ -2,7 +2,7 @@ import Cairn
 import Foundation
 import Glibc
 
-/// `cairn cat ARCHIVE --from-offset N [--expect-token T]`
+/// `cairn cat ARCHIVE [--from-offset N] [--expect-token T]`
 enum CatCommand {
     static let usage = """
         usage: cairn cat ARCHIVE [--from-offset N] [--expect-token T]
@@ -12,13 +12,14 @@ enum CatCommand {
         learn N and T, cuts its copy to N bytes (truncate -s N COPY: bytes after the last valid
         commit are not trusted), then appends what this prints; the result is identical to
         ARCHIVE. With --expect-token, refuses (exit 1) unless the receiver's prefix is a prefix of
-        ARCHIVE. Offsets are plain byte offsets, so HTTP range requests work the same way.
+        ARCHIVE; the token holds N, so --from-offset may be left out (if given, it must agree).
+        Offsets are plain byte offsets, so HTTP range requests work the same way.
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(raw, valued: ["--from-offset", "--expect-token"], flags: [])
         let archive = try CommandLineTool.archiveOperand(args)
-        var offset: UInt64 = 0
+        var offset: UInt64?
         if let text = args.value("--from-offset") {
             guard let value = UInt64(text) else { throw UsageError("--from-offset takes a byte offset") }
             offset = value
@@ -26,12 +27,15 @@ enum CatCommand {
         var token: ResumeToken?
         if let text = args.value("--expect-token") {
             guard let parsed = ResumeToken(text) else { throw UsageError("--expect-token: malformed token '\(text)'") }
-            guard parsed.length == offset else {
+            // The token holds the receiver's length: --from-offset may be left out, and if given
+            // must agree.
+            if let offset, parsed.length != offset {
                 throw UsageError("the token names offset \(parsed.length) but --from-offset is \(offset)")
             }
+            offset = parsed.length
             token = parsed
         }
-        try ArchiveTransfer.send(archiveAt: archive, from: offset, expecting: token, to: FileHandle.standardOutput)
+        try ArchiveTransfer.send(archiveAt: archive, from: offset ?? 0, expecting: token, to: FileHandle.standardOutput)
         return .success
     }
 }

@@ -12,13 +12,15 @@ enum CommandLineTool {
           list     ARCHIVE [--long] [--json]      one line per entry
           info     ARCHIVE [--json]               header metadata and totals
           verify   ARCHIVE [--partial] [--json]   check every byte against its checksum
-          cat      ARCHIVE --from-offset N [--expect-token T]
+          cat      ARCHIVE [--from-offset N] [--expect-token T]
                                                   send the rest of an archive (resume a transfer)
+          diff     ARCHIVE DIR [--json]           what differs between an archive and a tree
           demo     [--size-mib N] [--keep DIR]    run create/list/verify/extract on sample data
 
         ARCHIVE may be - for standard input (verify, extract) or output (create).
         Run 'cairn <command> --help' for a command's options.
-        Exit status: 0 success, 1 failure, 2 usage error, 3 completed with warnings.
+        Exit status: 0 success, 1 failure (diff: differences found), 2 usage error, 3 completed
+        with warnings, 130/143 interrupted by SIGINT/SIGTERM.
         """
 
     static func run(_ arguments: [[UInt8]]) async -> ExitStatus {
@@ -28,7 +30,7 @@ enum CommandLineTool {
         }
         let command = String(decoding: first, as: UTF8.self)
         let rest = Array(arguments.dropFirst())
-        let handler: (([[UInt8]]) async throws -> ExitStatus)?
+        let handler: (@Sendable ([[UInt8]]) async throws -> ExitStatus)?
         let help: String
         switch command {
         case "create": (handler, help) = (CreateCommand.run, CreateCommand.usage)
@@ -38,6 +40,7 @@ enum CommandLineTool {
         case "verify": (handler, help) = (VerifyCommand.run, VerifyCommand.usage)
         case "demo": (handler, help) = (DemoCommand.run, DemoCommand.usage)
         case "cat": (handler, help) = (CatCommand.run, CatCommand.usage)
+        case "diff": (handler, help) = (DiffCommand.run, DiffCommand.usage)
         case "-h", "--help", "help":
             Output.out(usage)
             return .success
@@ -52,14 +55,29 @@ enum CommandLineTool {
             Output.out(help)
             return .success
         }
-        do {
-            return try await handler?(rest) ?? .usage
-        } catch let error as UsageError {
-            Output.err("cairn \(command): \(error.message)\n\n\(help)")
-            return .usage
-        } catch {
-            Output.error(error)
-            return .failure
+        guard let handler else { return .usage }
+        if command == "create" {
+            // CreateCommand's own code is unchanged by interruption: the line is made from its
+            // arguments here.
+            Interruption.describe { await Interruption.createLine(rest) }
+        }
+        let outcome = await Interruption.run {
+            do {
+                return try await handler(rest)
+            } catch let error as UsageError {
+                Output.err("cairn \(command): \(error.message)\n\n\(help)")
+                return .usage
+            } catch {
+                Output.error(error)
+                return .failure
+            }
+        }
+        switch outcome {
+        case .finished(let status):
+            return status
+        case .interrupted(let signal):
+            await Interruption.report()
+            return Interruption.exitStatus(for: signal)
         }
     }
 

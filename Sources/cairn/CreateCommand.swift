@@ -18,7 +18,7 @@ enum CreateCommand {
           --not-compressible        store chunks raw (the compressible hint is off)
           --resources-version V     the payload's own version string
           --app-id ID               identifier of the app that made the archive
-          --size-estimate BYTES     estimate of the content size (for progress)
+          --size-estimate SIZE      estimate of the content size (for progress; K/M/G/T)
           --meta KEY=VALUE          free metadata, repeatable (keys starting 'cairn.' are reserved)
           --exclude PATTERN         leave out items whose path in archive, or any trailing part of
                                     it, matches the glob ('*.log', 'cache'); repeatable
@@ -37,7 +37,7 @@ enum CreateCommand {
                                     middle continues after its last committed chunk
           --json                    print the export properties as JSON
           -q, --quiet               print nothing on success
-          --progress, --no-progress show or hide the progress bar (default: on a terminal)
+          --progress, --no-progress force or hide the progress bar (default: on a terminal)
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
@@ -90,10 +90,7 @@ enum CreateCommand {
         if args.flag("--not-compressible") { configuration.isCompressible = false }
         if let version = args.value("--resources-version") { configuration.resourcesVersion = version }
         if let app = args.value("--app-id") { configuration.appIdentifier = app }
-        if let estimate = args.value("--size-estimate") {
-            guard let value = UInt64(estimate) else { throw UsageError("--size-estimate takes a number of bytes") }
-            configuration.sizeEstimate = value
-        }
+        if let estimate = try ByteSize.value("--size-estimate", in: args) { configuration.sizeEstimate = estimate }
         for pair in args.allValues("--meta") {
             guard let eq = pair.firstIndex(of: "=") else { throw UsageError("--meta takes KEY=VALUE") }
             let key = String(pair[..<eq])
@@ -126,6 +123,7 @@ enum CreateCommand {
         }
         let toStandardOutput = output == "-"
         let force = args.flag("-f", "--force")
+        if toStandardOutput { try Terminal.refuseArchive(on: 1) }
         let archiver: Archiver
         let sink: (any ArchiveSink)?
         if args.flag("--resume") {
@@ -277,9 +275,6 @@ enum CreateCommand {
     }
 
     /// `"1 entry"`, `"2 entries"`: `count` with the noun that agrees with it.
-    static func counted(_ count: Int, _ singular: String, _ plural: String) -> String {
-        "\(count) \(count == 1 ? singular : plural)"
-    }
 
     static func json(_ p: ExportProperties, seconds: Double, cpuSeconds: Double) -> [String: Any] {
         var object: [String: Any] = [
@@ -295,7 +290,7 @@ enum CreateCommand {
 
     static func summary(_ p: ExportProperties, seconds: Double, cpuSeconds: Double, output: String) -> String {
         var lines = [
-            "created \(output): \(Self.counted(p.entryCount, "entry", "entries")), \(Output.bytes(p.uncompressedBytes)) of content → \(Output.bytes(p.archiveBytes)) archive",
+            "created \(output): \(Output.entries(p.entryCount)), \(Output.bytes(p.uncompressedBytes)) of content → \(Output.bytes(p.archiveBytes)) archive",
             "  chunks: \(p.chunkCount) stored, \(p.referenceCount) referenced; dedup saved \(Output.bytes(p.deduplicatedBytes))",
         ]
         if let compressed = p.compressedBytes {

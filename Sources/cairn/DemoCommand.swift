@@ -271,7 +271,7 @@ private struct DemoResult {
             "  corpus              \(Output.bytes(c.totalBytes)) in \(Self.number(c.fileCount)) files, "
                 + "\(Self.number(c.directoryCount)) directories, \(Self.number(kinds["symlink"] ?? 0)) symlink")
         lines.append(
-            "  archive             \(Output.bytes(p.archiveBytes)): \(Self.number(p.entryCount)) entries, "
+            "  archive             \(Output.bytes(p.archiveBytes)): \(Self.number(p.entryCount)) \(Output.noun(p.entryCount, "entry", plural: "entries")), "
                 + "\(Self.number(p.chunkCount)) chunks stored, \(Self.number(p.referenceCount)) referenced")
         let overall = p.archiveBytes == 0 ? 0 : content / Double(p.archiveBytes)
         lines.append("  compression ratio   \(Self.fixed(overall, 2))× overall (content ÷ archive size)")

@@ -15,29 +15,48 @@ enum ExtractCommand {
         options:
           -C, --directory DEST     where to extract; created if missing (its parent must
                                    exist); a symlink to a directory is followed
-          --max-output BYTES       refuse archives declaring more output (default 1 TiB)
+          --strip-components N     drop the first N components of every path; entries with
+                                   nothing left are not extracted (as tar)
+          --overwrite              into an existing DEST: replace existing files and links,
+                                   merge into existing directories
+          --keep-old-files         into an existing DEST: keep existing names, report each
+                                   as an error (exit 1) after extracting the rest
+          --skip-old-files         into an existing DEST: keep existing names silently
+                                   (without one of these three, any existing top-level name
+                                   refuses the whole extraction: all or nothing)
+          --max-output SIZE        refuse archives declaring more output (default 1T; SIZE is
+                                   bytes, or with K, M, G, T: powers of 1024)
           --no-space-check         do not compare the declared output with the free space
-          --resume                 continue an extraction that was killed or whose input ended
-                                   early: entries already written and verified are skipped
+          --resume                 continue an extraction that was killed, interrupted or whose
+                                   input ended early: entries already written are skipped
+          -v, --verbose            print each entry's path on standard error as it is extracted
           -q, --quiet              print nothing on success
           --json                   print the figures as JSON
+          --progress               draw the progress bar even when standard error is not a
+                                   terminal, or when reading the archive from standard input
+          --no-progress            never draw it (default: drawn on a terminal, except for -)
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(
-            raw, valued: ["-C", "--directory", "--max-output"],
-            flags: ["--no-space-check", "-q", "--quiet", "--json", "--progress", "--no-progress", "--resume"])
+            raw, valued: ["-C", "--directory", "--max-output", "--strip-components"],
+            flags: [
+                "--no-space-check", "-q", "--quiet", "--json", "--progress", "--no-progress", "--resume", "--overwrite",
+                "--keep-old-files", "--skip-old-files", "-v", "--verbose",
+            ])
         let archive = try CommandLineTool.archiveOperand(args)
         let destination = args.rawValue("-C", "--directory") ?? Array(".".utf8)
-        var options = ExtractionOptions()
-        if let limit = args.value("--max-output") {
-            guard let value = UInt64(limit) else { throw UsageError("--max-output takes a number of bytes") }
-            options.maximumOutputBytes = value
+        var options = try Self.options(args)
+        if args.flag("-v", "--verbose") {
+            options.onEntry = { entry in Output.err(entry.path) }
         }
-        if args.flag("--no-space-check") { options.checkFreeSpace = false }
-        if args.flag("--resume") { options.resume = true }
+        // Where the staging directory is, decided before anything is made, for the line an
+        // interruption prints.
+        let staging = StagingLocation.path(for: destination)
+        Interruption.describe { Interruption.extractLine(raw, staging: staging, fromStandardInput: archive == "-") }
         if archive == "-" {
             guard args.operands.count == 1 else { throw UsageError("PATH selection needs a seekable ARCHIVE, not -") }
+            try Terminal.refuseArchive(on: 0)
             return try await extractFromStandardInput(args, destination: destination, options: options)
         }
         let selection = args.operands.dropFirst().map { String(decoding: $0, as: UTF8.self) }
@@ -69,6 +88,32 @@ enum ExtractCommand {
         return .success
     }
 
+    /// The extraction options the flags ask for.
+    ///
+    /// - Throws: `UsageError` for a bad `--max-output` or `--strip-components`, or when more
+    ///   than one of `--overwrite`, `--keep-old-files` and `--skip-old-files` is given.
+    static func options(_ args: Arguments) throws(UsageError) -> ExtractionOptions {
+        var options = ExtractionOptions()
+        if let limit = try ByteSize.value("--max-output", in: args) { options.maximumOutputBytes = limit }
+        if args.flag("--no-space-check") { options.checkFreeSpace = false }
+        if args.flag("--resume") { options.resume = true }
+        if let text = args.value("--strip-components") {
+            guard let count = Int(text), count >= 0, count <= 4096 else {
+                throw UsageError("--strip-components takes a number of path components (0 or more): got '\(text)'")
+            }
+            options.stripComponents = count
+        }
+        let policies: [(String, ExistingFilePolicy)] = [
+            ("--overwrite", .overwrite), ("--keep-old-files", .keepOld), ("--skip-old-files", .skipOld),
+        ]
+        let chosen = policies.filter { args.flag($0.0) }
+        guard chosen.count <= 1 else {
+            throw UsageError("\(chosen.map(\.0).joined(separator: " and ")) cannot be given together")
+        }
+        if let policy = chosen.first?.1 { options.existingFiles = policy }
+        return options
+    }
+
     /// Prints the figures of a finished extraction (text, or JSON with `--json`).
     static func report(
         _ args: Arguments, entries: Int, contentBytes: UInt64, source: String, destination: [UInt8], seconds: Double,
@@ -81,7 +126,7 @@ enum ExtractCommand {
                 ]))
         } else if !args.flag("-q", "--quiet") {
             Output.out(
-                "extracted \(entries) entries, \(Output.bytes(contentBytes))\(source) into \(String(decoding: destination, as: UTF8.self)) "
+                "extracted \(Output.entries(entries)), \(Output.bytes(contentBytes))\(source) into \(String(decoding: destination, as: UTF8.self)) "
                     + "in \(String(format: "%.2f", seconds)) s (\(Output.rate(contentBytes, seconds: seconds)), "
                     + "\(String(format: "%.2f", cpuSeconds)) s CPU)")
         }
@@ -94,7 +139,8 @@ enum ExtractCommand {
         let started = monotonicSeconds()
         let cpuStarted = ProcessTimes.cpuSeconds()
         let progress = Progress(totalUnitCount: 0)
-        let bar = ProgressBar.shouldShow(args) ? ProgressBar(progress: progress, label: "extract") : nil
+        let bar =
+            ProgressBar.shouldShow(args, readsArchiveFromStandardInput: true) ? ProgressBar(progress: progress, label: "extract") : nil
         bar?.start()
         let verified: VerificationReport
         do {

@@ -8,12 +8,29 @@ enum InfoCommand {
 
         Prints the header (format, chunking, codec, the creator's metadata) and the totals
         (entries, chunks, content, stored and archive bytes, deduplication savings).
+
+        On an incomplete archive (ARCHIVE.partial left by an interrupted create, a cut copy):
+        what is committed so far, verified up to its last valid commit: the verified length,
+        the entries and content bytes committed, and that it is not complete.
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(raw, valued: [], flags: ["--json", "-q", "--quiet"])
         let archive = try CommandLineTool.archiveOperand(args)
-        let extractor = try Extractor(path: archive)
+        let extractor: Extractor
+        do {
+            extractor = try Extractor(path: archive)
+        } catch {
+            // Incomplete (no valid footer): say what is committed, if it is a Cairn archive at all.
+            // A corrupt archive fails here as it does for every other reading command.
+            guard error.code == .truncated, let prefix = try? await Extractor.verifyPrefix(atPath: archive), !prefix.isComplete,
+                prefix.verifiedLength > 0 || archive.hasSuffix(".partial")
+            else { throw error }
+            Self.printIncomplete(prefix, archive: archive, json: args.flag("--json"))
+            // Bytes after the last commit that are damaged rather than missing are an error.
+            if let reason = prefix.stopReason, reason.code != .truncated { throw reason }
+            return .success
+        }
         defer { extractor.close() }
         let h = extractor.header
         let s = extractor.summary
@@ -23,7 +40,7 @@ enum InfoCommand {
             "appIdentifier": h.appIdentifier, "metadata": h.metadata, "archiveBytes": s.archiveBytes,
             "entryCount": s.entryCount, "fileCount": s.fileCount, "chunkCount": s.chunkCount,
             "referenceCount": s.referenceCount, "uncompressedBytes": s.contentBytes, "uniqueBytes": s.uniqueBytes,
-            "deduplicatedBytes": s.contentBytes &- s.uniqueBytes,
+            "deduplicatedBytes": s.contentBytes &- s.uniqueBytes, "complete": true,
         ]
         object["sizeEstimate"] = h.sizeEstimate.map { $0 as Any } ?? NSNull()
         object["compressedBytes"] = h.isCompressible ? s.storedBytes as Any : NSNull()
@@ -43,7 +60,7 @@ enum InfoCommand {
         ]
         for (key, value) in h.metadata.sorted(by: { $0.key < $1.key }) { lines.append("metadata:          \(key)=\(value)") }
         lines += [
-            "entries:           \(s.entryCount) (\(s.fileCount) files)",
+            "entries:           \(s.entryCount) (\(Output.count(s.fileCount, "file")))",
             "content:           \(Output.bytes(s.contentBytes)) (\(s.contentBytes) bytes)",
             "chunks:            \(s.chunkCount) stored, \(s.referenceCount) referenced",
             "unique content:    \(Output.bytes(s.uniqueBytes)); dedup saved \(Output.bytes(s.contentBytes &- s.uniqueBytes))",
@@ -51,5 +68,32 @@ enum InfoCommand {
         ]
         Output.out(lines.joined(separator: "\n"))
         return .success
+    }
+
+    /// What an incomplete archive has committed (`Spec/0003-command-line.md §6`), from
+    /// `Extractor.verifyPrefix(atPath:)`.
+    static func printIncomplete(_ prefix: PrefixVerification, archive: String, json: Bool) {
+        if json {
+            var object: [String: Any] = [
+                "complete": false, "verifiedLength": prefix.verifiedLength, "fileBytes": prefix.fileBytes,
+                "entryCount": prefix.entryCount, "uncompressedBytes": prefix.contentBytes,
+                "resumeToken": prefix.resumeToken.description,
+            ]
+            object["stopReason"] = prefix.stopReason.map { $0.description as Any } ?? NSNull()
+            Output.out(Output.json(object))
+            return
+        }
+        var lines = [
+            "archive:           \(archive) (\(Output.bytes(prefix.fileBytes)))",
+            "complete:          no (no valid footer)",
+            "verified length:   \(prefix.verifiedLength) bytes, up to the last valid commit",
+            "committed:         \(Output.entries(prefix.entryCount)), \(Output.bytes(prefix.contentBytes)) of content (\(prefix.contentBytes) bytes)",
+            "after last commit: \(prefix.fileBytes - min(prefix.fileBytes, prefix.verifiedLength)) bytes, not verified",
+        ]
+        if let reason = prefix.stopReason { lines.append("stopped at:        \(reason.description)") }
+        if archive.hasSuffix(".partial") {
+            lines.append("continue it with:  cairn create --resume -o \(Shell.quoted(Array(archive.dropLast(8).utf8))) PATH...")
+        }
+        Output.out(lines.joined(separator: "\n"))
     }
 }

@@ -8,13 +8,24 @@ enum Output {
         FileHandle.standardOutput.write(Data((text + "\n").utf8))
     }
 
+    /// Prints a message line on standard error; nothing once the command was interrupted, so
+    /// the interruption's one line (``Interruption``) is all that follows a signal.
     static func err(_ text: String) {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        rawError(text + "\n")
     }
 
+    /// Writes `text` as it is on standard error (the progress bar), unless interrupted.
+    static func rawError(_ text: String) {
+        guard !Interruption.isInterrupted else { return }
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+
+    /// Prints an error: `cairn: error: ` and its description, then each of its
+    /// `additionalErrors` on a line of its own.
     static func error(_ error: any Error) {
         if let error = error as? CairnError {
             err("cairn: error: \(error.description)")
+            for more in error.additionalErrors { err("cairn: error: \(more.description)") }
         } else if error is CancellationError {
             err("cairn: error: cancelled")
         } else {
@@ -51,6 +62,25 @@ enum Output {
         guard seconds > 0 else { return "-" }
         return String(format: "%.0f MB/s", Double(count) / seconds / 1e6)
     }
+
+    /// `1 entry`, `2 entries`, `0 files`: a count and its noun, singular only for exactly one.
+    ///
+    /// - Parameters:
+    ///   - count: how many.
+    ///   - singular: the noun for one (`entry`, `file`, `chunk`).
+    ///   - plural: the noun for any other count; `singular + "s"` when nil.
+    static func count(_ count: Int, _ singular: String, plural: String? = nil) -> String {
+        "\(count) \(noun(count, singular, plural: plural))"
+    }
+
+    /// The noun alone, for a count printed another way (`1,234 entries`): `singular` for exactly
+    /// one, else `plural` (`singular + "s"` when nil).
+    static func noun(_ count: Int, _ singular: String, plural: String? = nil) -> String {
+        count == 1 ? singular : plural ?? singular + "s"
+    }
+
+    /// `count(_:_:plural:)` for `entry`/`entries`, the noun every command prints.
+    static func entries(_ count: Int) -> String { Self.count(count, "entry", plural: "entries") }
 
     static var standardErrorIsTerminal: Bool { isatty(2) == 1 }
 }

@@ -20,6 +20,7 @@ enum VerifyCommand {
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(raw, valued: [], flags: ["--json", "--partial", "-q", "--quiet"])
         let archive = try CommandLineTool.archiveOperand(args)
+        if archive == "-" { try Terminal.refuseArchive(on: 0) }
         if args.flag("--partial") { return try await partial(archive, json: args.flag("--json")) }
         let started = monotonicSeconds()
         let report = try await Extractor.verifyArchive(atPath: archive)
@@ -33,7 +34,7 @@ enum VerifyCommand {
                 ]))
         } else if !args.flag("-q", "--quiet") {
             Output.out(
-                "OK \(archive): \(report.entryCount) entries, \(report.chunkCount) chunks, \(Output.bytes(report.contentBytes)) of content verified "
+                "OK \(archive): \(Output.entries(report.entryCount)), \(Output.count(report.chunkCount, "chunk")), \(Output.bytes(report.contentBytes)) of content verified "
                     + "(\(Output.bytes(report.archiveBytes)) read in \(String(format: "%.2f", seconds)) s, \(Output.rate(report.archiveBytes, seconds: seconds)))")
         }
         return .success

@@ -232,7 +232,7 @@ struct CommandLineTests {
         let escaped = try #require(listed.first { $0.contains("\\x") })
         let one = try CLI.run(["extract", "a.cairn", "-C", "one", escaped], in: work.root)
         #expect(one.status == 0, "\(one.stderr)")
-        #expect(one.stdout.contains("extracted 1 entries"), "only the selection is counted: \(one.stdout)")
+        #expect(one.stdout.contains("extracted 1 entry,"), "only the selection is counted: \(one.stdout)")
         let directory = try CLI.run(["extract", "-q", "a.cairn", "-C", "two", "./src/tree/bin/"], in: work.root)
         #expect(directory.status == 0, "\(directory.stderr)")
     }

@@ -223,6 +223,12 @@ struct OneMeaningTests {
         ]
         for command in commands {
             let result = try ChildProcess.run(try cairn, command.arguments, standardInput: command.stdin)
+            if command.arguments.first == "info", result.status == 0 {
+                // `info` on an incomplete archive reports what its commits vouch for (Spec/0003
+                // §6), which is never what a forged end says.
+                #expect(result.stdout.contains("complete:          no") && !result.stdout.contains("forged"), "\(name): \(result.stdout)")
+                continue
+            }
             #expect(result.status == 1, "\(name): cairn \(command.arguments.joined(separator: " ")) exited \(result.status): \(result.stderr)")
             #expect(result.stderr.contains("error"), "\(name): \(result.stderr)")
             // A stream that ends early keeps what verified for --resume and says so (Spec/0003

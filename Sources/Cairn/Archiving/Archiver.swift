@@ -377,7 +377,7 @@ public final class Archiver {
                 state: initial, chunking: configuration.chunking, batchBytes: configuration.batchBytes, budget: budget,
                 pool: pool, claims: claims, compression: configuration.effectiveCompression, output: continuation,
                 options: configuration.producerOptions,
-                onProgress: { bytes in Archiver.report(bytes, to: progress) })
+                onProgress: { bytes in ByteProgress.report(bytes, to: progress) })
             try await produce(&item)
             try await item.finish()
             return item.state
@@ -411,14 +411,6 @@ public final class Archiver {
         }
     }
 
-    /// Publishes `bytes` of content read: an indeterminate total (-1) stays so; a known total
-    /// (the estimate, or the CLI's quick scan) that the content outgrows grows with it.
-    static func report(_ bytes: UInt64, to progress: Progress) {
-        let done = Int64(clamping: bytes)
-        let total = progress.totalUnitCount
-        if total >= 0, total < done { progress.totalUnitCount = done }
-        progress.completedUnitCount = done
-    }
 
     /// Applies a processed batch's events to the writer, in order.
     private func apply(_ batch: ContentBatch, _ processed: ProcessedBatch) throws {

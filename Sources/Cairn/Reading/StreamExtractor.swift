@@ -112,6 +112,11 @@ final class StreamExtractor {
                     offset: stream.offset)
             }
             try scanner.requireEnd(of: stream)
+            // A known total ends exact; an unknown one stays unknown.
+            if let progress, progress.totalUnitCount >= 0 {
+                progress.totalUnitCount = Int64(clamping: outputBytes)
+                progress.completedUnitCount = Int64(clamping: outputBytes)
+            }
             try finishTree()
             if let open = openFile, !open.scratch { _ = try? open.fd?.close() }
             closeScratchFiles()
@@ -354,11 +359,7 @@ final class StreamExtractor {
             outputBytes = total
             try fd.writeAll(bytes)
             open.written += UInt64(bytes.count)
-            if let progress {
-                let done = Int64(clamping: outputBytes)
-                if progress.totalUnitCount >= 0, progress.totalUnitCount < done { progress.totalUnitCount = done }
-                progress.completedUnitCount = done
-            }
+            if let progress { ByteProgress.report(outputBytes, to: progress) }
         }
         openFile = open
     }

@@ -1,0 +1,152 @@
+import Cairn
+import Dispatch
+import Foundation
+import Glibc
+import Synchronization
+
+/// SIGINT and SIGTERM during a command (`Spec/0003-command-line.md §2`): the running command's
+/// task is cancelled (the library throws `CancellationError` and leaves a resumable state), and
+/// one line says what was kept, where, and the exact command that continues it. The exit status
+/// is 128 + the signal number: 130 for SIGINT, 143 for SIGTERM.
+///
+/// Once a signal arrived, ``Output`` prints nothing more, so the line from ``report(_:)`` is the
+/// only one after it (the cancelled command's own "cancelled" error is not shown).
+enum Interruption {
+    /// How a command run under ``run(grace:_:)`` ended.
+    enum Outcome: Sendable {
+        /// It returned this status without a signal (or completed despite one).
+        case finished(ExitStatus)
+        /// A signal (its number) stopped it.
+        case interrupted(signal: Int32)
+    }
+
+    /// The first signal received, 0 before any.
+    private static let received = Mutex<Int32>(0)
+
+    /// Whether SIGINT or SIGTERM has arrived.
+    static var isInterrupted: Bool { received.withLock { $0 != 0 } }
+
+    /// Runs `body` as a task; on the first SIGINT or SIGTERM cancels it and waits for it at most
+    /// `grace` seconds (a task blocked reading a pipe cannot notice its cancellation; what it
+    /// kept on disk is as resumable as after a kill). A second signal stops waiting at once.
+    ///
+    /// - Parameters:
+    ///   - grace: seconds to wait for the cancelled task to return.
+    ///   - body: the command.
+    /// - Returns: ``Outcome/finished(_:)`` when the command returned and no signal came, or it
+    ///   completed (status 0 or 3) although one came; ``Outcome/interrupted(signal:)`` otherwise.
+    static func run(grace: Double = 2, _ body: @escaping @Sendable () async -> ExitStatus) async -> Outcome {
+        // The default action would end the process at once; ignore it and watch with Dispatch.
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        let (outcomes, continuation) = AsyncStream.makeStream(of: Outcome.self, bufferingPolicy: .bufferingOldest(1))
+        let work = Task {
+            let status = await body()
+            let signal = received.withLock { $0 }
+            let completed = status.rawValue == ExitStatus.success.rawValue || status.rawValue == ExitStatus.warnings.rawValue
+            continuation.yield(signal == 0 || completed ? .finished(status) : .interrupted(signal: signal))
+        }
+        var sources: [any DispatchSourceSignal] = []
+        for number in [SIGINT, SIGTERM] {
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                let first = received.withLock { value -> Bool in
+                    guard value == 0 else { return false }
+                    value = number
+                    return true
+                }
+                guard first else {
+                    continuation.yield(.interrupted(signal: received.withLock { $0 }))
+                    return
+                }
+                work.cancel()
+                DispatchQueue.global().asyncAfter(deadline: .now() + grace) {
+                    continuation.yield(.interrupted(signal: number))
+                }
+            }
+            source.resume()
+            sources.append(source)
+        }
+        defer { for source in sources { source.cancel() } }
+        for await outcome in outcomes { return outcome }
+        return .finished(.failure)
+    }
+
+    /// The exit status for a signal: 128 + its number.
+    static func exitStatus(for signal: Int32) -> ExitStatus { ExitStatus(rawValue: 128 + signal) }
+
+
+    /// What ``report()`` prints; a command sets it once it knows what it would keep.
+    private static let line = Mutex<(@Sendable () async -> String)?>(nil)
+
+    /// Sets what the interruption line says (called by a command before its long work starts).
+    static func describe(_ make: @escaping @Sendable () async -> String) {
+        line.withLock { $0 = make }
+    }
+
+    /// Prints the one line after an interruption (erasing a progress bar on a terminal first).
+    static func report() async {
+        let make = line.withLock { $0 }
+        let text = await make?() ?? "cairn: interrupted"
+        let erase = Output.standardErrorIsTerminal ? "\r\u{1B}[K" : ""
+        FileHandle.standardError.write(Data((erase + text + "\n").utf8))
+    }
+
+    /// The line for an interrupted `create`, from its raw arguments: the `.partial` kept and how
+    /// much of it is committed (`Extractor.verifyPrefix`), and the `create --resume` command.
+    static func createLine(_ arguments: [[UInt8]]) async -> String {
+        guard let output = Arguments.rawValue(of: ["-o", "--output"], in: arguments), output != Array("-".utf8) else {
+            return "cairn: interrupted; the archive written to standard output is incomplete and cannot be resumed"
+        }
+        let partial = String(decoding: output, as: UTF8.self) + ".partial"
+        guard FileManager.default.fileExists(atPath: partial) else {
+            return "cairn: interrupted before anything was written; run again: \(continuation("create", arguments, resume: false))"
+        }
+        var committed = ""
+        if let prefix = try? await Extractor.verifyPrefix(atPath: partial) {
+            committed = " (\(Output.bytes(prefix.verifiedLength)) committed, \(Output.entries(prefix.entryCount)))"
+        }
+        return "cairn: interrupted; kept \(Shell.quoted(output + Array(".partial".utf8)))\(committed); continue with: "
+            + continuation("create", arguments, resume: true)
+    }
+
+    /// The line for an interrupted `extract`: the staging directory kept and the
+    /// `extract --resume` command.
+    ///
+    /// - Parameters:
+    ///   - arguments: the command's raw arguments.
+    ///   - staging: where `StagingLocation.path(for:)` puts the staging directory (computed
+    ///     before the extraction started).
+    ///   - fromStandardInput: whether the archive is `-` (the whole stream must be given again).
+    static func extractLine(_ arguments: [[UInt8]], staging: [UInt8], fromStandardInput: Bool) -> String {
+        var status = stat()
+        let kept = staging.withNullTerminated { lstat($0, &status) } == 0
+        guard kept else {
+            return "cairn: interrupted before anything was staged; nothing was kept; run again: \(continuation("extract", arguments, resume: false))"
+        }
+        let again = fromStandardInput ? " (with the whole stream on standard input again)" : ""
+        return "cairn: interrupted; kept what verified in \(Shell.quoted(staging)); continue with: "
+            + continuation("extract", arguments, resume: true) + again
+    }
+}
+
+/// `cairn COMMAND --resume ARGS...` (or without `--resume`) with every argument shell-quoted
+/// and `--resume` given once: the command to paste to continue.
+private func continuation(_ name: String, _ items: [[UInt8]], resume: Bool) -> String {
+    let rest = items.filter { $0 != Array("--resume".utf8) }
+    return (["cairn", name] + (resume ? ["--resume"] : []) + rest.map(Shell.quoted)).joined(separator: " ")
+}
+
+/// Quoting for commands printed for the user to paste.
+enum Shell {
+    /// `bytes` as one shell word: as it is when it holds only safe characters, else in single
+    /// quotes (a `'` written `'\''`); bytes that are not UTF-8 are written with `$'\xHH'`.
+    static func quoted(_ bytes: [UInt8]) -> String {
+        let safe = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%".utf8)
+        if !bytes.isEmpty, bytes.allSatisfy(safe.contains) { return String(decoding: bytes, as: UTF8.self) }
+        if String(validating: bytes, as: UTF8.self) == nil {
+            return "$'" + bytes.map { String(format: "\\x%02x", $0) }.joined() + "'"
+        }
+        return "'" + String(decoding: bytes, as: UTF8.self).replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+}

@@ -1,0 +1,138 @@
+import CairnTestSupport
+import Foundation
+import Glibc
+import Testing
+
+import Cairn
+
+/// SIGINT and SIGTERM during `create` and `extract` (`Spec/0003-command-line.md §2`): exit 130 /
+/// 143, one line on standard error naming what was kept and the command that continues it, and
+/// that command does continue it. Serialized: they depend on timing and share two cores.
+@Suite("Interruption (command line)", .serialized)
+struct InterruptionCommandLineTests {
+    /// Six files of seeded, compressible text, 1 MiB each: slow to compress at zstd level 19,
+    /// so a signal arrives while `create` runs.
+    static func slowTree() -> TreeBuilder {
+        var generator = SeededGenerator(seed: 0x516)
+        let words = ["alpha", "notes", "sqlite", "record", "cairn", "omega", "ledger", "photo"].map { Array($0.utf8) }
+        var tree = TreeBuilder()
+        for index in 0..<6 {
+            var text: [UInt8] = []
+            text.reserveCapacity(1 << 20)
+            while text.count < 1 << 20 {
+                text += words[Int(generator.next() % UInt64(words.count))]
+                text += Array(String(generator.next() % 1000).utf8) + [0x20]
+            }
+            tree.file("slow/f\(index).txt", Array(text.prefix(1 << 20)))
+        }
+        return tree
+    }
+
+    @Test("SIGINT during create: exit 130, one line naming the .partial kept and the create --resume that finishes it")
+    func createInterrupted() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-interrupt-create")
+        defer { work.remove() }
+        try Self.slowTree().materialize(at: work.path)
+        let archive = work.appending("export.cairn")
+        let partial = Array((archive + ".partial").utf8)
+        let child = try BehaviourCLI.start(
+            ["create", "-q", "--compression", "zstd:19", "--chunking", "cdc:4k:16k:64k", "-o", archive, "slow"], in: work.path)
+        // The sink writes in large blocks: wait for the file, then let a few batches commit.
+        try Self.waitFor(timeout: 20) { RawFileSystem.exists(partial) }
+        usleep(600_000)
+        let signalled = Date()
+        kill(child.pid, SIGINT)
+        let result = child.wait()
+        try #require(result.status == 130, "exit 130 after SIGINT: \(result.status) \(result.stderr)")
+        #expect(Date().timeIntervalSince(signalled) < 5, "stops promptly")
+        let lines = result.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.count == 1, "one line: \(result.stderr)")
+        let line = try #require(lines.first)
+        #expect(line.hasPrefix("cairn: interrupted; kept \(archive).partial ("), "\(line)")
+        #expect(line.contains(" committed"), "\(line)")
+        #expect(!FileManager.default.fileExists(atPath: archive), "no archive appears at ARCHIVE")
+        let command = try #require(line.components(separatedBy: "continue with: ").last)
+        #expect(command == "cairn create --resume -q --compression zstd:19 --chunking cdc:4k:16k:64k -o \(archive) slow")
+
+        let continued = try Self.shell(command, in: work.path)
+        #expect(continued.status == 0, "\(continued.stderr)")
+        // Without --force, create never starts over a .partial, so success means it continued it.
+        let verify = try BehaviourCLI.run(["verify", "--json", archive])
+        #expect(verify.status == 0, "\(verify.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as? [String: Any])
+        #expect((report["contentBytes"] as? NSNumber)?.intValue == 6 << 20)
+    }
+
+    @Test("SIGTERM during extract - (its input stalled): exit 143, one line naming the staging directory and the extract --resume that finishes it")
+    func extractInterrupted() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-interrupt-extract")
+        defer { work.remove() }
+        let archive = try BehaviourFixture.archive(in: work)
+        let bytes = try RawFileSystem.contents(ofFile: Array(archive.utf8))
+        let fifo = work.appending("stream")
+        try #require(mkfifo(fifo, 0o600) == 0)
+        // Held open for writing (and reading, so opening never blocks) for the whole test: the
+        // child never sees the end of its input, as behind a stalled network.
+        let writer = open(fifo, O_RDWR | O_NONBLOCK)
+        try #require(writer >= 0)
+        defer { close(writer) }
+        let destination = work.appending("dest")
+        let child = try BehaviourCLI.start(["extract", "-q", "-", "-C", destination], standardInput: fifo)
+        try Self.write(Array(bytes[0..<(bytes.count * 2 / 3)]), to: writer, timeout: 20)
+        let staging = Array(work.appending(".dest.cairn-staging").utf8)
+        try Self.waitFor(timeout: 20) { RawFileSystem.exists(staging + Array("/.cairn-journal".utf8)) }
+        usleep(300_000)
+        let signalled = Date()
+        kill(child.pid, SIGTERM)
+        let result = child.wait()
+        try #require(result.status == 143, "exit 143 after SIGTERM: \(result.status) \(result.stderr)")
+        #expect(Date().timeIntervalSince(signalled) < 5, "stops promptly although blocked reading")
+        let lines = result.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.count == 1, "one line: \(result.stderr)")
+        let line = try #require(lines.first)
+        #expect(line.hasPrefix("cairn: interrupted; kept what verified in \(work.appending(".dest.cairn-staging"));"), "\(line)")
+        #expect(RawFileSystem.exists(staging), "the staging directory is kept")
+        #expect(!RawFileSystem.exists(Array(destination.utf8)), "nothing at DEST")
+        let tail = try #require(line.components(separatedBy: "continue with: ").last)
+        let command = try #require(tail.components(separatedBy: " (with the whole stream").first)
+        #expect(command == "cairn extract --resume -q - -C \(destination)")
+        #expect(tail.hasSuffix("(with the whole stream on standard input again)"))
+
+        let continued = try Self.shell(command + " < " + archive, in: work.path)
+        #expect(continued.status == 0, "\(continued.stderr)")
+        #expect(!RawFileSystem.exists(staging))
+        let extracted = try TreeSnapshot(at: destination + "/tree")
+        let source = try TreeSnapshot(at: work.appending("tree"))
+        #expect(extracted == source, "\(extracted.diff(source))")
+    }
+
+    /// Runs `command` with bash, the built `cairn` first on PATH.
+    static func shell(_ command: String, in directory: String) throws -> ChildProcess.Result {
+        let bin = try BehaviourCLI.executable().deletingLastPathComponent().path
+        return try ChildProcess.run(
+            URL(fileURLWithPath: "/bin/bash"), ["-c", "PATH=\(bin):$PATH; \(command)"], in: directory, timeout: 120)
+    }
+
+    static func waitFor(timeout: Double, _ condition: () -> Bool) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !condition() {
+            guard Date() < deadline else { throw CairnError(.io, "condition not met in \(timeout) s") }
+            usleep(10_000)
+        }
+    }
+
+    /// Writes `bytes` to a non-blocking descriptor as the reader takes them.
+    static func write(_ bytes: [UInt8], to fd: Int32, timeout: Double) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { raw in Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset) }
+            if n > 0 {
+                offset += n
+            } else {
+                guard Date() < deadline else { throw CairnError(.io, "the reader stopped reading after \(offset) bytes") }
+                usleep(5_000)
+            }
+        }
+    }
+}
