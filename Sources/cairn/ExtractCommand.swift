@@ -1,5 +1,6 @@
 import Cairn
 import Foundation
+import Synchronization
 
 /// `cairn extract ARCHIVE [-C DEST] [PATH...]`
 enum ExtractCommand {
@@ -19,6 +20,8 @@ enum ExtractCommand {
           --no-space-check         do not compare the declared output with the free space
           --resume                 continue an extraction that was killed or whose input ended
                                    early: entries already written and verified are skipped
+          --no-xattrs              do not set the archived extended attributes (by default
+                                   they are; one the destination refuses is a warning, exit 3)
           -q, --quiet              print nothing on success
           --json                   print the figures as JSON
         """
@@ -26,7 +29,9 @@ enum ExtractCommand {
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(
             raw, valued: ["-C", "--directory", "--max-output"],
-            flags: ["--no-space-check", "-q", "--quiet", "--json", "--progress", "--no-progress", "--resume"])
+            flags: [
+                "--no-space-check", "-q", "--quiet", "--json", "--progress", "--no-progress", "--resume", "--no-xattrs",
+            ])
         let archive = try CommandLineTool.archiveOperand(args)
         let destination = args.rawValue("-C", "--directory") ?? Array(".".utf8)
         var options = ExtractionOptions()
@@ -36,9 +41,12 @@ enum ExtractCommand {
         }
         if args.flag("--no-space-check") { options.checkFreeSpace = false }
         if args.flag("--resume") { options.resume = true }
+        if args.flag("--no-xattrs") { options.restoresExtendedAttributes = false }
+        let warnings = Warnings()
+        options.onWarning = { warnings.append($0) }
         if archive == "-" {
             guard args.operands.count == 1 else { throw UsageError("PATH selection needs a seekable ARCHIVE, not -") }
-            return try await extractFromStandardInput(args, destination: destination, options: options)
+            return try await extractFromStandardInput(args, destination: destination, options: options, warnings: warnings)
         }
         let selection = args.operands.dropFirst().map { String(decoding: $0, as: UTF8.self) }
         let started = monotonicSeconds()
@@ -63,21 +71,33 @@ enum ExtractCommand {
             throw error
         }
         bar?.stop()
-        report(
+        return report(
             args, entries: extractedEntries, contentBytes: extractedBytes, source: "", destination: destination,
-            seconds: monotonicSeconds() - started, cpuSeconds: ProcessTimes.cpuSeconds() - cpuStarted)
-        return .success
+            seconds: monotonicSeconds() - started, cpuSeconds: ProcessTimes.cpuSeconds() - cpuStarted,
+            warnings: warnings.all)
     }
 
-    /// Prints the figures of a finished extraction (text, or JSON with `--json`).
+    /// The warnings of one extraction (``ExtractionOptions/onWarning`` may be called from any
+    /// task), printed once it is complete.
+    final class Warnings: Sendable {
+        private let list = Mutex<[CairnError]>([])
+        func append(_ warning: CairnError) { list.withLock { $0.append(warning) } }
+        var all: [CairnError] { list.withLock { $0 } }
+    }
+
+    /// Prints the warnings and figures of a finished extraction (text, or JSON with `--json`).
+    ///
+    /// - Returns: `.warnings` (exit 3) when there were warnings, else `.success`.
     static func report(
         _ args: Arguments, entries: Int, contentBytes: UInt64, source: String, destination: [UInt8], seconds: Double,
-        cpuSeconds: Double
-    ) {
+        cpuSeconds: Double, warnings: [CairnError]
+    ) -> ExitStatus {
+        for warning in warnings { Output.warning(warning) }
         if args.flag("--json") {
             Output.out(
                 Output.json([
                     "entryCount": entries, "contentBytes": contentBytes, "wallSeconds": seconds, "cpuSeconds": cpuSeconds,
+                    "warnings": warnings.map(\.description),
                 ]))
         } else if !args.flag("-q", "--quiet") {
             Output.out(
@@ -85,11 +105,13 @@ enum ExtractCommand {
                     + "in \(String(format: "%.2f", seconds)) s (\(Output.rate(contentBytes, seconds: seconds)), "
                     + "\(String(format: "%.2f", cpuSeconds)) s CPU)")
         }
+        return warnings.isEmpty ? .success : .warnings
     }
 
     /// `cairn extract - -C DEST`: reads the archive once from standard input.
-    static func extractFromStandardInput(_ args: Arguments, destination: [UInt8], options: ExtractionOptions) async throws
-        -> ExitStatus
+    static func extractFromStandardInput(
+        _ args: Arguments, destination: [UInt8], options: ExtractionOptions, warnings: Warnings
+    ) async throws -> ExitStatus
     {
         let started = monotonicSeconds()
         let cpuStarted = ProcessTimes.cpuSeconds()
@@ -106,11 +128,10 @@ enum ExtractCommand {
             throw error
         }
         bar?.stop()
-        report(
+        return report(
             args, entries: verified.entryCount, contentBytes: verified.contentBytes, source: " from standard input",
             destination: destination, seconds: monotonicSeconds() - started,
-            cpuSeconds: ProcessTimes.cpuSeconds() - cpuStarted)
-        return .success
+            cpuSeconds: ProcessTimes.cpuSeconds() - cpuStarted, warnings: warnings.all)
     }
 
     /// A PATH operand as a path in archive: trailing slashes and a leading `./` are dropped, and
