@@ -177,7 +177,7 @@ struct ExtendedAttributeTests {
 
     // MARK: - Command line
 
-    @Test("cairn create --no-xattrs and extract --no-xattrs skip attributes; by default they round-trip")
+    @Test("cairn create --no-xattrs and extract --no-xattrs skip attributes; by default they round-trip; list --json shows them")
     func commandLineFlags() throws {
         let work = try TemporaryDirectory(prefix: "cairn-xattr")
         defer { work.remove() }
@@ -188,6 +188,14 @@ struct ExtendedAttributeTests {
         #expect(try CLI.run(["create", "-q", "--no-xattrs", "-o", without, "tree"], in: work.appending("src")).status == 0)
         #expect(try Self.entries(of: with)["tree/f.txt"]?.attribute("user.alpha") == Array("one".utf8))
         #expect(try Self.entries(of: without).values.allSatisfy { $0.extendedAttributes.isEmpty })
+
+        let list = try CLI.run(["list", "--json", with])
+        #expect(list.status == 0, "\(list.stderr)")
+        let array = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]])
+        let listed = try #require(array.first { $0["path"] as? String == "tree/f.txt" })
+        let xattrs = try #require(listed["xattrs"] as? [[String: String]])
+        #expect(xattrs.first(where: { $0["name"] == "user.binary" })?["value"] == Data([0, 0xFF, 0x0A, 0]).base64EncodedString())
+        #expect(array.first { $0["path"] as? String == "tree/plain.txt" }?["xattrs"] == nil, "no key without attributes")
 
         let plain = try CLI.run(["extract", with, "-C", work.appending("out")])
         #expect(plain.status == 0, "\(plain.stderr)")
