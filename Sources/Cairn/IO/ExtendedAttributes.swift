@@ -44,15 +44,30 @@ package enum ExtendedAttributes {
     ///   - display: the item's path, for warnings.
     /// - Returns: the attributes (at most 128, names ≤ 255 bytes, values ≤ 65,536 bytes) and
     ///   the warnings, each naming `display` and the attribute.
-    /// - Complexity: 1 system call for an item without attributes; 2 + n for n attributes. At
+    /// - Complexity: 1 system call for an item without attributes; 1 + n for n attributes
+    ///   whose names take at most 1 KiB (2 more for a longer list). At
     ///   most 64 KiB of names (the kernel's `XATTR_LIST_MAX`) and 64 KiB per value are allocated.
     package static func read(_ item: Item, display: String) -> (
         attributes: [ArchiveEntry.ExtendedAttribute], warnings: [CairnError]
     ) {
         let target = Target(item)
         var names: [UInt8] = []
+        // Most lists are short: one call into a small buffer, and only a longer list takes a
+        // size query first.
+        var firstError: Errno?
+        let firstCount = withUnsafeTemporaryAllocation(byteCount: smallListBytes, alignment: 1) { buffer in
+            let got = target.list(buffer)
+            if got < 0 {
+                firstError = Errno.current
+            } else if got > 0 {
+                names = Array(UnsafeRawBufferPointer(rebasing: buffer[0..<min(got, buffer.count)]))
+            }
+            return got
+        }
+        if firstCount == 0 { return ([], []) }
+        if let firstError, firstError.rawValue != ERANGE { return ([], listFailure(firstError, display: display)) }
         var attempts = 0
-        while true {
+        while firstError != nil {
             let size = target.list(nil)
             if size == 0 { return ([], []) }
             guard size > 0 else { return ([], listFailure(Errno.current, display: display)) }
@@ -66,6 +81,7 @@ package enum ExtendedAttributes {
             let got = names.withUnsafeMutableBytes { target.list($0) }
             if got >= 0 {
                 names.removeSubrange(min(got, names.count)...)
+                firstError = nil
                 break
             }
             // The list grew between the two calls: ask for its size again, a few times.
@@ -75,10 +91,13 @@ package enum ExtendedAttributes {
         }
         var attributes: [ArchiveEntry.ExtendedAttribute] = []
         var warnings: [CairnError] = []
-        var value: [UInt8] = []
+        // One uninitialized buffer of the largest value the kernel holds (XATTR_SIZE_MAX, the
+        // format's limit too): one call per attribute, and no 64 KiB memset per item.
+        let value = UnsafeMutableRawBufferPointer.allocate(
+            byteCount: FormatLimits.maximumExtendedAttributeValueLength, alignment: 1)
+        defer { value.deallocate() }
         for name in names.split(separator: 0, omittingEmptySubsequences: true).map(Array.init) where isCollected(name) {
-            if value.isEmpty { value = [UInt8](repeating: 0, count: FormatLimits.maximumExtendedAttributeValueLength) }
-            let got = value.withUnsafeMutableBytes { target.get(name, into: $0) }
+            let got = target.get(name, into: value)
             guard got >= 0 else {
                 let error = Errno.current
                 let privileged = name.starts(with: trustedPrefix) || name.starts(with: securityPrefix)
@@ -96,7 +115,8 @@ package enum ExtendedAttributes {
                 }
                 continue
             }
-            attributes.append(ArchiveEntry.ExtendedAttribute(name: name, value: Array(value[0..<min(got, value.count)])))
+            let bytes = Array(UnsafeRawBufferPointer(rebasing: value[0..<min(got, value.count)]))
+            attributes.append(ArchiveEntry.ExtendedAttribute(name: name, value: bytes))
         }
         let (kept, over) = withinLimits(attributes, display: display)
         return (kept, warnings + over)
@@ -176,6 +196,8 @@ package enum ExtendedAttributes {
     /// The kernel lists at most `XATTR_LIST_MAX` (64 KiB) of names; anything larger is refused
     /// before allocating.
     private static let maximumListBytes = 65536
+    /// The first listing goes into a buffer of this many bytes on the stack.
+    private static let smallListBytes = 1024
 
     private static func listFailure(_ error: Errno, display: String) -> [CairnError] {
         // A file system without extended attributes has nothing to archive.
