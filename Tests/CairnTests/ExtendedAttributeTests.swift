@@ -277,6 +277,40 @@ struct ExtendedAttributeTests {
         _ = tree
     }
 
+    @Test(
+        "security.capability is restored as root and silently left out as a user, like set-ID bits",
+        .enabled(if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
+    func capabilityOnlyAsRoot() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-xattr")
+        defer { work.remove() }
+        chmod(work.path, 0o755)
+        // vfs_cap_data revision 2: CAP_NET_BIND_SERVICE (bit 10) permitted, nothing inherited.
+        let capability: [UInt8] = [0, 0, 0, 2, 0x00, 0x04, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+        let archive = work.appending("cap.cairn")
+        try Data(
+            try Self.archiveWithOneFile(
+                named: "tool", attributes: [.init(name: Array("security.capability".utf8), value: capability)])
+        ).write(to: URL(fileURLWithPath: archive))
+        chmod(archive, 0o644)
+
+        let asRoot = try CLI.run(["extract", "-q", archive, "-C", work.appending("root")])
+        #expect(asRoot.status == 0, "\(asRoot.stderr)")
+        #expect(Xattr.get(work.appending("root/tool"), "security.capability") != nil, "set after the content, which would clear it")
+
+        let destination = work.appending("user")
+        mkdir(destination, 0o777)
+        chmod(destination, 0o777)
+        let cairn = try ChildProcess.cairnExecutable(besideBundle: Bundle.module.bundleURL).path
+        let asUser = try ChildProcess.run(
+            URL(fileURLWithPath: "/usr/bin/setpriv"),
+            ["--reuid=65534", "--regid=65534", "--clear-groups", cairn, "extract", "-q", archive, "-C", destination + "/x"])
+        // Attempted, it would be refused (EPERM without CAP_SETFCAP): a warning and exit 3.
+        #expect(asUser.status == 0, "\(asUser.stderr)")
+        #expect(asUser.stderr.isEmpty, "\(asUser.stderr)")
+        #expect(Xattr.get(destination + "/x/tool", "security.capability") == nil)
+        #expect(Xattr.get(destination + "/x/tool", "user.kept") == Array("k".utf8))
+    }
+
     // MARK: - Helpers
 
     @discardableResult
@@ -299,16 +333,24 @@ struct ExtendedAttributeTests {
     /// One file, `big.txt`, with `user.small` and a 60 KiB `user.big` (within the format's
     /// limits, over what ext4 holds without `ea_inode`).
     static func archiveWithLargeValue() throws -> [UInt8] {
+        try archiveWithOneFile(
+            named: "big.txt",
+            attributes: [
+                .init(name: Array("user.big".utf8), value: [UInt8](repeating: 0x42, count: 60 * 1024)),
+                .init(name: Array("user.small".utf8), value: Array("s".utf8)),
+            ])
+    }
+
+    /// One file `name` holding `content`, with `attributes` and `user.kept`, written by the
+    /// package-level ``ArchiveWriter`` (which checks only the format's limits).
+    static func archiveWithOneFile(named name: String, attributes: [ArchiveEntry.ExtendedAttribute]) throws -> [UInt8] {
         let writer = try ArchiveWriter(header: ArchiveHeader())
         let content = Array("content".utf8)
         try writer.beginEntry(
             ArchiveEntry(
-                pathBytes: Array("big.txt".utf8), kind: .file, permissions: 0o644, modificationTime: 1_000,
+                pathBytes: Array(name.utf8), kind: .file, permissions: 0o755, modificationTime: 1_000,
                 size: UInt64(content.count),
-                extendedAttributes: [
-                    .init(name: Array("user.big".utf8), value: [UInt8](repeating: 0x42, count: 60 * 1024)),
-                    .init(name: Array("user.small".utf8), value: Array("s".utf8)),
-                ]))
+                extendedAttributes: attributes + [.init(name: Array("user.kept".utf8), value: Array("k".utf8))]))
         try content.withUnsafeBytes { raw in
             try writer.appendChunk(id: try SHA256.hash(content), rawLength: content.count, codec: .none, stored: raw)
         }
