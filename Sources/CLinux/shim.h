@@ -15,4 +15,15 @@ static inline int cairn_renameat2(int olddirfd, const char *oldpath, int newdirf
     return renameat2(olddirfd, oldpath, newdirfd, newpath, flags);
 }
 
+
+/* Extended attributes (<sys/xattr.h>, glibc 2.3 and later). The header is not included: like
+   fcntl.h it would bring types such as mode_t into Swift through this module. These prototypes
+   are glibc's, with ssize_t and size_t spelled as long and unsigned long (LP64 Linux). */
+extern long flistxattr(int fd, char *list, unsigned long size);
+extern long llistxattr(const char *path, char *list, unsigned long size);
+extern long fgetxattr(int fd, const char *name, void *value, unsigned long size);
+extern long lgetxattr(const char *path, const char *name, void *value, unsigned long size);
+extern int fsetxattr(int fd, const char *name, const void *value, unsigned long size, int flags);
+extern int lsetxattr(const char *path, const char *name, const void *value, unsigned long size, int flags);
+
 #endif

@@ -27,6 +27,8 @@ enum CreateCommand {
           --null                    with --files-from: names are separated by NUL bytes
           --one-file-system         do not descend into directories on another file system
                                     (their entries are kept)
+          --no-xattrs               do not archive extended attributes (by default user.*,
+                                    readable trusted.* and security.*, and POSIX ACLs)
           -T, --threads N           hash and compress on N threads (default: all cores); the
                                     archive is the same whatever N
           -v, --verbose             print each entry's path in archive on standard error
@@ -49,7 +51,7 @@ enum CreateCommand {
             ],
             flags: [
                 "--not-compressible", "--json", "-q", "--quiet", "--progress", "--no-progress", "--resume", "-f", "--force",
-                "--null", "--one-file-system", "-v", "--verbose",
+                "--null", "--one-file-system", "-v", "--verbose", "--no-xattrs",
             ])
         guard let output = args.value("-o", "--output") else { throw UsageError("missing -o ARCHIVE") }
         guard !output.isEmpty else { throw UsageError("-o needs a file name") }
@@ -106,6 +108,7 @@ enum CreateCommand {
             }
         }
         configuration.staysOnOneFileSystem = args.flag("--one-file-system")
+        configuration.collectsExtendedAttributes = !args.flag("--no-xattrs")
         if let threads = args.value("-T", "--threads") {
             guard let count = Int(threads), count >= 1 else { throw UsageError("-T takes a number of threads, at least 1") }
             configuration.workerCount = count

@@ -1,5 +1,6 @@
 import Cairn
 import Foundation
+import Synchronization
 
 /// `cairn extract ARCHIVE [-C DEST] [PATH...]`
 enum ExtractCommand {
@@ -30,6 +31,8 @@ enum ExtractCommand {
           --resume                 continue an extraction that was killed, interrupted or whose
                                    input ended early: entries already written are skipped
           -v, --verbose            print each entry's path on standard error as it is extracted
+          --no-xattrs              do not set the archived extended attributes (by default
+                                   they are; one the destination refuses is a warning, exit 3)
           -q, --quiet              print nothing on success
           --json                   print the figures as JSON
           --progress               draw the progress bar even when standard error is not a
@@ -42,7 +45,7 @@ enum ExtractCommand {
             raw, valued: ["-C", "--directory", "--max-output", "--strip-components"],
             flags: [
                 "--no-space-check", "-q", "--quiet", "--json", "--progress", "--no-progress", "--resume", "--overwrite",
-                "--keep-old-files", "--skip-old-files", "-v", "--verbose",
+                "--keep-old-files", "--skip-old-files", "-v", "--verbose", "--no-xattrs",
             ])
         let archive = try CommandLineTool.archiveOperand(args)
         let destination = args.rawValue("-C", "--directory") ?? Array(".".utf8)
@@ -50,6 +53,8 @@ enum ExtractCommand {
         if args.flag("-v", "--verbose") {
             options.onEntry = { entry in Output.err(entry.path) }
         }
+        let warnings = Warnings()
+        options.onWarning = { warnings.append($0) }
         // Where the staging directory is, decided before anything is made, for the line an
         // interruption prints.
         let staging = StagingLocation.path(for: destination)
@@ -57,7 +62,7 @@ enum ExtractCommand {
         if archive == "-" {
             guard args.operands.count == 1 else { throw UsageError("PATH selection needs a seekable ARCHIVE, not -") }
             try Terminal.refuseArchive(on: 0)
-            return try await extractFromStandardInput(args, destination: destination, options: options)
+            return try await extractFromStandardInput(args, destination: destination, options: options, warnings: warnings)
         }
         let selection = args.operands.dropFirst().map { String(decoding: $0, as: UTF8.self) }
         let started = monotonicSeconds()
@@ -82,10 +87,10 @@ enum ExtractCommand {
             throw error
         }
         bar?.stop()
-        report(
+        return report(
             args, entries: extractedEntries, contentBytes: extractedBytes, source: "", destination: destination,
-            seconds: monotonicSeconds() - started, cpuSeconds: ProcessTimes.cpuSeconds() - cpuStarted)
-        return .success
+            seconds: monotonicSeconds() - started, cpuSeconds: ProcessTimes.cpuSeconds() - cpuStarted,
+            warnings: warnings.all)
     }
 
     /// The extraction options the flags ask for.
@@ -97,6 +102,7 @@ enum ExtractCommand {
         if let limit = try ByteSize.value("--max-output", in: args) { options.maximumOutputBytes = limit }
         if args.flag("--no-space-check") { options.checkFreeSpace = false }
         if args.flag("--resume") { options.resume = true }
+        if args.flag("--no-xattrs") { options.restoresExtendedAttributes = false }
         if let text = args.value("--strip-components") {
             guard let count = Int(text), count >= 0, count <= 4096 else {
                 throw UsageError("--strip-components takes a number of path components (0 or more): got '\(text)'")
@@ -114,15 +120,27 @@ enum ExtractCommand {
         return options
     }
 
-    /// Prints the figures of a finished extraction (text, or JSON with `--json`).
+    /// The warnings of one extraction (``ExtractionOptions/onWarning`` may be called from any
+    /// task), printed once it is complete.
+    final class Warnings: Sendable {
+        private let list = Mutex<[CairnError]>([])
+        func append(_ warning: CairnError) { list.withLock { $0.append(warning) } }
+        var all: [CairnError] { list.withLock { $0 } }
+    }
+
+    /// Prints the warnings and figures of a finished extraction (text, or JSON with `--json`).
+    ///
+    /// - Returns: `.warnings` (exit 3) when there were warnings, else `.success`.
     static func report(
         _ args: Arguments, entries: Int, contentBytes: UInt64, source: String, destination: [UInt8], seconds: Double,
-        cpuSeconds: Double
-    ) {
+        cpuSeconds: Double, warnings: [CairnError]
+    ) -> ExitStatus {
+        for warning in warnings { Output.warning(warning) }
         if args.flag("--json") {
             Output.out(
                 Output.json([
                     "entryCount": entries, "contentBytes": contentBytes, "wallSeconds": seconds, "cpuSeconds": cpuSeconds,
+                    "warnings": warnings.map(\.description),
                 ]))
         } else if !args.flag("-q", "--quiet") {
             Output.out(
@@ -130,11 +148,13 @@ enum ExtractCommand {
                     + "in \(String(format: "%.2f", seconds)) s (\(Output.rate(contentBytes, seconds: seconds)), "
                     + "\(String(format: "%.2f", cpuSeconds)) s CPU)")
         }
+        return warnings.isEmpty ? .success : .warnings
     }
 
     /// `cairn extract - -C DEST`: reads the archive once from standard input.
-    static func extractFromStandardInput(_ args: Arguments, destination: [UInt8], options: ExtractionOptions) async throws
-        -> ExitStatus
+    static func extractFromStandardInput(
+        _ args: Arguments, destination: [UInt8], options: ExtractionOptions, warnings: Warnings
+    ) async throws -> ExitStatus
     {
         let started = monotonicSeconds()
         let cpuStarted = ProcessTimes.cpuSeconds()
@@ -152,11 +172,10 @@ enum ExtractCommand {
             throw error
         }
         bar?.stop()
-        report(
+        return report(
             args, entries: verified.entryCount, contentBytes: verified.contentBytes, source: " from standard input",
             destination: destination, seconds: monotonicSeconds() - started,
-            cpuSeconds: ProcessTimes.cpuSeconds() - cpuStarted)
-        return .success
+            cpuSeconds: ProcessTimes.cpuSeconds() - cpuStarted, warnings: warnings.all)
     }
 
     /// A PATH operand as a path in archive: trailing slashes and a leading `./` are dropped, and

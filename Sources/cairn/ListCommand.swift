@@ -43,6 +43,11 @@ enum ListCommand {
             object["contentDigest"] = digest.hexString
             object["chunkCount"] = entry.chunkCount
         }
+        if !entry.extendedAttributes.isEmpty {
+            object["xattrs"] = entry.extendedAttributes.map { attribute in
+                ["name": PathBytes.escaped(attribute.name), "value": Data(attribute.value).base64EncodedString()]
+            }
+        }
         return object
     }
 

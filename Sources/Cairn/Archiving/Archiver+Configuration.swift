@@ -39,6 +39,12 @@ extension Archiver {
         /// Whether directories on another file system than their parent are left out (their
         /// entry is kept, their contents are not). tar's `--one-file-system`.
         public var staysOnOneFileSystem = false
+        /// Whether items' extended attributes are archived (`user.*`; `trusted.*` and
+        /// `security.*` when readable; POSIX ACLs as `system.posix_acl_access` and
+        /// `system.posix_acl_default`), in the order the file system lists them. Attributes over
+        /// the format's limits are left out with a warning (``ExportProperties/warnings``).
+        /// Default true; tar's `--xattrs`, and `--no-xattrs` in the CLI.
+        public var collectsExtendedAttributes = true
         /// How many batches are hashed and compressed at once; nil for one per core.
         public var workerCount: Int?
         /// Called once per item as its entry is written (for `-v`), in archive order, on the
@@ -63,7 +69,7 @@ extension Archiver {
         var producerOptions: ItemProducer.Options {
             ItemProducer.Options(
                 exclusions: ExclusionPatterns(exclusions), staysOnOneFileSystem: staysOnOneFileSystem,
-                workerCount: workerCount, readFailure: readFailure)
+                workerCount: workerCount, collectsExtendedAttributes: collectsExtendedAttributes, readFailure: readFailure)
         }
 
         /// The compression method actually used for chunks.

@@ -55,6 +55,8 @@ struct ItemProducer {
         var staysOnOneFileSystem = false
         /// The most processing tasks running at once; nil for no limit (one per core in practice).
         var workerCount: Int?
+        /// ``Archiver/Configuration/collectsExtendedAttributes``.
+        var collectsExtendedAttributes = true
         /// Test hook: the offset at which reading a source file fails with `EIO`, by source path.
         var readFailure: (@Sendable ([UInt8]) -> UInt64?)?
     }
@@ -204,7 +206,9 @@ struct ItemProducer {
             // Another file system: keep the directory's entry, not what is below it (tar).
             if !archivePath.isEmpty, state.committed[archivePath]?.kind != .directory {
                 try claim(archivePath)
-                try await emit(.entry(ArchiveEntry(pathBytes: archivePath, kind: .directory, status: status)))
+                let attributes = extendedAttributes(of: .name(name, in: parent), display: display)
+                try await emit(
+                    .entry(ArchiveEntry(pathBytes: archivePath, kind: .directory, status: status, extendedAttributes: attributes)))
             }
         case .directory:
             let directory: FileDescriptor
@@ -217,9 +221,10 @@ struct ItemProducer {
             defer { _ = try? directory.close() }
             if !archivePath.isEmpty, state.committed[archivePath]?.kind != .directory {
                 try claim(archivePath)
+                let attributes = extendedAttributes(of: .descriptor(directory), display: display)
                 try await emit(
                     .entry(
-                        ArchiveEntry(pathBytes: archivePath, kind: .directory, status: status)))
+                        ArchiveEntry(pathBytes: archivePath, kind: .directory, status: status, extendedAttributes: attributes)))
             }
             let names: [[UInt8]]
             do {
@@ -251,9 +256,12 @@ struct ItemProducer {
                 return
             }
             try claim(archivePath)
+            let attributes = extendedAttributes(of: .name(name, in: parent), display: display)
             try await emit(
                 .entry(
-                    ArchiveEntry(pathBytes: archivePath, kind: .symlink, status: status, linkTarget: target)))
+                    ArchiveEntry(
+                        pathBytes: archivePath, kind: .symlink, status: status, linkTarget: target,
+                        extendedAttributes: attributes)))
         case .regular:
             let key = HardLinkKey(device: status.device, inode: status.inode)
             if state.excluded.contains(key) { return }  // the archive being written
@@ -328,9 +336,12 @@ struct ItemProducer {
             readTotal = committedBytes
         } else {
             try claim(archivePath)
+            let attributes = extendedAttributes(of: .descriptor(fd), display: display)
             try await emit(
                 .entry(
-                    ArchiveEntry(pathBytes: archivePath, kind: .file, status: before, size: before.size)))
+                    ArchiveEntry(
+                        pathBytes: archivePath, kind: .file, status: before, size: before.size,
+                        extendedAttributes: attributes)))
         }
         var readError: CairnError?
         // Read no more than the size at open, as tar does: a log that never stops growing must
@@ -450,13 +461,28 @@ struct ItemProducer {
     private mutating func warn(_ error: CairnError) {
         state.warnings.append(error)
     }
+
+    /// The item's extended attributes to archive (none when
+    /// ``Options/collectsExtendedAttributes`` is off); what is left out is warned about.
+    private mutating func extendedAttributes(of item: ExtendedAttributes.Item, display: String)
+        -> [ArchiveEntry.ExtendedAttribute]
+    {
+        guard options.collectsExtendedAttributes else { return [] }
+        let (attributes, warnings) = ExtendedAttributes.read(item, display: display)
+        for warning in warnings { warn(warning) }
+        return attributes
+    }
 }
 
 extension ArchiveEntry {
     /// An entry for `pathBytes` with the mode, mtime, owner and group of `status`.
-    init(pathBytes: [UInt8], kind: Kind, status: FileStatus, size: UInt64 = 0, linkTarget: [UInt8] = []) {
+    init(
+        pathBytes: [UInt8], kind: Kind, status: FileStatus, size: UInt64 = 0, linkTarget: [UInt8] = [],
+        extendedAttributes: [ExtendedAttribute] = []
+    ) {
         self.init(
             pathBytes: pathBytes, kind: kind, permissions: status.permissions, modificationTime: status.modificationTime,
-            size: size, userID: status.userID, groupID: status.groupID, linkTarget: linkTarget)
+            size: size, userID: status.userID, groupID: status.groupID, linkTarget: linkTarget,
+            extendedAttributes: extendedAttributes)
     }
 }

@@ -169,10 +169,10 @@ extension Extractor {
                 }
                 directories.append((entry.pathBytes, entry))
             case .file:
-                try await writeFile(entry, contentOf: index, in: staging, chunks: prefetcher)
+                try await writeFile(entry, contentOf: index, in: staging, chunks: prefetcher, options: options)
             case .hardLink:
                 if let target = plan.copiedHardLinks[index] {
-                    try await writeFile(entry, contentOf: target, in: staging, chunks: prefetcher)
+                    try await writeFile(entry, contentOf: target, in: staging, chunks: prefetcher, options: options)
                 } else {
                     let parent = try staging.parentDirectory(of: entry.pathBytes)
                     try FileSystem.makeHardLink(
@@ -192,10 +192,13 @@ extension Extractor {
             let parent = try staging.parentDirectory(of: entry.pathBytes)
             let name = PathBytes.lastComponent(entry.pathBytes)
             try FileSystem.makeSymlink(name, target: entry.linkTarget, in: parent, display: entry.path)
+            ExtendedAttributes.restore(entry.extendedAttributes, to: .name(name, in: parent), display: entry.path, options: options)
             try FileSystem.setModificationTime(name, in: parent, nanoseconds: entry.modificationTime, display: entry.path)
         }
         // Directory modes and times last, deepest first, after their contents are complete.
         for (path, entry) in directories.sorted(by: { $0.path.count > $1.path.count }) {
+            ExtendedAttributes.restore(
+                entry.extendedAttributes, to: .name(path, in: staging.descriptor), display: entry.path, options: options)
             try FileSystem.setExtractedPermissions(path, in: staging.descriptor, mode: entry.permissions, display: entry.path)
             try FileSystem.setModificationTime(
                 path, in: staging.descriptor, nanoseconds: entry.modificationTime, display: entry.path)
@@ -205,7 +208,8 @@ extension Extractor {
     /// Writes a file whose content is that of manifest entry `contentIndex`; its chunks come,
     /// verified, from `chunks` in order.
     nonisolated(nonsending) private func writeFile(
-        _ entry: ArchiveEntry, contentOf contentIndex: Int, in staging: StagingDirectory, chunks: ChunkPrefetcher
+        _ entry: ArchiveEntry, contentOf contentIndex: Int, in staging: StagingDirectory, chunks: ChunkPrefetcher,
+        options: ExtractionOptions
     ) async throws {
         let parent = try staging.parentDirectory(of: entry.pathBytes)
         let name = PathBytes.lastComponent(entry.pathBytes)
@@ -227,6 +231,9 @@ extension Extractor {
             guard try digest.finalize() == contentRow.contentDigest, written == contentRow.entry.size else {
                 throw CairnError(.corrupted, "content does not match the entry's digest", path: entry.path)
             }
+            // A hard link copied for --strip-components gets its target's attributes, as its content.
+            ExtendedAttributes.restore(
+                contentRow.entry.extendedAttributes, to: .descriptor(file), display: entry.path, options: options)
             try FileSystem.setExtractedPermissions(name, in: parent, mode: entry.permissions, display: entry.path)
             try FileSystem.setModificationTime(of: file, nanoseconds: entry.modificationTime)
         } catch {

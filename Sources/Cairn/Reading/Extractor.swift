@@ -240,6 +240,13 @@ public struct ExtractionOptions: Sendable {
     public var stripComponents = 0
     /// Called once per entry as it is extracted (for `-v`), on the extracting task.
     public var onEntry: (@Sendable (ArchiveEntry) -> Void)?
+    /// Whether entries' extended attributes are set on what is extracted (default true;
+    /// `Spec/0001-container-format.md §6.5`). `security.capability` is set only when running as
+    /// root.
+    public var restoresExtendedAttributes = true
+    /// Called, on the extracting task, for each problem that does not stop the extraction: an
+    /// extended attribute the destination refuses (`.io`, naming the path and the attribute).
+    public var onWarning: (@Sendable (CairnError) -> Void)?
 
     public init() {}
 }

@@ -194,6 +194,7 @@ final class StreamExtractor {
                 pending.removeAll()
                 return
             }
+            ExtendedAttributes.restore(open.entry.extendedAttributes, to: .descriptor(fd), display: open.entry.path, options: options)
             try FileSystem.setExtractedPermissions(
                 PathBytes.lastComponent(open.entry.pathBytes), in: try staging.parentDirectory(of: open.entry.pathBytes),
                 mode: open.entry.permissions, display: open.entry.path)
@@ -403,9 +404,12 @@ final class StreamExtractor {
             let parent = try staging.parentDirectory(of: entry.pathBytes)
             let name = PathBytes.lastComponent(entry.pathBytes)
             try FileSystem.makeSymlink(name, target: entry.linkTarget, in: parent, display: entry.path)
+            ExtendedAttributes.restore(entry.extendedAttributes, to: .name(name, in: parent), display: entry.path, options: options)
             try FileSystem.setModificationTime(name, in: parent, nanoseconds: entry.modificationTime, display: entry.path)
         }
         for entry in directories.sorted(by: { $0.pathBytes.count > $1.pathBytes.count }) {
+            ExtendedAttributes.restore(
+                entry.extendedAttributes, to: .name(entry.pathBytes, in: staging.descriptor), display: entry.path, options: options)
             try FileSystem.setExtractedPermissions(entry.pathBytes, in: staging.descriptor, mode: entry.permissions, display: entry.path)
             try FileSystem.setModificationTime(
                 entry.pathBytes, in: staging.descriptor, nanoseconds: entry.modificationTime, display: entry.path)
