@@ -176,6 +176,9 @@ struct Report {
                     + "**median** over the rounds with its spread (min–max) in brackets; a Cairn/peer ratio is the median of the "
                     + "per-round ratios. Verdicts against a target are stated only from \(roundsForVerdict) rounds up, and are "
                     + "about the median.")
+            if runs < roundsForVerdict {
+                lines.append("- **Verdicts**: no verdict (fewer than \(roundsForVerdict) runs); targets are shown as targets only.")
+            }
             lines.append(
                 "- **Warm cache**: each tree is read once before its rounds; the page cache is not dropped (shared machine).")
             lines.append("- **Extraction and create timing**: \(settlingMethod).")
