@@ -100,7 +100,8 @@ struct Chart {
             y += 12
             body.append(
                 text(
-                    Self.left, y, "Case \(index + 1): \(b.title) — \(counted(b.fileCount, "file")), \(formatMiB(b.totalBytes))", size: 14,
+                    Self.left, y, "Case \(index + 1): \(b.title.replacingOccurrences(of: "`", with: "")) — "
+                        + "\(groupedThousands(b.fileCount)) file\(b.fileCount == 1 ? "" : "s"), \(formatMiB(b.totalBytes))", size: 14,
                     weight: "bold"))
             y += 22
             let groupHeight = 2 * Self.barHeight + Self.barGap + Self.groupGap
@@ -148,7 +149,7 @@ struct Chart {
                         body.append(rect(x0, barTop, max(0.5, px(s.median) - x0), Self.barHeight, bar.0.color))
                         if s.maximum > s.minimum { body.append(whisker(px(s.minimum), px(s.maximum), mid)) }
                         body.append(
-                            text(px(s.maximum) + 5, mid + 4, Self.number(s.median, step: step / 10), size: 10, color: "#222"))
+                            text(px(s.maximum) + 5, mid + 4, Self.value(s.median), size: 10, color: "#222"))
                     }
                 }
             }
@@ -166,7 +167,12 @@ struct Chart {
         return out.joined(separator: "\n") + "\n"
     }
 
-    /// A figure with as many decimals as `step` needs (at most 2).
+    /// A bar's value: two decimals below 10, one below 100, none above.
+    static func value(_ v: Double) -> String {
+        String(format: v < 10 ? "%.2f" : v < 100 ? "%.1f" : "%.0f", v)
+    }
+
+    /// A tick label with as many decimals as `step` needs (at most 2).
     static func number(_ value: Double, step: Double) -> String {
         let decimals = step >= 1 ? 0 : step >= 0.1 ? 1 : 2
         return String(format: "%.\(decimals)f", value)
