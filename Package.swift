@@ -36,6 +36,11 @@ let package = Package(
             path: "Tests/CairnTestSupport"
         ),
         .testTarget(
+            name: "CairnBenchTests",
+            dependencies: ["cairn-bench", "CairnTestSupport", "cairn"],
+            path: "Benchmarks/CairnBenchTests"
+        ),
+        .testTarget(
             name: "CairnTests",
             dependencies: ["Cairn", "CairnTestSupport", "cairn", "cairn-fuzz"],
             resources: [.copy("Fixtures")]

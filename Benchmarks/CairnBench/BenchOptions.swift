@@ -1,45 +1,61 @@
 import Foundation
 
-/// The command line of `cairn-bench`.
+/// The command line of `cairn-bench` (see Benchmarks/README.md).
 struct BenchOptions {
     enum Selection: String { case all, stages, endToEnd = "end-to-end" }
 
     static let usage = """
-        usage: cairn-bench [--size-mib N] [--corpus DIR] [--work DIR] [--runs R]
-                           [--only stages|end-to-end] [--cairn PATH] [--out DIR]
+        usage: cairn-bench [--size-mib N] [--seed S] [--corpus DIR] [--small-files N] [--tree PATH]...
+                           [--peers LIST] [--runs R] [--pause S] [--work DIR] [--out DIR]
+                           [--only stages|end-to-end] [--cairn PATH] [--keep]
 
-          --size-mib N   size of the generated corpus in MiB (default 1024)
-          --seed S       seed of the generated corpus (default 1)
-          --corpus DIR   benchmark an existing directory instead of generating one
-          --work DIR     scratch space for corpora, archives, repositories (default /tmp/cairn-bench)
-          --runs R       runs of every measurement; the best (lowest wall time) is reported (default 2)
-          --only WHAT    stages (in-process micro-benchmarks) or end-to-end (tools), default both
-          --cairn PATH   the cairn executable (default: `cairn` next to cairn-bench)
-          --out DIR      where results-<date>.md/.json are written (default Benchmarks/results)
-          --keep         keep archives and extracted trees in the work directory
+          --size-mib N     size of the generated app-data corpus in MiB (default 1024)
+          --seed S         seed of the generated corpora (default 1)
+          --corpus DIR     benchmark an existing directory instead of the generated corpus
+          --small-files N  files in the generated small-files case, 0.2-3 KB of text each
+                           (default 100000, about 160 MB; 0 skips the case)
+          --tree PATH      also benchmark an existing tree (repeatable), e.g. /usr/share/man
+          --peers LIST     comma-separated peers: tar-lz4, tar-zstd, casync, borg, restic, all
+                           or none (default: every installed peer on the corpus, tar-lz4 and
+                           tar-zstd on the other cases)
+          --runs R         interleaved rounds of every measurement; medians and min-max are
+                           reported, verdicts only from 3 rounds up (default 3)
+          --pause S        seconds to sleep after sync(2) before every timed create and extract
+                           (default 3)
+          --work DIR       scratch space for corpora, archives, repositories (default /tmp/cairn-bench)
+          --out DIR        where results-<UTC time>.md/.json/.svg are written (default
+                           $XDG_STATE_HOME/cairn-bench/results, else /tmp/cairn-bench/results)
+          --only WHAT      stages (in-process micro-benchmarks) or end-to-end (tools), default both
+          --cairn PATH     the cairn executable (default: `cairn` next to cairn-bench)
+          --keep           keep archives and extracted trees in the work directory
         """
 
     var sizeMiB = 1024
     var seed: UInt64 = 1
     var corpus: String?
+    var smallFiles = 100_000
+    var trees: [String] = []
+    /// Peers chosen with `--peers`; nil means the defaults of each case.
+    var peers: [Peer]?
+    var runs = 3
+    var pauseSeconds = 3.0
     var work = "/tmp/cairn-bench"
-    var runs = 2
+    /// `--out`; nil means ``defaultOutputDirectory(environment:)``.
+    var out: String?
     var selection = Selection.all
     var cairn: String?
-    var out = "Benchmarks/results"
     var keep = false
 
     struct UsageError: Error, CustomStringConvertible {
         var description: String
     }
 
+    /// Parses `arguments` (without the program name).
+    ///
+    /// - Throws: ``UsageError`` naming the argument that is unknown, lacks a value or has a
+    ///   value out of range.
     init(_ arguments: [String]) throws(UsageError) {
         var index = 0
-        func value(_ name: String) throws(UsageError) -> String {
-            guard index < arguments.count else { throw UsageError(description: "\(name) needs a value") }
-            defer { index += 1 }
-            return arguments[index]
-        }
         while index < arguments.count {
             var name = arguments[index]
             index += 1
@@ -50,7 +66,9 @@ struct BenchOptions {
             }
             func take() throws(UsageError) -> String {
                 if let inline { return inline }
-                return try value(name)
+                guard index < arguments.count else { throw UsageError(description: "\(name) needs a value") }
+                defer { index += 1 }
+                return arguments[index]
             }
             switch name {
             case "--size-mib":
@@ -60,10 +78,23 @@ struct BenchOptions {
                 guard let n = UInt64(try take()) else { throw UsageError(description: "--seed takes a number") }
                 seed = n
             case "--corpus": corpus = try take()
-            case "--work": work = try take()
+            case "--small-files":
+                guard let n = Int(try take()), n >= 0, n <= 10_000_000 else {
+                    throw UsageError(description: "--small-files takes a number from 0 to 10000000")
+                }
+                smallFiles = n
+            case "--tree": trees.append(try take())
+            case "--peers": peers = try Peer.parseList(try take())
             case "--runs":
                 guard let n = Int(try take()), n > 0 else { throw UsageError(description: "--runs takes a positive number") }
                 runs = n
+            case "--pause":
+                guard let s = Double(try take()), s >= 0, s <= 60 else {
+                    throw UsageError(description: "--pause takes seconds from 0 to 60")
+                }
+                pauseSeconds = s
+            case "--work": work = try take()
+            case "--out": out = try take()
             case "--only":
                 let text = try take()
                 guard let s = Selection(rawValue: text), s != .all else {
@@ -71,7 +102,6 @@ struct BenchOptions {
                 }
                 selection = s
             case "--cairn": cairn = try take()
-            case "--out": out = try take()
             case "--keep": keep = true
             case "-h", "--help":
                 print(Self.usage)
@@ -84,4 +114,47 @@ struct BenchOptions {
 
     var runsStages: Bool { selection != .endToEnd }
     var runsEndToEnd: Bool { selection != .stages }
+
+    /// The results directory: `--out`, else ``defaultOutputDirectory(environment:)``.
+    func outputDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        out ?? Self.defaultOutputDirectory(environment: environment)
+    }
+
+    /// Outside any checkout: `$XDG_STATE_HOME/cairn-bench/results` when that variable is an
+    /// absolute path (the XDG base directory rule), else `/tmp/cairn-bench/results`.
+    static func defaultOutputDirectory(environment: [String: String]) -> String {
+        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return "\(state)/cairn-bench/results" }
+        return "/tmp/cairn-bench/results"
+    }
+}
+
+/// A tool Cairn is compared with, as named by `--peers`.
+enum Peer: String, CaseIterable {
+    case tarLZ4 = "tar-lz4"
+    case tarZstd = "tar-zstd"
+    case casync, borg, restic
+
+    /// The peers of a case that `--peers` did not choose: all of them on the main corpus, the
+    /// two tar pipelines elsewhere (to keep the run short).
+    static func defaults(for kind: BenchCase.Kind) -> [Peer] {
+        kind == .corpus ? allCases : [.tarLZ4, .tarZstd]
+    }
+
+    /// Parses "tar-lz4,borg", "all" or "none".
+    static func parseList(_ text: String) throws(BenchOptions.UsageError) -> [Peer] {
+        var list: [Peer] = []
+        for item in text.split(separator: ",", omittingEmptySubsequences: true).map({ $0.trimmingCharacters(in: .whitespaces) }) {
+            switch item {
+            case "all": list += allCases
+            case "none": continue
+            default:
+                guard let peer = Peer(rawValue: item) else {
+                    throw BenchOptions.UsageError(
+                        description: "--peers: unknown peer \(item) (known: \(allCases.map(\.rawValue).joined(separator: ", ")), all, none)")
+                }
+                list.append(peer)
+            }
+        }
+        return allCases.filter(list.contains)
+    }
 }

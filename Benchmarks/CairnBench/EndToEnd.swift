@@ -1,27 +1,61 @@
 import Foundation
 import Glibc
 
-/// One timed operation of one tool (e.g. "borg" "create") over all runs.
+/// One round's run of one timed step.
+struct Measurement {
+    var round: Int
+    var result: ProcessResult
+    /// Bytes of the archive, index + chunk store, or repository after this round's create step.
+    var archiveBytes: UInt64?
+}
+
+/// One timed operation of one tool (e.g. "borg" "create") over all rounds of one case.
 struct OperationResult {
-    enum Kind: String { case read, create, list, verify, extract, resume }
+    enum Kind: String {
+        case read, create, list, verify, extract, resume
+
+        /// Whether the operation reads every content byte, so that MB/s (case bytes / wall
+        /// seconds) means something: reading, create, verify and extract; not list (the
+        /// manifest only) nor the resume steps (a tail of the content).
+        var readsContent: Bool { self == .read || self == .create || self == .verify || self == .extract }
+
+        /// Whether the harness calls sync(2) and pauses before timing it: every step that
+        /// writes a tree or an archive whose predecessor was just removed.
+        var settles: Bool { self == .create || self == .extract || self == .resume }
+    }
+
     var tool: String
     var operation: String
     var kind: Kind
     var command: String
-    var runs: [ProcessResult] = []
-    /// Bytes of the archive, index + chunk store, or repository after the create step.
-    var archiveBytes: UInt64?
-    /// Bytes that deduplication saved (Cairn's `create --json` `deduplicatedBytes`).
+    var measurements: [Measurement] = []
+    /// Bytes that deduplication saved (Cairn's `create --json` `deduplicatedBytes`), last round.
     var deduplicatedBytes: UInt64?
-    /// Bytes of regular files in the extracted tree (a sanity check against the corpus).
+    /// Bytes of regular files in the extracted tree, last round (a check against the case).
     var extractedBytes: UInt64?
     var failure: String?
 
-    /// The successful run with the lowest wall time.
-    var best: ProcessResult? { runs.filter(\.succeeded).min { $0.wallSeconds < $1.wallSeconds } }
+    var successful: [Measurement] { measurements.filter(\.result.succeeded) }
+    var wall: Spread? { Spread(successful.map(\.result.wallSeconds)) }
+    var cpu: Spread? { Spread(successful.map(\.result.cpuSeconds)) }
+    var peakRSS: Spread? { Spread(successful.map { Double($0.result.peakRSSBytes) }) }
+    var archiveBytes: Spread? { Spread(successful.compactMap { $0.archiveBytes.map { Double($0) } }) }
+
+    /// The wall seconds of round `round`, when it succeeded.
+    func wall(round: Int) -> Double? { successful.first { $0.round == round }?.result.wallSeconds }
+    /// The archive bytes after round `round`, when it succeeded.
+    func archiveBytes(round: Int) -> Double? { successful.first { $0.round == round }?.archiveBytes.map { Double($0) } }
 }
 
-/// A tool to compare: its timed steps, each with untimed preparation.
+/// What an untimed inspection after a successful run found.
+struct Inspection {
+    var archiveBytes: UInt64?
+    var deduplicatedBytes: UInt64?
+    var extractedBytes: UInt64?
+    var failure: String?
+}
+
+/// A tool to compare: its timed steps, each with untimed preparation and inspection.
 struct Tool {
     struct Step {
         var operation: String
@@ -30,7 +64,9 @@ struct Tool {
         var prepare: () throws -> Void = {}
         var arguments: [String]
         /// Untimed inspection after a successful run (archive size, dedup, extracted bytes).
-        var inspect: (ProcessResult, inout OperationResult) -> Void = { _, _ in }
+        var inspect: (ProcessResult) -> Inspection = { _ in Inspection() }
+        /// Untimed clean-up after the inspection (removing the extracted tree).
+        var cleanUp: () -> Void = {}
     }
 
     var name: String
@@ -41,78 +77,132 @@ struct Tool {
     var note: String?
 }
 
-/// Runs the tools side by side on the corpus.
+/// Every operation of one case, over all rounds.
+struct CaseResult {
+    var benchCase: BenchCase
+    var warmRead: (bytes: UInt64, seconds: Double)
+    var operations: [OperationResult]
+    /// The peers this case compared with (installed ones only).
+    var peers: [Peer]
+
+    func operation(_ tool: String, _ name: String) -> OperationResult? {
+        operations.first { $0.tool == tool && $0.operation == name }
+    }
+}
+
+/// Tool names as the report shows them.
+enum ToolName {
+    static let read = "read (tar -c | cat)"
+    static let cairnLZ4 = "cairn (lz4)"
+    static let cairnZstd = "cairn (zstd:3)"
+    static let tarLZ4 = "tar | lz4 -1"
+    static let tarZstd = "tar | zstd -T0 -3"
+    static let casync = "casync"
+    static let borg = "borg"
+    static let restic = "restic"
+
+    static func of(_ peer: Peer) -> String {
+        switch peer {
+        case .tarLZ4: tarLZ4
+        case .tarZstd: tarZstd
+        case .casync: casync
+        case .borg: borg
+        case .restic: restic
+        }
+    }
+}
+
+/// Runs the tools side by side on every case: rounds of every tool in turn (A B C A B C ...).
 struct EndToEnd {
-    var corpus: Corpus
     var cairn: String
     var work: String
     var runs: Int
     var keep: Bool
+    /// Seconds to sleep after sync(2) before a timed create or extract.
+    var pauseSeconds: Double
+    /// `--peers`, or nil for each case's defaults.
+    var peerChoice: [Peer]?
 
     var base: String { "\(work)/e2e" }
 
-    func tools(runner: ProcessRunner) -> [Tool] {
-        let c = shellQuoted(corpus.path)
-        func dir(_ tool: String) -> String { "\(base)/\(tool)" }
+    /// The tools of one case in round `round`. Every extraction goes into a directory of its
+    /// own (`out-<round>`) that no earlier run used, and is removed after it is measured.
+    func tools(for benchCase: BenchCase, in caseDirectory: String, peers: [Peer], round: Int, runner: ProcessRunner) -> [Tool] {
+        let c = shellQuoted(benchCase.path)
+        let keep = keep
+        func dir(_ tool: String) -> String { "\(caseDirectory)/\(tool)" }
         func clean(_ paths: String...) -> () throws -> Void {
             { for p in paths { try removeTree(p) } }
         }
-        func sizeInto(_ path: String) -> (ProcessResult, inout OperationResult) -> Void {
-            { _, r in r.archiveBytes = TreeTally.size(of: path) }
+        func sizeOf(_ paths: String...) -> (ProcessResult) -> Inspection {
+            { _ in Inspection(archiveBytes: paths.map(TreeTally.size(of:)).reduce(0, +)) }
         }
-        func extracted(_ path: String) -> (ProcessResult, inout OperationResult) -> Void {
-            { _, r in r.extractedBytes = TreeTally.walk(path).bytes }
+        func extracted(_ path: String) -> (ProcessResult) -> Inspection {
+            { _ in Inspection(extractedBytes: TreeTally.walk(path).bytes) }
         }
+        func removeAfterwards(_ path: String) -> () -> Void {
+            { if !keep { try? removeTree(path) } }
+        }
+        let out = "out-\(round)"
 
         var list: [Tool] = []
         list.append(
             Tool(
-                name: "read (tar -c | cat)", executables: ["tar"], versionCommand: ["tar", "--version"],
+                name: ToolName.read, executables: ["tar"], versionCommand: ["tar", "--version"],
                 steps: [
                     .init(
-                        operation: "read corpus", kind: .read,
+                        operation: "read tree", kind: .read,
                         arguments: ["/bin/bash", "-c", "set -o pipefail; tar -cf - -C \(c) . | cat > /dev/null"])
-                ], note: "baseline: reading the corpus through tar"))
+                ], note: "baseline: reading the tree through tar"))
 
-        let cd = dir("cairn")
-        let archive = "\(cd)/bench.cairn"
-        let cout = "\(cd)/out"
-        let resumed = "\(cd)/resumed.cairn"
-        let transferred = "\(cd)/transferred.cairn"
-        list.append(
-            Tool(
-                name: "cairn", executables: [cairn], versionCommand: [cairn, "--version"],
-                steps: [
-                    .init(
-                        operation: "create", kind: .create, prepare: clean(archive),
-                        arguments: [cairn, "create", "-o", archive, "--compression", "lz4", "--json", "--no-progress", corpus.path],
-                        inspect: { result, r in
-                            r.archiveBytes = TreeTally.size(of: archive)
-                            if let object = lastJSONObject(result.standardOutput),
-                                let dedup = (object["deduplicatedBytes"] as? NSNumber)?.uint64Value
-                            {
-                                r.deduplicatedBytes = dedup
-                            }
-                        }),
-                    .init(operation: "list", kind: .list, arguments: [cairn, "list", archive]),
-                    .init(operation: "verify", kind: .verify, arguments: [cairn, "verify", archive, "--json"]),
-                    .init(
-                        operation: "extract", kind: .extract, prepare: clean(cout),
-                        arguments: [cairn, "extract", archive, "-C", cout, "--json", "--no-progress"],
-                        inspect: extracted(cout)),
-                    // Issue 4: an export killed at 90% of its archive, resumed; and a transfer cut
-                    // at 90%, completed with verify --partial + truncate + cat.
+        func cairnTool(name: String, directory: String, compression: String, withResume: Bool) -> Tool {
+            let cd = dir(directory)
+            let archive = "\(cd)/bench.cairn"
+            let cout = "\(cd)/\(out)"
+            let resumed = "\(cd)/resumed.cairn"
+            let transferred = "\(cd)/transferred.cairn"
+            var steps: [Tool.Step] = [
+                .init(
+                    operation: "create", kind: .create, prepare: clean(archive),
+                    arguments: [
+                        cairn, "create", "-o", archive, "--compression", compression, "--json", "--no-progress", benchCase.path,
+                    ],
+                    inspect: { result in
+                        var found = Inspection(archiveBytes: TreeTally.size(of: archive))
+                        if let object = lastJSONObject(result.standardOutput),
+                            let dedup = (object["deduplicatedBytes"] as? NSNumber)?.uint64Value
+                        {
+                            found.deduplicatedBytes = dedup
+                        }
+                        return found
+                    })
+            ]
+            if withResume {
+                steps.append(.init(operation: "list", kind: .list, arguments: [cairn, "list", archive]))
+                steps.append(.init(operation: "verify", kind: .verify, arguments: [cairn, "verify", archive, "--json"]))
+            }
+            steps.append(
+                .init(
+                    operation: "extract", kind: .extract, prepare: clean(cout),
+                    arguments: [cairn, "extract", archive, "-C", cout, "--json", "--no-progress"],
+                    inspect: extracted(cout), cleanUp: removeAfterwards(cout)))
+            if withResume {
+                // Issue 4: an export killed at 90% of its archive, resumed; and a transfer cut
+                // at 90%, completed with verify --partial + truncate + cat.
+                steps.append(
                     .init(
                         operation: "create --resume (cut at 90%)", kind: .resume,
                         prepare: {
                             try removeTree(resumed)
                             try cutCopy(of: archive, to: resumed + ".partial", fraction: 0.9)
                         },
-                        arguments: [cairn, "create", "--resume", "-q", "-o", resumed, "--no-progress", corpus.path],
-                        inspect: { _, r in
-                            r.archiveBytes = TreeTally.size(of: resumed)
-                            if !sameFile(resumed, archive) { r.failure = "resumed archive differs from the uninterrupted one" }
-                        }),
+                        arguments: [cairn, "create", "--resume", "-q", "-o", resumed, "--no-progress", benchCase.path],
+                        inspect: { _ in
+                            var found = Inspection(archiveBytes: TreeTally.size(of: resumed))
+                            if !sameFile(resumed, archive) { found.failure = "resumed archive differs from the uninterrupted one" }
+                            return found
+                        }))
+                steps.append(
                     .init(
                         operation: "transfer resume (cut at 90%)", kind: .resume,
                         prepare: { try cutCopy(of: archive, to: transferred, fraction: 0.9) },
@@ -127,213 +217,262 @@ struct EndToEnd {
                             \(shellQuoted(cairn)) cat \(shellQuoted(archive)) --from-offset "$n" --expect-token "$t" >> \(shellQuoted(transferred))
                             """,
                         ],
-                        inspect: { _, r in
-                            if !sameFile(transferred, archive) { r.failure = "completed copy differs from the archive" }
-                        }),
-                ]))
+                        inspect: { _ in
+                            sameFile(transferred, archive) ? Inspection() : Inspection(failure: "completed copy differs from the archive")
+                        }))
+            }
+            return Tool(name: name, executables: [cairn], versionCommand: [cairn, "--version"], steps: steps)
+        }
+        list.append(cairnTool(name: ToolName.cairnLZ4, directory: "cairn-lz4", compression: "lz4", withResume: benchCase.kind == .corpus))
+        list.append(cairnTool(name: ToolName.cairnZstd, directory: "cairn-zstd", compression: "zstd:3", withResume: false))
 
-        let ld = dir("tar-lz4")
-        list.append(
-            Tool(
-                name: "tar | lz4", executables: ["tar", "lz4"], versionCommand: ["lz4", "--version"],
-                steps: [
-                    .init(
-                        operation: "create", kind: .create, prepare: clean("\(ld)/x.tar.lz4"),
-                        arguments: [
-                            "/bin/bash", "-c", "set -o pipefail; tar -cf - -C \(c) . | lz4 -1 -q -c > \(shellQuoted("\(ld)/x.tar.lz4"))",
-                        ], inspect: sizeInto("\(ld)/x.tar.lz4")),
-                    // Cairn syncs its archive before renaming it into place; this row costs that in.
-                    .init(
-                        operation: "create + fsync", kind: .create, prepare: clean("\(ld)/x.tar.lz4"),
-                        arguments: [
-                            "/bin/bash", "-c",
-                            "set -o pipefail; tar -cf - -C \(c) . | lz4 -1 -q -c > \(shellQuoted("\(ld)/x.tar.lz4")) && sync \(shellQuoted("\(ld)/x.tar.lz4"))",
-                        ], inspect: sizeInto("\(ld)/x.tar.lz4")),
-                    .init(
-                        operation: "extract", kind: .extract, prepare: clean("\(ld)/out"),
-                        arguments: [
-                            "/bin/bash", "-c",
-                            "set -o pipefail; mkdir -p \(shellQuoted("\(ld)/out")) && lz4 -dc -q \(shellQuoted("\(ld)/x.tar.lz4")) | tar -xf - -C \(shellQuoted("\(ld)/out"))",
-                        ], inspect: extracted("\(ld)/out")),
-                ]))
+        if peers.contains(.tarLZ4) {
+            let ld = dir("tar-lz4")
+            let a = shellQuoted("\(ld)/x.tar.lz4")
+            let o = "\(ld)/\(out)"
+            list.append(
+                Tool(
+                    name: ToolName.tarLZ4, executables: ["tar", "lz4"], versionCommand: ["lz4", "--version"],
+                    steps: [
+                        .init(
+                            operation: "create", kind: .create, prepare: clean("\(ld)/x.tar.lz4"),
+                            arguments: ["/bin/bash", "-c", "set -o pipefail; tar -cf - -C \(c) . | lz4 -1 -q -c > \(a)"],
+                            inspect: sizeOf("\(ld)/x.tar.lz4")),
+                        // Cairn syncs its archive before renaming it into place; this row costs that in.
+                        .init(
+                            operation: "create + fsync", kind: .create, prepare: clean("\(ld)/x.tar.lz4"),
+                            arguments: ["/bin/bash", "-c", "set -o pipefail; tar -cf - -C \(c) . | lz4 -1 -q -c > \(a) && sync \(a)"],
+                            inspect: sizeOf("\(ld)/x.tar.lz4")),
+                        .init(
+                            operation: "extract", kind: .extract, prepare: clean(o),
+                            arguments: [
+                                "/bin/bash", "-c",
+                                "set -o pipefail; mkdir -p \(shellQuoted(o)) && lz4 -dc -q \(a) | tar -xf - -C \(shellQuoted(o))",
+                            ], inspect: extracted(o), cleanUp: removeAfterwards(o)),
+                    ]))
+        }
 
-        let zd = dir("tar-zstd")
-        list.append(
-            Tool(
-                name: "tar | zstd -T0 -3", executables: ["tar", "zstd"], versionCommand: ["zstd", "--version"],
-                steps: [
-                    .init(
-                        operation: "create", kind: .create, prepare: clean("\(zd)/x.tar.zst"),
-                        arguments: [
-                            "/bin/bash", "-c",
-                            "set -o pipefail; tar -cf - -C \(c) . | zstd -T0 -3 -q -c > \(shellQuoted("\(zd)/x.tar.zst"))",
-                        ], inspect: sizeInto("\(zd)/x.tar.zst")),
-                    .init(
-                        operation: "extract", kind: .extract, prepare: clean("\(zd)/out"),
-                        arguments: [
-                            "/bin/bash", "-c",
-                            "set -o pipefail; mkdir -p \(shellQuoted("\(zd)/out")) && zstd -dc -q \(shellQuoted("\(zd)/x.tar.zst")) | tar -xf - -C \(shellQuoted("\(zd)/out"))",
-                        ], inspect: extracted("\(zd)/out")),
-                ]))
+        if peers.contains(.tarZstd) {
+            let zd = dir("tar-zstd")
+            let a = shellQuoted("\(zd)/x.tar.zst")
+            let o = "\(zd)/\(out)"
+            list.append(
+                Tool(
+                    name: ToolName.tarZstd, executables: ["tar", "zstd"], versionCommand: ["zstd", "--version"],
+                    steps: [
+                        .init(
+                            operation: "create", kind: .create, prepare: clean("\(zd)/x.tar.zst"),
+                            arguments: ["/bin/bash", "-c", "set -o pipefail; tar -cf - -C \(c) . | zstd -T0 -3 -q -c > \(a)"],
+                            inspect: sizeOf("\(zd)/x.tar.zst")),
+                        .init(
+                            operation: "extract", kind: .extract, prepare: clean(o),
+                            arguments: [
+                                "/bin/bash", "-c",
+                                "set -o pipefail; mkdir -p \(shellQuoted(o)) && zstd -dc -q \(a) | tar -xf - -C \(shellQuoted(o))",
+                            ], inspect: extracted(o), cleanUp: removeAfterwards(o)),
+                    ], note: "-T0: all cores"))
+        }
 
-        // A directory is made into an archive index (.caidx); .caibx is for a single blob.
-        let sd = dir("casync")
-        list.append(
-            Tool(
-                name: "casync", executables: ["casync"], versionCommand: ["casync", "--version"],
-                steps: [
-                    .init(
-                        operation: "make", kind: .create, prepare: clean("\(sd)/x.caidx", "\(sd)/store"),
-                        arguments: ["casync", "make", "--store=\(sd)/store", "\(sd)/x.caidx", corpus.path],
-                        inspect: { _, r in
-                            r.archiveBytes = TreeTally.size(of: "\(sd)/x.caidx") + TreeTally.size(of: "\(sd)/store")
-                        }),
-                    .init(
-                        operation: "extract", kind: .extract, prepare: clean("\(sd)/out"),
-                        arguments: ["casync", "extract", "--store=\(sd)/store", "\(sd)/x.caidx", "\(sd)/out"],
-                        inspect: extracted("\(sd)/out")),
-                ], note: "default chunk store compression (zstd), SHA-512/256"))
+        if peers.contains(.casync) {
+            // A directory is made into an archive index (.caidx); .caibx is for a single blob.
+            let sd = dir("casync")
+            let o = "\(sd)/\(out)"
+            list.append(
+                Tool(
+                    name: ToolName.casync, executables: ["casync"], versionCommand: ["casync", "--version"],
+                    steps: [
+                        .init(
+                            operation: "make", kind: .create, prepare: clean("\(sd)/x.caidx", "\(sd)/store"),
+                            arguments: ["casync", "make", "--store=\(sd)/store", "\(sd)/x.caidx", benchCase.path],
+                            inspect: sizeOf("\(sd)/x.caidx", "\(sd)/store")),
+                        .init(
+                            operation: "extract", kind: .extract, prepare: clean(o),
+                            arguments: ["casync", "extract", "--store=\(sd)/store", "\(sd)/x.caidx", o],
+                            inspect: extracted(o), cleanUp: removeAfterwards(o)),
+                    ], note: "default chunk store compression (zstd), SHA-512/256"))
+        }
 
-        let bd = dir("borg")
-        let borgRepo = "\(bd)/repo"
-        list.append(
-            Tool(
-                name: "borg", executables: ["borg"], versionCommand: ["borg", "--version"],
-                steps: [
-                    .init(
-                        operation: "create", kind: .create,
-                        prepare: {
-                            try removeTree(borgRepo)
-                            try removeTree("\(bd)/home")
-                            try FileManager.default.createDirectory(atPath: bd, withIntermediateDirectories: true)
-                            let r = try runner.run(["borg", "init", "--encryption=none", borgRepo], label: "borg-init")
-                            guard r.succeeded else { throw BenchError("borg init failed: \(r.standardError.suffix(300))") }
-                        },
-                        arguments: [
-                            "/bin/bash", "-c", "cd \(c) && exec borg create --compression lz4 \(shellQuoted(borgRepo))::bench .",
-                        ], inspect: sizeInto(borgRepo)),
-                    .init(
-                        operation: "extract", kind: .extract, prepare: clean("\(bd)/out"),
-                        arguments: [
-                            "/bin/bash", "-c",
-                            "mkdir -p \(shellQuoted("\(bd)/out")) && cd \(shellQuoted("\(bd)/out")) && exec borg extract \(shellQuoted(borgRepo))::bench",
-                        ], inspect: extracted("\(bd)/out")),
-                ], note: "--encryption=none, --compression lz4, fresh repository and cache each run"))
+        if peers.contains(.borg) {
+            let bd = dir("borg")
+            let borgRepo = "\(bd)/repo"
+            let o = "\(bd)/\(out)"
+            list.append(
+                Tool(
+                    name: ToolName.borg, executables: ["borg"], versionCommand: ["borg", "--version"],
+                    steps: [
+                        .init(
+                            operation: "create", kind: .create,
+                            prepare: {
+                                try removeTree(borgRepo)
+                                try removeTree("\(base)/borg-home")
+                                try FileManager.default.createDirectory(atPath: bd, withIntermediateDirectories: true)
+                                let r = try runner.run(["borg", "init", "--encryption=none", borgRepo], label: "borg-init")
+                                guard r.succeeded else { throw BenchError("borg init failed: \(r.standardError.suffix(300))") }
+                            },
+                            arguments: [
+                                "/bin/bash", "-c", "cd \(c) && exec borg create --compression lz4 \(shellQuoted(borgRepo))::bench .",
+                            ], inspect: sizeOf(borgRepo)),
+                        .init(
+                            operation: "extract", kind: .extract, prepare: clean(o),
+                            arguments: [
+                                "/bin/bash", "-c",
+                                "mkdir -p \(shellQuoted(o)) && cd \(shellQuoted(o)) && exec borg extract \(shellQuoted(borgRepo))::bench",
+                            ], inspect: extracted(o), cleanUp: removeAfterwards(o)),
+                    ], note: "--encryption=none, --compression lz4, fresh repository and cache each run"))
+        }
 
-        let rd = dir("restic")
-        let resticRepo = "\(rd)/repo"
-        list.append(
-            Tool(
-                name: "restic", executables: ["restic"], versionCommand: ["restic", "version"],
-                steps: [
-                    .init(
-                        operation: "backup", kind: .create,
-                        prepare: {
-                            try removeTree(resticRepo)
-                            try removeTree("\(rd)/cache")
-                            try FileManager.default.createDirectory(atPath: rd, withIntermediateDirectories: true)
-                            let r = try runner.run(["restic", "-r", resticRepo, "init"], label: "restic-init")
-                            guard r.succeeded else { throw BenchError("restic init failed: \(r.standardError.suffix(300))") }
-                        },
-                        arguments: [
-                            "/bin/bash", "-c", "cd \(c) && exec restic -r \(shellQuoted(resticRepo)) backup --quiet .",
-                        ], inspect: sizeInto(resticRepo)),
-                    .init(
-                        operation: "restore", kind: .extract, prepare: clean("\(rd)/out"),
-                        arguments: ["restic", "-r", resticRepo, "restore", "latest", "--target", "\(rd)/out", "--quiet"],
-                        inspect: extracted("\(rd)/out")),
-                ], note: "encrypted (always), default compression (auto), fresh repository and cache each run"))
+        if peers.contains(.restic) {
+            let rd = dir("restic")
+            let resticRepo = "\(rd)/repo"
+            let o = "\(rd)/\(out)"
+            list.append(
+                Tool(
+                    name: ToolName.restic, executables: ["restic"], versionCommand: ["restic", "version"],
+                    steps: [
+                        .init(
+                            operation: "backup", kind: .create,
+                            prepare: {
+                                try removeTree(resticRepo)
+                                try removeTree("\(base)/restic-cache")
+                                try FileManager.default.createDirectory(atPath: rd, withIntermediateDirectories: true)
+                                let r = try runner.run(["restic", "-r", resticRepo, "init"], label: "restic-init")
+                                guard r.succeeded else { throw BenchError("restic init failed: \(r.standardError.suffix(300))") }
+                            },
+                            arguments: [
+                                "/bin/bash", "-c", "cd \(c) && exec restic -r \(shellQuoted(resticRepo)) backup --quiet .",
+                            ], inspect: sizeOf(resticRepo)),
+                        .init(
+                            operation: "restore", kind: .extract, prepare: clean(o),
+                            arguments: ["restic", "-r", resticRepo, "restore", "latest", "--target", o, "--quiet"],
+                            inspect: extracted(o), cleanUp: removeAfterwards(o)),
+                    ], note: "encrypted (always), default compression (auto), fresh repository and cache each run"))
+        }
         return list
     }
 
     /// The environment every child gets: repository passwords and caches under the work dir.
     var environment: [String: String] {
         [
-            "RESTIC_PASSWORD": "cairn-bench", "RESTIC_CACHE_DIR": "\(base)/restic/cache",
-            "BORG_BASE_DIR": "\(base)/borg/home", "BORG_UNKNOWN_UNENCRYPTED_REPO_ACCESS_IS_OK": "yes",
+            "RESTIC_PASSWORD": "cairn-bench", "RESTIC_CACHE_DIR": "\(base)/restic-cache",
+            "BORG_BASE_DIR": "\(base)/borg-home", "BORG_UNKNOWN_UNENCRYPTED_REPO_ACCESS_IS_OK": "yes",
             "BORG_RELOCATED_REPO_ACCESS_IS_OK": "yes", "LC_ALL": "C",
         ]
     }
 
-    /// Runs every available tool `runs` times, tools interleaved within a run so that a noisy
-    /// minute hits all of them alike.
-    func run() throws -> (results: [OperationResult], versions: [String: String], skipped: [String: String], notes: [String: String]) {
-        try FileManager.default.createDirectory(atPath: "\(base)/logs", withIntermediateDirectories: true)
-        var runner = ProcessRunner(logDirectory: "\(base)/logs")
-        runner.environment = environment
-        let tools = tools(runner: runner)
+    struct Outcome {
+        var cases: [CaseResult] = []
         var versions: [String: String] = [:]
         var skipped: [String: String] = [:]
         var notes: [String: String] = [:]
-        var available: [Tool] = []
-        for tool in tools {
-            if let missing = tool.executables.first(where: { findExecutable($0) == nil }) {
-                skipped[tool.name] = "\(missing) is not installed"
-                log("skipping \(tool.name): \(missing) is not installed")
-                continue
-            }
-            available.append(tool)
-            if let note = tool.note { notes[tool.name] = note }
-            if let r = try? runner.run(tool.versionCommand, label: "version") {
-                let text = (r.standardOutput + "\n" + r.standardError).split(separator: "\n").first { !$0.isEmpty }
-                versions[tool.name] = text.map(String.init) ?? "?"
-            }
-        }
-        var results: [String: OperationResult] = [:]
-        var order: [String] = []
-        for run in 1...runs {
-            for tool in available {
-                try FileManager.default.createDirectory(atPath: "\(base)/\(dirName(tool.name))", withIntermediateDirectories: true)
-                var failedCreate = false
-                for step in tool.steps {
-                    let key = "\(tool.name)\u{0}\(step.operation)"
-                    if results[key] == nil {
-                        order.append(key)
-                        results[key] = OperationResult(
-                            tool: tool.name, operation: step.operation, kind: step.kind,
-                            command: step.arguments.map { $0.contains(" ") ? shellQuoted($0) : $0 }.joined(separator: " "))
-                    }
-                    if failedCreate {
-                        results[key]!.failure = "skipped: the create step failed"
-                        continue
-                    }
-                    do {
-                        try step.prepare()
-                        let label = "\(dirName(tool.name))-\(step.operation)-\(run)"
-                        let r = try runner.run(step.arguments, label: label)
-                        results[key]!.runs.append(r)
-                        if r.succeeded {
-                            step.inspect(r, &results[key]!)
-                            log(
-                                String(
-                                    format: "run %d: %@ %@: %.2f s wall, %.2f s CPU, %.0f MiB peak RSS", run, tool.name, step.operation,
-                                    r.wallSeconds, r.cpuSeconds, Double(r.peakRSSBytes) / 1_048_576))
-                        } else {
-                            let tail = r.standardError.split(separator: "\n").suffix(3).joined(separator: " / ")
-                            results[key]!.failure = "exit \(r.exitStatus): \(tail)"
-                            log("run \(run): \(tool.name) \(step.operation) FAILED (exit \(r.exitStatus)): \(tail)")
-                            if step.kind == .create { failedCreate = true }
-                        }
-                    } catch {
-                        results[key]!.failure = "\(error)"
-                        log("run \(run): \(tool.name) \(step.operation) FAILED: \(error)")
-                        if step.kind == .create { failedCreate = true }
-                    }
-                    if step.kind == .extract, !keep { try? removeTree("\(base)/\(dirName(tool.name))/out") }
+    }
+
+    /// Flushes the file systems and sleeps, so the removal of earlier trees and archives is
+    /// committed before the next timed step starts (ext4 is slow to create files right after
+    /// many inodes were freed, and that must not decide an extraction's time).
+    func settle() {
+        sync()
+        if pauseSeconds > 0 { usleep(useconds_t(pauseSeconds * 1_000_000)) }
+    }
+
+    /// Runs every available tool on every case, `runs` rounds per case.
+    func run(cases: [BenchCase]) throws -> Outcome {
+        try FileManager.default.createDirectory(atPath: "\(base)/logs", withIntermediateDirectories: true)
+        var runner = ProcessRunner(logDirectory: "\(base)/logs")
+        runner.environment = environment
+        var outcome = Outcome()
+        for (caseIndex, benchCase) in cases.enumerated() {
+            let slug = benchCase.slug(index: caseIndex + 1)
+            let caseDirectory = "\(base)/\(slug)"
+            let warm = benchCase.warm()
+            log(String(format: "%@: warmed the page cache, %@ in %.2f s", slug, formatMiB(warm.bytes), warm.seconds))
+            let wanted = peerChoice ?? Peer.defaults(for: benchCase.kind)
+            var available: [String] = []
+            var usedPeers: [Peer] = []
+            for tool in tools(for: benchCase, in: caseDirectory, peers: wanted, round: 1, runner: runner) {
+                if let missing = tool.executables.first(where: { findExecutable($0) == nil }) {
+                    outcome.skipped[tool.name] = "\(missing) is not installed"
+                    log("skipping \(tool.name): \(missing) is not installed")
+                    continue
+                }
+                available.append(tool.name)
+                if let peer = Peer.allCases.first(where: { ToolName.of($0) == tool.name }) { usedPeers.append(peer) }
+                if let note = tool.note { outcome.notes[tool.name] = note }
+                if outcome.versions[tool.name] == nil, let r = try? runner.run(tool.versionCommand, label: "version") {
+                    let text = (r.standardOutput + "\n" + r.standardError).split(separator: "\n").first { !$0.isEmpty }
+                    outcome.versions[tool.name] = text.map(String.init) ?? "?"
                 }
             }
+            var results: [String: OperationResult] = [:]
+            var order: [String] = []
+            for round in 1...runs {
+                let tools = tools(for: benchCase, in: caseDirectory, peers: wanted, round: round, runner: runner)
+                for tool in tools where available.contains(tool.name) {
+                    let toolDirectory = "\(caseDirectory)/\(dirName(tool.name))"
+                    try FileManager.default.createDirectory(atPath: toolDirectory, withIntermediateDirectories: true)
+                    var failedCreate = false
+                    for step in tool.steps {
+                        let key = "\(tool.name)\u{0}\(step.operation)"
+                        if results[key] == nil { order.append(key) }
+                        var record =
+                            results[key]
+                            ?? OperationResult(
+                                tool: tool.name, operation: step.operation, kind: step.kind,
+                                command: step.arguments.map { $0.contains(" ") ? shellQuoted($0) : $0 }.joined(separator: " "))
+                        defer { results[key] = record }
+                        if failedCreate {
+                            record.failure = "skipped in round \(round): the create step failed"
+                            continue
+                        }
+                        do {
+                            try step.prepare()
+                            if step.kind.settles { settle() }
+                            let label = "\(slug)-\(dirName(tool.name))-\(step.operation)-\(round)"
+                                .replacingOccurrences(of: " ", with: "_").replacingOccurrences(of: "/", with: "_")
+                            let r = try runner.run(step.arguments, label: label)
+                            var measurement = Measurement(round: round, result: r)
+                            if r.succeeded {
+                                let found = step.inspect(r)
+                                measurement.archiveBytes = found.archiveBytes
+                                if let d = found.deduplicatedBytes { record.deduplicatedBytes = d }
+                                if let e = found.extractedBytes { record.extractedBytes = e }
+                                if let f = found.failure { record.failure = "round \(round): \(f)" }
+                                log(
+                                    String(
+                                        format: "%@ round %d: %@ %@: %.2f s wall, %.2f s CPU, %.0f MiB peak RSS", slug, round, tool.name,
+                                        step.operation, r.wallSeconds, r.cpuSeconds, Double(r.peakRSSBytes) / 1_048_576))
+                            } else {
+                                let tail = r.standardError.split(separator: "\n").suffix(3).joined(separator: " / ")
+                                record.failure = "round \(round), exit \(r.exitStatus): \(tail)"
+                                log("\(slug) round \(round): \(tool.name) \(step.operation) FAILED (exit \(r.exitStatus)): \(tail)")
+                                if step.kind == .create { failedCreate = true }
+                            }
+                            record.measurements.append(measurement)
+                            step.cleanUp()
+                        } catch {
+                            record.failure = "round \(round): \(error)"
+                            log("\(slug) round \(round): \(tool.name) \(step.operation) FAILED: \(error)")
+                            if step.kind == .create { failedCreate = true }
+                        }
+                    }
+                }
+            }
+            outcome.cases.append(
+                CaseResult(benchCase: benchCase, warmRead: warm, operations: order.compactMap { results[$0] }, peers: usedPeers))
+            if !keep { try? removeTree(caseDirectory) }
         }
         if !keep { try? removeTree(base) }
-        return (order.map { results[$0]! }, versions, skipped, notes)
+        return outcome
     }
 }
 
 /// A file-system-friendly name for a tool.
 func dirName(_ tool: String) -> String {
     switch tool {
-    case "tar | lz4": "tar-lz4"
-    case "tar | zstd -T0 -3": "tar-zstd"
-    case "read (tar -c | cat)": "read"
+    case ToolName.cairnLZ4: "cairn-lz4"
+    case ToolName.cairnZstd: "cairn-zstd"
+    case ToolName.tarLZ4: "tar-lz4"
+    case ToolName.tarZstd: "tar-zstd"
+    case ToolName.read: "read"
     default: tool
     }
 }

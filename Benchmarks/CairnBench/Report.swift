@@ -38,15 +38,103 @@ struct Machine {
     }
 }
 
-/// Everything one invocation measured, rendered as Markdown and JSON.
+/// A Cairn/peer comparison the report computes per case: wall time or archive size.
+struct RatioPair: Sendable {
+    enum Measure: String { case wallTime = "wall time", archiveSize = "archive size" }
+    var cairnTool: String
+    var cairnOperation: String
+    var peerTool: String
+    var peerOperation: String
+    var measure: Measure
+    /// The target for a case of this kind, if an issue sets one.
+    var target: @Sendable (BenchCase.Kind) -> Target?
+
+    static let issue3 = "issue 3"
+    static let issue9 = "issue 9"
+
+    /// Every pair, in report order. Targets: issue 9's "Targets" (create ≤ 0.45× `tar | lz4`
+    /// on the corpus and ≤ 0.6× on the small files, extract ≤ 0.5× on both, archives no
+    /// larger than `tar | lz4` / `tar | zstd -3` on every case) and issue 3's peer targets.
+    static let all: [RatioPair] = {
+        func wall(_ c: String, _ co: String, _ p: String, _ po: String, _ t: @escaping @Sendable (BenchCase.Kind) -> Target? = { _ in nil })
+            -> RatioPair
+        {
+            RatioPair(cairnTool: c, cairnOperation: co, peerTool: p, peerOperation: po, measure: .wallTime, target: t)
+        }
+        func corpusOnly(_ limit: Double, _ source: String) -> @Sendable (BenchCase.Kind) -> Target? {
+            { $0 == .corpus ? Target(limit: limit, source: source) : nil }
+        }
+        let lz4 = ToolName.cairnLZ4
+        let zstd = ToolName.cairnZstd
+        return [
+            wall(lz4, "create", ToolName.tarLZ4, "create") {
+                switch $0 {
+                case .corpus: Target(limit: 0.45, source: issue9)
+                case .smallFiles: Target(limit: 0.6, source: issue9)
+                case .tree: nil
+                }
+            },
+            wall(lz4, "create", ToolName.tarLZ4, "create + fsync"),
+            wall(zstd, "create", ToolName.tarZstd, "create"),
+            wall(lz4, "extract", ToolName.tarLZ4, "extract") { $0 == .tree ? nil : Target(limit: 0.5, source: issue9) },
+            wall(zstd, "extract", ToolName.tarZstd, "extract"),
+            wall(lz4, "create", ToolName.casync, "make", corpusOnly(0.25, issue3)),
+            wall(lz4, "create", ToolName.borg, "create", corpusOnly(0.5, issue3)),
+            wall(lz4, "create", ToolName.restic, "backup", corpusOnly(0.5, issue3)),
+            wall(lz4, "extract", ToolName.casync, "extract"),
+            wall(lz4, "extract", ToolName.borg, "extract"),
+            wall(lz4, "extract", ToolName.restic, "restore"),
+            wall(lz4, "create --resume (cut at 90%)", lz4, "create"),
+            wall(lz4, "transfer resume (cut at 90%)", lz4, "create"),
+            RatioPair(
+                cairnTool: lz4, cairnOperation: "create", peerTool: ToolName.tarLZ4, peerOperation: "create", measure: .archiveSize,
+                target: { _ in Target(limit: 1.0, source: issue9) }),
+            RatioPair(
+                cairnTool: zstd, cairnOperation: "create", peerTool: ToolName.tarZstd, peerOperation: "create",
+                measure: .archiveSize, target: { _ in Target(limit: 1.0, source: issue9) }),
+        ]
+    }()
+}
+
+/// One computed ratio: the per-round ratios and their median and spread.
+struct Ratio {
+    var cairn: String
+    var peer: String
+    var measure: RatioPair.Measure
+    /// Cairn / peer in each round where both succeeded, in round order.
+    var perRound: [Double]
+    var target: Target?
+
+    var spread: Spread? { Spread(perRound) }
+
+    /// Ratios of every pair whose two operations `result` has, over rounds `1...runs`.
+    static func all(in result: CaseResult, runs: Int) -> [Ratio] {
+        RatioPair.all.compactMap { pair in
+            guard let c = result.operation(pair.cairnTool, pair.cairnOperation),
+                let p = result.operation(pair.peerTool, pair.peerOperation)
+            else { return nil }
+            var perRound: [Double] = []
+            for round in 1...max(1, runs) {
+                let values: (Double?, Double?) =
+                    pair.measure == .wallTime
+                    ? (c.wall(round: round), p.wall(round: round)) : (c.archiveBytes(round: round), p.archiveBytes(round: round))
+                if let a = values.0, let b = values.1, b > 0 { perRound.append(a / b) }
+            }
+            return Ratio(
+                cairn: "\(pair.cairnTool) \(pair.cairnOperation)", peer: "\(pair.peerTool) \(pair.peerOperation)",
+                measure: pair.measure, perRound: perRound, target: pair.target(result.benchCase.kind))
+        }
+    }
+}
+
+/// Everything one invocation measured, rendered as Markdown, JSON and an SVG chart.
 struct Report {
     var date: Date
     var machine: Machine
     var command: String
     var runs: Int
-    var corpus: Corpus?
-    var warmRead: (bytes: UInt64, seconds: Double)?
-    var endToEnd: [OperationResult] = []
+    var pauseSeconds: Double = 0
+    var cases: [CaseResult] = []
     var versions: [String: String] = [:]
     var skipped: [String: String] = [:]
     var notes: [String: String] = [:]
@@ -54,204 +142,242 @@ struct Report {
     var loadAtStart = Machine.loadAverage()
     var loadAtEnd = ""
 
-    /// (Cairn operation, peer tool, peer operation, target from issue 3 or nil)
-    static let ratioPairs: [(String, String, String, Double?)] = [
-        ("create", "tar | lz4", "create", 0.6), ("create", "tar | lz4", "create + fsync", nil),
-        ("create", "tar | zstd -T0 -3", "create", nil),
-        ("create", "casync", "make", 0.25), ("create", "borg", "create", 0.5), ("create", "restic", "backup", 0.5),
-        ("extract", "tar | lz4", "extract", 0.8), ("extract", "tar | zstd -T0 -3", "extract", nil),
-        ("extract", "casync", "extract", nil), ("extract", "borg", "extract", nil), ("extract", "restic", "restore", nil),
-        // Issue 4: resuming costs a small fraction of a full run.
-        ("create --resume (cut at 90%)", "cairn", "create", nil),
-        ("transfer resume (cut at 90%)", "cairn", "create", nil),
-    ]
-
-    struct Ratio {
-        var cairn: String
-        var peer: String
-        var ratio: Double
-        var target: Double?
-    }
-
-    var ratios: [Ratio] {
-        func best(_ tool: String, _ op: String) -> Double? {
-            endToEnd.first { $0.tool == tool && $0.operation == op }?.best?.wallSeconds
-        }
-        return Self.ratioPairs.compactMap { pair in
-            guard let c = best("cairn", pair.0), let p = best(pair.1, pair.2), p > 0 else { return nil }
-            return Ratio(cairn: "cairn \(pair.0)", peer: "\(pair.1) \(pair.2)", ratio: c / p, target: pair.3)
-        }
-    }
-
-    var dayString: String {
+    /// `2026-12-01T101500Z`: the UTC time of the run, as used in the result file names.
+    var fileTimestamp: String {
         let f = DateFormatter()
         f.locale = Locale(identifier: "en_US_POSIX")
         f.timeZone = TimeZone(identifier: "UTC")
-        f.dateFormat = "yyyy-MM-dd"
+        f.dateFormat = "yyyy-MM-dd'T'HHmmss'Z'"
         return f.string(from: date)
     }
 
-    var timestampString: String {
-        let f = ISO8601DateFormatter()
-        return f.string(from: date)
+    var timestampString: String { ISO8601DateFormatter().string(from: date) }
+
+    /// How extraction (and every create) is timed, in words, for the report and the JSON.
+    var settlingMethod: String {
+        "every extraction writes into a new directory (`out-<round>`) that no earlier run used; trees of earlier runs are "
+            + "removed after they are measured, outside the timed window; before every timed create and extract, for every "
+            + "tool alike, the harness calls sync(2) and sleeps \(String(format: "%g", pauseSeconds)) s, so ext4's handling "
+            + "of recently deleted inodes does not land on the next measurement"
     }
 
-    func markdown() -> String {
+    /// The report in Markdown; `chartName` is the SVG's file name beside it, if one is written.
+    func markdown(chartName: String? = nil) -> String {
         var lines: [String] = []
         lines.append("# Cairn benchmark, \(timestampString)")
         lines.append("")
+        lines.append("- Machine: \(machine.processors) × \(machine.cpuModel), \(machine.memoryMiB) MiB RAM, \(machine.kernel)")
         lines.append(
-            "- Machine: \(machine.processors) × \(machine.cpuModel), \(machine.memoryMiB) MiB RAM, \(machine.kernel)")
-        lines.append("- Load average (1/5/15 min) at start: \(loadAtStart); at end: \(loadAtEnd) (a shared machine: compare ratios, not absolutes)")
+            "- Load average (1/5/15 min) at start: \(loadAtStart); at end: \(loadAtEnd) (a shared machine: compare ratios, not absolutes)")
         lines.append("- Command: `\(command)`")
-        if let corpus {
-            var text =
-                "- Corpus: \(corpus.fileCount) files in \(corpus.directoryCount) directories, \(corpus.totalBytes) bytes (\(formatMiB(corpus.totalBytes)))"
-            text += corpus.generated ? ", generated by `SampleCorpus` with seed \(corpus.seed ?? 1)" : ", `\(corpus.path)`"
-            lines.append(text)
-        }
-        if let warmRead {
+        if !cases.isEmpty {
             lines.append(
-                String(
-                    format: "- **Warm cache**: the corpus was read once before timing (%.0f MB/s with read(2)); the page cache is not dropped (shared machine).",
-                    Double(warmRead.bytes) / max(warmRead.seconds, 1e-9) / 1e6))
-        }
-        if !endToEnd.isEmpty {
-            lines.append("- Runs: \(runs); every end-to-end figure is from the run with the **lowest wall time** (best of \(runs)).")
+                "- Runs: \(runs) interleaved rounds per case (every tool once per round, A B C A B C …). Every figure is the "
+                    + "**median** over the rounds with its spread (min–max) in brackets; a Cairn/peer ratio is the median of the "
+                    + "per-round ratios. Verdicts against a target are stated only from \(roundsForVerdict) rounds up, and are "
+                    + "about the median.")
+            if runs < roundsForVerdict {
+                lines.append("- **Verdicts**: no verdict (fewer than \(roundsForVerdict) runs); targets are shown as targets only.")
+            }
+            lines.append(
+                "- **Warm cache**: each tree is read once before its rounds; the page cache is not dropped (shared machine).")
+            lines.append("- **Extraction and create timing**: \(settlingMethod).")
+            lines.append(
+                "- MB/s = tree bytes / median wall seconds / 10^6, only for operations that read every content byte "
+                    + "(reading, create, verify, extract), not for list or the resume steps.")
+            if let chartName { lines.append("- Chart: [\(chartName)](\(chartName)) (wall time, CPU time and archive size per tool and case, median with min–max whiskers).") }
         }
         lines.append("")
-        if !endToEnd.isEmpty {
-            lines.append("## End to end")
-            lines.append("")
-            lines.append("| tool | operation | wall s | MB/s | CPU s | CPU/wall | peak RSS MiB | archive MiB | archive % | notes |")
-            lines.append("|---|---|--:|--:|--:|--:|--:|--:|--:|---|")
-            let corpusBytes = Double(corpus?.totalBytes ?? 0)
-            for r in endToEnd {
-                guard let b = r.best else {
-                    lines.append("| \(markdownEscaped(r.tool)) | \(markdownEscaped(r.operation)) | – | – | – | – | – | – | – | failed: \(markdownEscaped(r.failure ?? "?")) |")
-                    continue
-                }
-                var notes: [String] = []
-                if let d = r.deduplicatedBytes { notes.append("dedup saved \(formatMiB(d))") }
-                if let e = r.extractedBytes, corpus != nil, e != corpus!.totalBytes {
-                    notes.append("extracted \(e) bytes ≠ corpus")
-                }
-                if r.runs.count > 1 {
-                    notes.append("walls " + r.runs.map { String(format: "%.2f", $0.wallSeconds) }.joined(separator: "/"))
-                }
-                if let f = r.failure { notes.append("a run failed: \(markdownEscaped(f))") }
-                let archive = r.archiveBytes.map { String(format: "%.1f", Double($0) / 1_048_576) } ?? ""
-                let percent = r.archiveBytes.map { String(format: "%.1f", Double($0) / max(corpusBytes, 1) * 100) } ?? ""
-                lines.append(
-                    String(
-                        format: "| %@ | %@ | %.2f | %.0f | %.2f | %.2f | %.0f | %@ | %@ | %@ |", markdownEscaped(r.tool), markdownEscaped(r.operation), b.wallSeconds,
-                        corpusBytes / b.wallSeconds / 1e6, b.cpuSeconds, b.cpuSeconds / b.wallSeconds,
-                        Double(b.peakRSSBytes) / 1_048_576, archive, percent, notes.joined(separator: "; ")))
-            }
-            lines.append("")
-            lines.append(
-                "MB/s = corpus bytes / wall seconds / 10^6 for every operation (list and verify too). CPU s = user + system of the "
-                    + "child and its descendants (wait4 rusage). Peak RSS = ru_maxrss from wait4: for a pipeline that is the **largest "
-                    + "single process**, not the sum of the processes in the pipeline; it is measured under `/usr/bin/time -f %M`, because a "
-                    + "child spawned directly inherits its spawner's high-water RSS. `cairn create` fsyncs its archive before renaming it "
-                    + "into place; the peers do not, hence the extra `tar \\| lz4` `create + fsync` row.")
-            lines.append("")
-            let ratios = ratios
-            if !ratios.isEmpty {
-                lines.append("### Cairn / peer wall-time ratios (lower is better for Cairn)")
-                lines.append("")
-                lines.append("| Cairn | peer | ratio | target (issue 3) | met |")
-                lines.append("|---|---|--:|--:|---|")
-                for r in ratios {
-                    let target = r.target.map { String(format: "≤ %.2f", $0) } ?? ""
-                    let met = r.target.map { r.ratio <= $0 ? "yes" : String(format: "no (%.2f× the target)", r.ratio / $0) } ?? ""
-                    lines.append(String(format: "| %@ | %@ | %.2f | %@ | %@ |", r.cairn, markdownEscaped(r.peer), r.ratio, target, met))
-                }
-                lines.append("")
-            }
-            if !versions.isEmpty || !skipped.isEmpty {
-                lines.append("Tools:")
-                lines.append("")
-                for (tool, version) in versions.sorted(by: { $0.key < $1.key }) {
-                    let note = notes[tool].map { " — \($0)" } ?? ""
-                    lines.append("- \(tool): `\(version)`\(note)")
-                }
-                for (tool, reason) in skipped.sorted(by: { $0.key < $1.key }) { lines.append("- \(tool): skipped, \(reason)") }
-                lines.append("")
-            }
+        if !cases.isEmpty {
+            lines += sizeSummary()
+            lines += ratioSummary()
+            for (index, result) in cases.enumerated() { lines += caseTable(result, index: index + 1) }
+            lines += toolList()
         }
-        if !stages.isEmpty {
-            lines.append("## Stages (in process, one core, release build)")
-            lines.append("")
-            lines.append("| stage | implementation | MB/s | wrapper / C | notes |")
-            lines.append("|---|---|--:|--:|---|")
-            for s in stages {
-                var ratio = ""
-                if let base = s.baseline, let c = stages.first(where: { $0.stage == s.stage && $0.implementation == base }) {
-                    ratio = String(format: "%.2f", s.megabytesPerSecond / c.megabytesPerSecond)
-                }
-                lines.append(
-                    String(format: "| %@ | %@ | %.0f | %@ | %@ |", s.stage, s.implementation, s.megabytesPerSecond, ratio, s.detail ?? ""))
-            }
-            lines.append("")
-            lines.append(
-                "Best of \(stages.first?.repetitions ?? 0) repetitions after one warm-up, the wrapper and its C baseline interleaved (A B A B ...) so both see the same load; wrapper / C is a throughput ratio (1.00 = the "
-                    + "C library's own speed, below 0.90 misses the 10% target). Bodies are called through a stored closure and their "
-                    + "results consumed, so the optimiser cannot hoist them.")
-            lines.append("")
-        }
+        if !stages.isEmpty { lines += stageTable() }
         return lines.joined(separator: "\n")
     }
 
+    private func caseHeading(_ result: CaseResult, index: Int) -> String {
+        let b = result.benchCase
+        return "Case \(index): \(b.title)"
+    }
+
+    private func caseSummary(_ b: BenchCase) -> String {
+        var text = "\(counted(b.fileCount, "file")) in \(counted(b.directoryCount, "directory", "directories")), \(b.totalBytes) bytes (\(formatMiB(b.totalBytes)))"
+        if b.generated { text += ", generated with seed \(b.seed ?? 1) at `\(b.path)`" }
+        return text
+    }
+
+    private func sizeSummary() -> [String] {
+        let columns = [ToolName.cairnLZ4, ToolName.tarLZ4, ToolName.cairnZstd, ToolName.tarZstd, ToolName.casync, ToolName.borg, ToolName.restic]
+        let present = columns.filter { tool in cases.contains { c in c.operations.contains { $0.tool == tool && $0.kind == .create } } }
+        guard !present.isEmpty else { return [] }
+        var lines = ["## Archive sizes, MiB (median; side by side)", ""]
+        lines.append("| case | files | content MiB | " + present.map(markdownEscaped).joined(separator: " | ") + " |")
+        lines.append("|---|--:|--:|" + present.map { _ in "--:|" }.joined())
+        for (index, result) in cases.enumerated() {
+            var row = "| \(index + 1): \(markdownEscaped(result.benchCase.title)) | \(result.benchCase.fileCount) | "
+            row += mebibytes(Double(result.benchCase.totalBytes))
+            for tool in present {
+                let size = result.operations.first { $0.tool == tool && $0.kind == .create }?.archiveBytes
+                row += " | " + (size.map { mebibytes($0.median) } ?? "–")
+            }
+            lines.append(row + " |")
+        }
+        lines.append("")
+        return lines
+    }
+
+    private func ratioSummary() -> [String] {
+        var lines = ["## Cairn / peer ratios (lower is better for Cairn)", ""]
+        lines.append("| case | measure | Cairn | peer | median ratio | spread (min–max) | rounds | target | verdict |")
+        lines.append("|---|---|---|---|--:|--:|--:|--:|---|")
+        var any = false
+        for (index, result) in cases.enumerated() {
+            for r in Ratio.all(in: result, runs: runs) {
+                any = true
+                let s = r.spread
+                let median = s.map { String(format: "%.2f", $0.median) } ?? "–"
+                let spread = s.map { String(format: "%.2f–%.2f", $0.minimum, $0.maximum) } ?? "–"
+                let target = r.target.map { String(format: "≤ %.2f (%@)", $0.limit, $0.source) } ?? ""
+                lines.append(
+                    "| \(index + 1) | \(r.measure.rawValue) | \(markdownEscaped(r.cairn)) | \(markdownEscaped(r.peer)) | \(median) | \(spread) | "
+                        + "\(r.perRound.count) | \(target) | \(verdict(ratio: s, target: r.target, runs: runs)) |")
+            }
+        }
+        lines.append("")
+        return any ? lines : []
+    }
+
+    private func caseTable(_ result: CaseResult, index: Int) -> [String] {
+        let b = result.benchCase
+        var lines = ["## \(caseHeading(result, index: index))", "", "- \(caseSummary(b))"]
+        lines.append(
+            String(
+                format: "- Warm read before timing: %.0f MB/s with read(2)",
+                Double(result.warmRead.bytes) / max(result.warmRead.seconds, 1e-9) / 1e6))
+        lines.append("")
+        lines.append(
+            "| tool | operation | wall s | MB/s | CPU s | CPU/wall | peak RSS MiB | archive MiB | archive % | rounds | notes |")
+        lines.append("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|")
+        let caseBytes = Double(b.totalBytes)
+        for r in result.operations {
+            guard let wall = r.wall, let cpu = r.cpu, let rss = r.peakRSS else {
+                lines.append(
+                    "| \(markdownEscaped(r.tool)) | \(markdownEscaped(r.operation)) | – | – | – | – | – | – | – | 0 | failed: \(markdownEscaped(r.failure ?? "?")) |")
+                continue
+            }
+            var notes: [String] = []
+            if let d = r.deduplicatedBytes { notes.append("dedup saved \(formatMiB(d))") }
+            if let e = r.extractedBytes, e != b.totalBytes { notes.append("extracted \(e) bytes ≠ tree") }
+            if let f = r.failure { notes.append("a run failed: \(markdownEscaped(f))") }
+            let mbps = r.kind.readsContent ? String(format: "%.0f", caseBytes / wall.median / 1e6) : "–"
+            let archive = r.archiveBytes.map { $0.scaled(1 / 1_048_576).formatted($0.median < 1_048_576 ? "%.3f" : "%.1f") } ?? ""
+            let percent = r.archiveBytes.map { String(format: "%.1f", $0.median / max(caseBytes, 1) * 100) } ?? ""
+            let rssText = String(format: "%.0f", rss.median / 1_048_576) + (rss.count > 1 ? String(format: " (max %.0f)", rss.maximum / 1_048_576) : "")
+            lines.append(
+                "| \(markdownEscaped(r.tool)) | \(markdownEscaped(r.operation)) | \(wall.formatted()) | \(mbps) | \(cpu.formatted()) | "
+                    + String(format: "%.2f", cpu.median / max(wall.median, 1e-9))
+                    + " | \(rssText) | \(archive) | \(percent) | \(wall.count) | \(notes.joined(separator: "; ")) |")
+        }
+        lines.append("")
+        lines.append(
+            "CPU s = user + system of the child and its descendants (wait4 rusage). Peak RSS = the largest single process of a "
+                + "pipeline (not the sum), measured under `/usr/bin/time -f %M` because a child spawned directly inherits its "
+                + "spawner's high-water RSS. `cairn create` fsyncs its archive before renaming it into place; the peers do not, "
+                + "hence the extra `tar \\| lz4` `create + fsync` row.")
+        lines.append("")
+        return lines
+    }
+
+    private func toolList() -> [String] {
+        guard !versions.isEmpty || !skipped.isEmpty else { return [] }
+        var lines = ["## Tools", ""]
+        for (tool, version) in versions.sorted(by: { $0.key < $1.key }) {
+            let note = notes[tool].map { " — \($0)" } ?? ""
+            lines.append("- \(markdownEscaped(tool)): `\(version)`\(note)")
+        }
+        for (tool, reason) in skipped.sorted(by: { $0.key < $1.key }) { lines.append("- \(markdownEscaped(tool)): skipped, \(reason)") }
+        lines.append("")
+        return lines
+    }
+
+    private func stageTable() -> [String] {
+        var lines = ["## Stages (in process, one core, release build)", ""]
+        lines.append("| stage | implementation | MB/s | wrapper / C | notes |")
+        lines.append("|---|---|--:|--:|---|")
+        for s in stages {
+            var ratio = ""
+            if let base = s.baseline, let c = stages.first(where: { $0.stage == s.stage && $0.implementation == base }) {
+                ratio = String(format: "%.2f", s.megabytesPerSecond / c.megabytesPerSecond)
+            }
+            lines.append(String(format: "| %@ | %@ | %.0f | %@ | %@ |", s.stage, s.implementation, s.megabytesPerSecond, ratio, s.detail ?? ""))
+        }
+        lines.append("")
+        lines.append(
+            "Best of \(stages.first?.repetitions ?? 0) repetitions after one warm-up, the wrapper and its C baseline interleaved (A B A B ...) so both see the same load; wrapper / C is a throughput ratio (1.00 = the "
+                + "C library's own speed, below 0.90 misses the 10% target). Bodies are called through a stored closure and their "
+                + "results consumed, so the optimiser cannot hoist them.")
+        lines.append("")
+        return lines
+    }
+
     func json() -> [String: Any] {
+        func spread(_ s: Spread?) -> Any {
+            guard let s else { return NSNull() }
+            return ["median": s.median, "min": s.minimum, "max": s.maximum, "count": s.count] as [String: Any]
+        }
         var object: [String: Any] = [
-            "date": timestampString, "command": command, "runs": runs, "reported": "best (lowest wall time) of runs",
-            "cache": "warm cache: corpus read once before timing; page cache not dropped",
+            "date": timestampString, "command": command, "runs": runs, "reported": "median and min-max over interleaved rounds",
+            "verdictFromRounds": roundsForVerdict, "cache": "warm cache: each tree read once before timing; page cache not dropped",
+            "settling": settlingMethod, "pauseSeconds": pauseSeconds,
             "machine": [
                 "nproc": machine.processors, "cpuModel": machine.cpuModel, "kernel": machine.kernel, "memoryMiB": machine.memoryMiB,
             ],
             "loadAverage": ["start": loadAtStart, "end": loadAtEnd], "toolVersions": versions, "skippedTools": skipped, "toolNotes": notes,
             "peakRSSNote": "ru_maxrss from wait4 is the largest single process of a pipeline, not the sum",
         ]
-        if let corpus {
-            object["corpus"] = [
-                "path": corpus.path, "generated": corpus.generated, "seed": corpus.seed.map { $0 as Any } ?? NSNull(),
-                "fileCount": corpus.fileCount, "directoryCount": corpus.directoryCount, "totalBytes": corpus.totalBytes,
-            ]
-        }
-        if let warmRead {
-            object["warmRead"] = ["bytes": warmRead.bytes, "seconds": warmRead.seconds]
-        }
-        let corpusBytes = Double(corpus?.totalBytes ?? 0)
-        object["endToEnd"] = endToEnd.map { r -> [String: Any] in
-            var o: [String: Any] = [
-                "tool": r.tool, "operation": r.operation, "kind": r.kind.rawValue, "command": r.command,
-                "runs": r.runs.map { p in
-                    [
-                        "exitStatus": p.exitStatus, "wallSeconds": p.wallSeconds, "userSeconds": p.userSeconds,
-                        "systemSeconds": p.systemSeconds, "peakRSSBytes": p.peakRSSBytes,
-                    ] as [String: Any]
+        object["cases"] = cases.map { result -> [String: Any] in
+            let b = result.benchCase
+            let caseBytes = Double(b.totalBytes)
+            return [
+                "kind": b.kind.rawValue, "title": b.title, "path": b.path, "generated": b.generated,
+                "seed": b.seed.map { $0 as Any } ?? NSNull(), "fileCount": b.fileCount, "directoryCount": b.directoryCount,
+                "totalBytes": b.totalBytes, "peers": result.peers.map(\.rawValue),
+                "warmRead": ["bytes": result.warmRead.bytes, "seconds": result.warmRead.seconds],
+                "operations": result.operations.map { r -> [String: Any] in
+                    var o: [String: Any] = [
+                        "tool": r.tool, "operation": r.operation, "kind": r.kind.rawValue, "command": r.command,
+                        "wallSeconds": spread(r.wall), "cpuSeconds": spread(r.cpu), "peakRSSBytes": spread(r.peakRSS),
+                        "archiveBytes": spread(r.archiveBytes),
+                        "runs": r.measurements.map { m in
+                            var run: [String: Any] = [
+                                "round": m.round, "exitStatus": m.result.exitStatus, "wallSeconds": m.result.wallSeconds,
+                                "userSeconds": m.result.userSeconds, "systemSeconds": m.result.systemSeconds,
+                                "peakRSSBytes": m.result.peakRSSBytes,
+                            ]
+                            if let a = m.archiveBytes { run["archiveBytes"] = a }
+                            return run
+                        },
+                    ]
+                    if r.kind.readsContent, let w = r.wall { o["megabytesPerSecond"] = caseBytes / w.median / 1e6 }
+                    if let d = r.deduplicatedBytes { o["deduplicatedBytes"] = d }
+                    if let e = r.extractedBytes { o["extractedBytes"] = e }
+                    if let f = r.failure { o["failure"] = f }
+                    return o
+                },
+                "ratios": Ratio.all(in: result, runs: runs).map { r -> [String: Any] in
+                    var o: [String: Any] = [
+                        "cairn": r.cairn, "peer": r.peer, "measure": r.measure.rawValue, "perRound": r.perRound, "ratio": spread(r.spread),
+                    ]
+                    if let t = r.target {
+                        o["target"] = ["limit": t.limit, "source": t.source] as [String: Any]
+                        o["verdict"] = verdict(ratio: r.spread, target: t, runs: runs)
+                    }
+                    return o
                 },
             ]
-            if let b = r.best {
-                o["best"] = [
-                    "wallSeconds": b.wallSeconds, "megabytesPerSecond": corpusBytes / b.wallSeconds / 1e6, "cpuSeconds": b.cpuSeconds,
-                    "peakRSSBytes": b.peakRSSBytes,
-                ] as [String: Any]
-            }
-            if let a = r.archiveBytes { o["archiveBytes"] = a }
-            if let d = r.deduplicatedBytes { o["deduplicatedBytes"] = d }
-            if let e = r.extractedBytes { o["extractedBytes"] = e }
-            if let f = r.failure { o["failure"] = f }
-            return o
-        }
-        object["ratios"] = ratios.map { r -> [String: Any] in
-            var o: [String: Any] = ["cairn": r.cairn, "peer": r.peer, "ratio": r.ratio]
-            if let t = r.target {
-                o["target"] = t
-                o["met"] = r.ratio <= t
-            }
-            return o
         }
         object["stages"] = stages.map { s -> [String: Any] in
             var o: [String: Any] = [
@@ -265,16 +391,44 @@ struct Report {
         return object
     }
 
-    /// Writes results-<date>.md and .json into `directory`; returns their paths.
+    /// Writes `results-<UTC time>.md`, `.json` and (with end-to-end results) `.svg` into
+    /// `directory` (created if missing), never replacing a file: when a name is taken, `-2`,
+    /// `-3`, ... is appended to the stem of all three.
+    ///
+    /// - Returns: the paths written.
+    /// - Throws: ``BenchError`` naming the directory or file that could not be written.
     func write(to directory: String) throws -> [String] {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let md = "\(directory)/results-\(dayString).md"
-        let js = "\(directory)/results-\(dayString).json"
-        try Data((markdown() + "\n").utf8).write(to: URL(fileURLWithPath: md))
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw BenchError("cannot create the results directory \(directory): \(error)")
+        }
+        let extensions = cases.isEmpty ? ["md", "json"] : ["md", "json", "svg"]
+        let stem = try ResultFiles.reserve(in: directory, stem: "results-\(fileTimestamp)", extensions: extensions)
+        let chartName = cases.isEmpty ? nil : "\((stem as NSString).lastPathComponent).svg"
+        var contents: [String: Data] = [:]
+        contents["md"] = Data((markdown(chartName: chartName) + "\n").utf8)
         let data = try JSONSerialization.data(withJSONObject: json(), options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-        try (data + Data("\n".utf8)).write(to: URL(fileURLWithPath: js))
-        return [md, js]
+        contents["json"] = data + Data("\n".utf8)
+        if !cases.isEmpty { contents["svg"] = Data(Chart(report: self).svg().utf8) }
+        var written: [String] = []
+        for ext in extensions {
+            let path = "\(stem).\(ext)"
+            try ResultFiles.fill(path, with: contents[ext] ?? Data())
+            written.append(path)
+        }
+        return written
     }
+}
+
+/// Bytes as MiB for a table: one decimal from 1 MiB up, three below.
+func mebibytes(_ bytes: Double) -> String {
+    String(format: bytes < 1_048_576 ? "%.3f" : "%.1f", bytes / 1_048_576)
+}
+
+/// "1 file", "2 files"; `plural` for irregular nouns.
+func counted(_ n: Int, _ singular: String, _ plural: String? = nil) -> String {
+    "\(n) " + (n == 1 ? singular : plural ?? singular + "s")
 }
 
 func markdownEscaped(_ text: String) -> String {

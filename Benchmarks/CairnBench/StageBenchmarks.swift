@@ -328,41 +328,12 @@ final class Buffer: @unchecked Sendable {
         return Buffer(UnsafeRawBufferPointer(memory))
     }
 
-    /// Seeded text-like bytes: JSON records, log lines and prose from a small vocabulary, with
-    /// numbers and ids that do not repeat, so it compresses about as well as app data.
+    /// Seeded text-like bytes (``TextGenerator``), so it compresses about as well as app data.
     static func textLike(count: Int, seed: UInt64) -> Buffer {
-        var rng = BenchRandom(seed: seed)
-        let words = [
-            "the", "of", "and", "user", "session", "request", "response", "error", "warning", "info", "debug", "cache",
-            "archive", "chunk", "file", "directory", "index", "value", "name", "timestamp", "status", "message", "device",
-            "sync", "upload", "download", "photo", "album", "contact", "note", "settings", "account", "token", "retry",
-            "timeout", "connection", "database", "record", "updated", "created", "deleted", "pending", "completed",
-            "failed", "because", "while", "with", "from", "into", "after", "before", "every", "some", "none",
-        ].map { Array($0.utf8) }
+        var generator = TextGenerator(seed: seed)
         var out: [UInt8] = []
         out.reserveCapacity(count + 1024)
-        func word() -> [UInt8] { words[Int(rng.next() % UInt64(words.count))] }
-        func number(_ limit: UInt64) -> [UInt8] { Array(String(rng.next() % limit).utf8) }
-        func hex(_ n: Int) -> [UInt8] {
-            var s: [UInt8] = []
-            for _ in 0..<n { s.append(Array("0123456789abcdef".utf8)[Int(rng.next() & 15)]) }
-            return s
-        }
-        while out.count < count {
-            switch rng.next() % 3 {
-            case 0:
-                out += Array("{\"id\":\"".utf8) + hex(16) + Array("\",\"".utf8) + word() + Array("\":".utf8) + number(100_000)
-                out += Array(",\"".utf8) + word() + Array("\":\"".utf8) + word() + Array(" ".utf8) + word() + Array("\",\"ok\":true}\n".utf8)
-            case 1:
-                out += Array("2024-05-".utf8) + number(28) + Array("T12:".utf8) + number(60) + Array(":".utf8) + number(60)
-                out += Array(" [".utf8) + word() + Array("] ".utf8)
-                for _ in 0..<(3 + Int(rng.next() % 8)) { out += word() + [0x20] }
-                out += Array("code=".utf8) + number(1000) + [0x0a]
-            default:
-                for _ in 0..<(8 + Int(rng.next() % 16)) { out += word() + [0x20] }
-                out += [0x2e, 0x0a]
-            }
-        }
+        generator.append(to: &out, atLeast: count)
         let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: count, alignment: 64)
         out.withUnsafeBytes { memory.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
         return Buffer(UnsafeRawBufferPointer(memory))
