@@ -35,6 +35,7 @@ enum CatCommand {
             offset = parsed.length
             token = parsed
         }
+        try Terminal.refuseArchive(on: 1)
         try ArchiveTransfer.send(archiveAt: archive, from: offset ?? 0, expecting: token, to: FileHandle.standardOutput)
         return .success
     }

@@ -141,11 +141,11 @@ enum CreateCommand {
                 } catch {
                     // Different sources or options: refuse, never mix two runs in one archive.
                     guard error.code == .notResumable, error.additionalErrors.isEmpty else {
-                        if error.code == .notResumable {
-                            Output.err(
-                                "cairn: give the interrupted run's sources and options to --resume, or start over with --force (without --resume)")
-                        }
-                        throw error
+                        guard error.code == .notResumable else { throw error }
+                        var refusal = error
+                        refusal.message +=
+                            "; give the interrupted run's sources and options to --resume, or start over with --force (without --resume)"
+                        throw refusal
                     }
                     Output.err("cairn: \(output).partial has nothing committed (\(error.message)); starting over")
                 }
@@ -242,6 +242,10 @@ enum CreateCommand {
         if args.value("--resources-version") != nil { expected.resourcesVersion = configuration.resourcesVersion }
         if args.value("--app-id") != nil { expected.appIdentifier = configuration.appIdentifier }
         if !args.allValues("--meta").isEmpty { expected.metadata = configuration.metadata }
+        // Given selection options must match the archive's; none given means the archive's.
+        if !configuration.exclusions.isEmpty || args.flag("--one-file-system") || args.flag("--no-xattrs") {
+            expected.selection = configuration.selectionOptions
+        }
         return expected
     }
 

@@ -25,7 +25,10 @@ enum Output {
     static func error(_ error: any Error) {
         if let error = error as? CairnError {
             err("cairn: error: \(error.description)")
-            for more in error.additionalErrors { err("cairn: error: \(more.description)") }
+            // Each further problem once, unless the first message already says it.
+            for more in error.additionalErrors where !error.message.contains(more.message) {
+                err("cairn: error: \(more.description)")
+            }
         } else if error is CancellationError {
             err("cairn: error: cancelled")
         } else {

@@ -473,3 +473,57 @@ enum CreateCLI {
             standardInput: standardInput, timeout: timeout)
     }
 }
+
+@Suite("Create safety (review fixes)")
+struct CreateReviewTests {
+    static var cairn: URL {
+        get throws { try ChildProcess.cairnExecutable(besideBundle: Bundle.module.bundleURL) }
+    }
+
+    @Test("a symlink planted at ARCHIVE.partial is never written through, with or without --force")
+    func symlinkAtPartialIsNotFollowed() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-partial-link")
+        defer { work.remove() }
+        var tree = TreeBuilder()
+        tree.file("a.txt", Array("content".utf8))
+        try tree.materialize(at: work.appending("src"))
+        try RawFileSystem.writeFile(Array(work.appending("victim").utf8), Array("precious".utf8))
+        symlink(work.appending("victim"), work.appending("x.cairn.partial"))
+        symlink(work.appending("created-elsewhere"), work.appending("w.cairn.partial"))
+        for arguments in [["create", "-q", "-f", "-o", "x.cairn", "src"], ["create", "-q", "--resume", "-o", "x.cairn", "src"],
+            ["create", "-q", "-o", "w.cairn", "src"], ["create", "-q", "-f", "-o", "w.cairn", "src"]]
+        {
+            let result = try ChildProcess.run(try Self.cairn, arguments, in: work.path)
+            #expect(result.status == 1, "\(arguments): \(result.status) \(result.stderr)")
+        }
+        #expect(try RawFileSystem.contents(ofFile: Array(work.appending("victim").utf8)) == Array("precious".utf8))
+        #expect(!RawFileSystem.exists(Array(work.appending("created-elsewhere").utf8)))
+    }
+
+    @Test("create --resume refuses other --exclude or --one-file-system than the interrupted run's, and inherits them when none are given")
+    func resumeComparesSelectionOptions() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-resume-selection")
+        defer { work.remove() }
+        var tree = TreeBuilder()
+        for index in 0..<6 { tree.file("f\(index).log", Array("log \(index)\n".utf8)) }
+        tree.file("keep.txt", Array("kept\n".utf8))
+        try tree.materialize(at: work.appending("ex"))
+        // An interrupted run with --exclude: its .partial, cut after its first commits.
+        var configuration = Archiver.Configuration()
+        configuration.exclusions = ["*.txt"]
+        configuration.sourcePaths = [Array("ex".utf8)]
+        let archiver = try Archiver(writingTo: work.appending("ex.cairn"), configuration: configuration)
+        try await archiver.appendItem(at: work.url(appending: "ex"))
+        await archiver.abandon()
+        let refused = try ChildProcess.run(try Self.cairn, ["create", "-q", "--resume", "--exclude", "*.log", "-o", "ex.cairn", "ex"], in: work.path)
+        #expect(refused.status == 1, "\(refused.stderr)")
+        #expect(refused.stderr.contains("selection options --exclude *.log differ from the archive's --exclude *.txt"), "\(refused.stderr)")
+        #expect(refused.stderr.components(separatedBy: "differ from").count == 2, "named once: \(refused.stderr)")
+        let inherited = try ChildProcess.run(try Self.cairn, ["create", "-q", "--resume", "-o", "ex.cairn", "ex"], in: work.path)
+        #expect(inherited.status == 0, "\(inherited.stderr)")
+        let extractor = try Extractor(path: work.appending("ex.cairn"))
+        defer { extractor.close() }
+        #expect(!extractor.entries.contains { $0.path.hasSuffix(".txt") }, "\(extractor.entries.map(\.path))")
+        #expect(extractor.entries.filter { $0.path.hasSuffix(".log") }.count == 6)
+    }
+}

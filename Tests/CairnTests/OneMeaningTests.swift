@@ -338,7 +338,8 @@ struct OneMeaningTests {
         try crafter.file("one.bin", shared)
         try crafter.file("two.bin", generator.bytes(400))
         try crafter.file("three.bin", shared)  // the same chunk as one.bin
-        var bytes = try crafter.finish()
+        let pristine = try crafter.finish()
+        var bytes = pristine
         // Damage the payload of both stored chunks, keeping every CRC valid.
         let chunks = Hostile.records(bytes).filter { $0.type == RecordType.chunk.rawValue }
         #expect(chunks.count == 2)
@@ -358,6 +359,18 @@ struct OneMeaningTests {
         // Extraction names every user of the chunk too.
         let extract = await Hostile.openAndExtract(path, in: directory)
         #expect(extract?.message.contains("one.bin, three.bin") == true, "\(String(describing: extract))")
+
+        // Real damage: the bytes change and nothing is recomputed, so the CRCs and the chain
+        // digests fail too; verify still reports each damaged chunk with its entries, and
+        // nothing else.
+        var damaged = pristine
+        for chunk in chunks { damaged[chunk.offset + 12 + 40 + 10] ^= 0xFF }
+        let damagedPath = try Hostile.write(damaged, "really-damaged.cairn", in: directory)
+        let real = await Hostile.verifyError(damagedPath)
+        #expect(real?.code == .checksumMismatch, "\(String(describing: real))")
+        #expect(real?.offset == UInt64(chunks[0].offset))
+        #expect(real?.message.contains("one.bin, three.bin") == true, "\(String(describing: real))")
+        #expect(real?.additionalErrors.map(\.offset) == [UInt64(chunks[1].offset)], "\(String(describing: real?.additionalErrors))")
     }
 
     @Test("an incomplete archive's verify message says how many bytes verify and suggests verify --partial")

@@ -167,9 +167,12 @@ struct PipelineTests {
         let archiver = try Archiver(sink: sink)
         var generator = SeededGenerator(seed: 9)
         let content = generator.bytes(1 << 20)
+        let second = generator.bytes(1 << 20)
         try await archiver.append(contentsOf: AsyncStream { $0.yield(content); $0.finish() }, pathInArchive: "f.bin")
+        try await archiver.append(contentsOf: AsyncStream { $0.yield(second); $0.finish() }, pathInArchive: "g.bin")
         _ = try await archiver.finish()
-        let cut = Array(sink.bytes[0..<(sink.bytes.count / 2)])
+        // Cut inside the second file: the first is committed and verified, so it is kept.
+        let cut = Array(sink.bytes[0..<(sink.bytes.count * 3 / 4)])
         let file = directory.url.appendingPathComponent("cut.cairn")
         try Data(cut).write(to: file)
         let handle = try FileHandle(forReadingFrom: file)
@@ -199,6 +202,7 @@ struct PipelineTests {
         defer { try? resumed.close() }
         _ = try await Extractor.extractStream(from: resumed, to: destination, options: options)
         #expect(Array(try Data(contentsOf: destination.appendingPathComponent("f.bin"))) == content)
+        #expect(Array(try Data(contentsOf: destination.appendingPathComponent("g.bin"))) == second)
         let after = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains("staging") }
         #expect(after.isEmpty)
     }

@@ -179,6 +179,9 @@ struct StagingDirectoryTests {
             let running = try StagingDirectory(for: Self.bytes(destination))
             try running.appendJournal("cairn-journal 1 test")
             try RawFileSystem.writeFile(Self.bytes(Self.stagedRoot(of: destination) + "/half"), Array("x".utf8))
+            // Something verified, so a release keeps it (a staging directory that holds nothing
+            // verified is removed instead).
+            try running.appendJournal("done 0")
             for resume in [false, true] {
                 do {
                     _ = try StagingDirectory(for: Self.bytes(destination), resume: resume)
@@ -190,6 +193,15 @@ struct StagingDirectoryTests {
                 }
             }
             running.release()
+            // Other tests spawn processes meanwhile: a child between fork and exec briefly holds
+            // a copy of the locked descriptor (its close-on-exec flag acts only at exec), so the
+            // lock may outlive the release by a moment. Wait for that, not for anything of ours.
+            for _ in 0..<100 {
+                guard (try? FileDescriptor.open(StagingDirectory.location(for: Self.bytes(destination)), flags: O_RDONLY | O_DIRECTORY))
+                    .map({ fd in defer { _ = try? fd.close() }; return flock(fd.rawValue, LOCK_EX | LOCK_NB) != 0 }) == true
+                else { break }
+                usleep(10_000)
+            }
             do {
                 _ = try StagingDirectory(for: Self.bytes(destination))
                 Issue.record("an interrupted staging directory was taken without --resume")

@@ -72,12 +72,20 @@ extension Archiver {
                 workerCount: workerCount, collectsExtendedAttributes: collectsExtendedAttributes, readFailure: readFailure)
         }
 
+        /// The options that decide which items and bytes go in, as a resume must compare them.
+        public var selectionOptions: Archiver.SelectionOptions {
+            Archiver.SelectionOptions(
+                exclusions: exclusions, staysOnOneFileSystem: staysOnOneFileSystem,
+                collectsExtendedAttributes: collectsExtendedAttributes)
+        }
+
         /// The compression method actually used for chunks.
         var effectiveCompression: CompressionMethod { isCompressible ? compression : .none }
 
         var header: ArchiveHeader {
             var pairs = metadata
             if let sourcePaths { pairs[Archiver.sourcesMetadataKey] = Archiver.sourcesMetadataValue(sourcePaths) }
+            if let selection = selectionOptions.recorded { pairs[Archiver.selectionMetadataKey] = selection }
             return ArchiveHeader(
                 chunking: chunking, compression: effectiveCompression, isCompressible: isCompressible,
                 sizeEstimate: sizeEstimate, resourcesVersion: resourcesVersion, sourcePlatform: sourcePlatform,

@@ -20,6 +20,54 @@ extension Archiver {
     /// What a resume is expected to continue: the options the caller gave explicitly and the
     /// sources. Each field that is set must equal the interrupted archive's; nil fields are not
     /// compared (the archive's own values are used, as always when resuming).
+    /// The reserved header key recording the options that decide which items and bytes go in
+    /// (`--exclude`, `--one-file-system`, `--no-xattrs`), so that a resume can neither drop nor
+    /// add what the interrupted run had (`Spec/0001 §5` rule 3). Absent when all are at their
+    /// defaults, so such archives are unchanged.
+    public static let selectionMetadataKey = "cairn.selection"
+
+    /// The options that decide which items and bytes an archive holds.
+    public struct SelectionOptions: Sendable, Equatable {
+        public var exclusions: [String] = []
+        public var staysOnOneFileSystem = false
+        public var collectsExtendedAttributes = true
+
+        public init(exclusions: [String] = [], staysOnOneFileSystem: Bool = false, collectsExtendedAttributes: Bool = true) {
+            self.exclusions = exclusions
+            self.staysOnOneFileSystem = staysOnOneFileSystem
+            self.collectsExtendedAttributes = collectsExtendedAttributes
+        }
+
+        /// The header value: one line per setting that is not the default (`exclude=PATTERN`,
+        /// `one-file-system`, `no-xattrs`), or nil when all are defaults.
+        public var recorded: String? {
+            var lines = exclusions.map { "exclude=" + $0 }
+            if staysOnOneFileSystem { lines.append("one-file-system") }
+            if !collectsExtendedAttributes { lines.append("no-xattrs") }
+            return lines.isEmpty ? nil : lines.joined(separator: "\n")
+        }
+
+        /// Parses a recorded value (nil: the defaults).
+        public init(recorded: String?) {
+            for line in (recorded ?? "").split(separator: "\n", omittingEmptySubsequences: true) {
+                if line.hasPrefix("exclude=") {
+                    exclusions.append(String(line.dropFirst("exclude=".count)))
+                } else if line == "one-file-system" {
+                    staysOnOneFileSystem = true
+                } else if line == "no-xattrs" {
+                    collectsExtendedAttributes = false
+                }
+            }
+        }
+
+        var words: String {
+            var parts = exclusions.map { "--exclude \($0)" }
+            if staysOnOneFileSystem { parts.append("--one-file-system") }
+            if !collectsExtendedAttributes { parts.append("--no-xattrs") }
+            return parts.isEmpty ? "none" : parts.joined(separator: " ")
+        }
+    }
+
     public struct ResumeExpectation: Sendable {
         /// The source operands, raw file-system paths, in order; compared with the archive's
         /// `cairn.sources` metadata when it has one.
@@ -38,6 +86,8 @@ extension Archiver {
         public var appIdentifier: String?
         /// Compared with the header's metadata pairs, leaving out the reserved `cairn.` keys.
         public var metadata: [String: String]?
+        /// The selection options the resuming caller gives; nil to take the archive's.
+        public var selection: SelectionOptions?
 
         public init() {}
 
@@ -52,6 +102,12 @@ extension Archiver {
                 let archived =
                     recorded.hasPrefix("sha256:") ? "a different list" : recorded.split(separator: "\n").joined(separator: ", ")
                 found.append("sources differ: the archive was made from \(archived), not \(given)")
+            }
+            if let selection {
+                let recorded = SelectionOptions(recorded: header.metadata[Archiver.selectionMetadataKey])
+                if selection != recorded {
+                    found.append("selection options \(selection.words) differ from the archive's \(recorded.words)")
+                }
             }
             if let chunking, chunking != header.chunking {
                 found.append("chunking \(chunking) differs from the archive's \(header.chunking)")

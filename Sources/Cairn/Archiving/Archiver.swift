@@ -101,7 +101,7 @@ public final class Archiver {
         expecting expected: ResumeExpectation = ResumeExpectation(), overwrite: Bool = false
     ) throws(CairnError) {
         let partial = path + ".partial"
-        let input = try FileDescriptor.open(partial, flags: O_RDONLY)
+        let input = try FileDescriptor.open(partial, flags: O_RDONLY | O_NOFOLLOW)
         let recovery: ArchiveRecovery
         do {
             recovery = try ArchiveRecovery.scan(input, path: partial)
@@ -127,6 +127,10 @@ public final class Archiver {
         resumed.appIdentifier = recovery.header.appIdentifier
         resumed.metadata = recovery.header.metadata
         resumed.sourcePaths = nil
+        let selection = SelectionOptions(recorded: recovery.header.metadata[Archiver.selectionMetadataKey])
+        resumed.exclusions = selection.exclusions
+        resumed.staysOnOneFileSystem = selection.staysOnOneFileSystem
+        resumed.collectsExtendedAttributes = selection.collectsExtendedAttributes
         let sink = try FileSink(resuming: path, at: recovery.last.end, overwrite: overwrite)
         try self.init(sink: sink, configuration: resumed)
         try adoptRecovery(recovery)

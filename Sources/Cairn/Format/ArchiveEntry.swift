@@ -16,6 +16,17 @@ public struct ArchiveEntry: Sendable, Equatable {
 
         package var isKnown: Bool { (1...4).contains(rawValue) }
 
+        /// The kind in words, for messages: "file", "hard link".
+        package var noun: String {
+            switch rawValue {
+            case 4: "hard link"
+            default: description
+            }
+        }
+
+        /// ``noun`` with an article: "a file", "a hard link".
+        package var words: String { rawValue == 4 || isKnown ? "a \(noun)" : "an entry of kind \(rawValue)" }
+
         public var description: String {
             switch rawValue {
             case 1: "file"

@@ -27,6 +27,13 @@ package enum RecordType: UInt8, Sendable {
     }
 }
 
+extension RecordType {
+    /// `name` with "a" or "an" before it, for messages.
+    package static func withArticle(_ name: String) -> String {
+        (name.first.map { "aeiou".contains($0) } ?? false ? "an " : "a ") + name
+    }
+}
+
 /// Record framing constants (`Spec/0001-container-format.md §3`).
 package enum RecordFraming {
     /// type u8, flags u8, reserved u16, length u32.

@@ -66,10 +66,12 @@ public final class FileSink: ArchiveSink {
         }
         // Lock before truncating, so a second writer to the same path can never cut the first
         // one's file (flock(2), released when the descriptor closes or the process dies).
+        // O_NOFOLLOW: a symlink planted at the partial's name must not make us write (or create)
+        // the file it points to.
         var created = true
         let fresh: FileDescriptor?
         do throws(CairnError) {
-            fresh = try FileDescriptor.open(partialPath, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+            fresh = try FileDescriptor.open(partialPath, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o644)
         } catch {
             guard error.code == .alreadyExists else { throw error }
             fresh = nil
@@ -77,7 +79,7 @@ public final class FileSink: ArchiveSink {
         if let fresh {
             descriptor = fresh
         } else {
-            descriptor = try FileDescriptor.open(partialPath, flags: O_WRONLY | O_CREAT, mode: 0o644)
+            descriptor = try FileDescriptor.open(partialPath, flags: O_WRONLY | O_CREAT | O_NOFOLLOW, mode: 0o644)
             created = false
         }
         try Self.lock(descriptor, path: partialPath)
@@ -109,7 +111,7 @@ public final class FileSink: ArchiveSink {
         self.path = path
         self.partialPath = path + ".partial"
         self.overwrite = overwrite
-        descriptor = try FileDescriptor.open(partialPath, flags: O_WRONLY)
+        descriptor = try FileDescriptor.open(partialPath, flags: O_WRONLY | O_NOFOLLOW)
         try Self.lock(descriptor, path: partialPath)
         try descriptor.truncate(to: offset)
         try descriptor.seek(to: offset)

@@ -70,6 +70,12 @@ package final class ArchiveScanner {
     /// A manifest read from the archive's end, checked row by row as the records rebuild it, so
     /// that a disagreement is reported at the record it concerns (the seekable reader's walk).
     private let reference: Manifest?
+    /// Chunk records that failed their CRC and were read past (``RecordStream/toleratesDamagedChunks``),
+    /// in archive order.
+    package private(set) var damagedChunks: [CairnError] = []
+    /// Whether a damaged chunk was read past since the last commit: that commit's chain digest
+    /// cannot match, and the chain continues from the digest it records.
+    private var damagedSinceCommit = false
 
     /// Whether the chain digests are recomputed and checked. Resuming one's own interrupted write
     /// turns this off too: CRC-32s find the torn tail, each commit's recorded digest is what the
@@ -166,7 +172,7 @@ package final class ArchiveScanner {
         }
         let payloadOffset = offset + UInt64(RecordFraming.headerLength)
         if manifestHasher != nil, type != .footer, !Self.isManifest(type) {
-            throw CairnError(.corrupted, "a \(type.name) record follows the manifest", offset: offset)
+            throw CairnError(.corrupted, "\(RecordType.withArticle(type.name)) record follows the manifest", offset: offset)
         }
         try checkOrder(type, offset: offset)
         if record.isPayloadSkipped, type != .chunk || verifiesChainDigests {
@@ -203,6 +209,10 @@ package final class ArchiveScanner {
             }
             chunks[prefix.id] = (expected.chunks.count, prefix.rawLength)
             expected.chunks.append(row)
+            if let damage = record.crcFailure {
+                damagedChunks.append(damage)
+                damagedSinceCommit = true
+            }
             totals.chunks += 1
             totals.storedBytes += UInt64(payloadCount - ChunkRecordPrefix.length)
             hashChain(record.framed)
@@ -225,7 +235,7 @@ package final class ArchiveScanner {
             } else {
                 row.entry.size = 0
                 try checkAgainstReference(row, index: index, offset: offset)
-                awaitingCommit = ("\(entry.kind) entry", offset)
+                awaitingCommit = ("\(entry.kind.noun) entry", offset)
             }
             expected.entries.append(row)
             totals.entries += 1
@@ -291,7 +301,10 @@ package final class ArchiveScanner {
         case .commit:
             var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "commit record")
             let commit = try CommitRecord.decode(&r)
-            let digest = verifiesChainDigests ? try chain.finalize() : commit.chainDigest
+            var digest = verifiesChainDigests ? try chain.finalize() : commit.chainDigest
+            // The damage already reported explains the mismatch; continue from the record.
+            if damagedSinceCommit { digest = commit.chainDigest }
+            damagedSinceCommit = false
             let open = openFile
             guard commit.sequence == nextCommitSequence else {
                 throw CairnError(.corrupted, "commit \(commit.sequence) out of sequence (expected \(nextCommitSequence))", offset: offset)
@@ -339,7 +352,8 @@ package final class ArchiveScanner {
                 manifestOffset = offset
             }
             let manifestDigest = try manifestHasher?.finalize() ?? SHA256.hash([])
-            let digest = verifiesChainDigests ? try chain.finalize() : footer.chainDigest
+            var digest = verifiesChainDigests ? try chain.finalize() : footer.chainDigest
+            if damagedSinceCommit { digest = footer.chainDigest }
             guard footer.chainDigest == digest else {
                 throw CairnError(.checksumMismatch, "the footer's chain digest does not match the archive", offset: offset)
             }
@@ -371,7 +385,8 @@ package final class ArchiveScanner {
     private func checkOrder(_ type: RecordType, offset: UInt64) throws(CairnError) {
         if let awaiting = awaitingCommit, type != .commit {
             throw CairnError(
-                .corrupted, "a \(type.name) record where a commit must follow the \(awaiting.what) at offset \(awaiting.offset)",
+                .corrupted,
+                "\(RecordType.withArticle(type.name)) record where a commit must follow the \(awaiting.what) at offset \(awaiting.offset)",
                 offset: offset)
         }
         guard type == .commit else { return }
@@ -384,12 +399,34 @@ package final class ArchiveScanner {
         }
     }
 
+    /// Which fields of a manifest row differ from the row the records rebuilt, in words.
+    static func differences(_ manifest: Manifest.EntryRow, _ records: Manifest.EntryRow) -> String {
+        let (a, b) = (manifest.entry, records.entry)
+        var fields: [String] = []
+        if a.pathBytes != b.pathBytes { fields.append("path \(a.path) against \(b.path)") }
+        if a.kind != b.kind { fields.append("kind \(a.kind.noun) against \(b.kind.noun)") }
+        if a.permissions != b.permissions { fields.append("mode \(String(a.permissions, radix: 8)) against \(String(b.permissions, radix: 8))") }
+        if a.modificationTime != b.modificationTime { fields.append("mtime") }
+        if a.userID != b.userID || a.groupID != b.groupID { fields.append("owner") }
+        if a.size != b.size { fields.append("size \(a.size) against \(b.size)") }
+        if a.linkTarget != b.linkTarget { fields.append("link target") }
+        if a.extendedAttributes != b.extendedAttributes { fields.append("extended attributes") }
+        if manifest.recordOffset != records.recordOffset { fields.append("record offset \(manifest.recordOffset) against \(records.recordOffset)") }
+        if manifest.firstReference != records.firstReference || manifest.referenceCount != records.referenceCount
+            || manifest.contentDigest != records.contentDigest
+        {
+            fields.append("content")
+        }
+        return fields.isEmpty ? "content" : fields.joined(separator: ", ") + " (manifest against records)"
+    }
+
     /// With a reference manifest: its row `index` must be the one the records just completed.
     private func checkAgainstReference(_ row: Manifest.EntryRow, index: Int, offset: UInt64) throws(CairnError) {
         guard let reference else { return }
         guard index < reference.entries.count, reference.entries[index] == row else {
             throw CairnError(
-                .corrupted, "the manifest's row for entry \(index) disagrees with its records (name, kind, mode, size or content)",
+                .corrupted,
+                "the manifest's row for entry \(index) disagrees with its records: \(Self.differences(reference.entries[index], row))",
                 path: row.entry.path, offset: offset)
         }
     }

@@ -39,7 +39,7 @@ package struct EntryRules {
         }
         if entry.kind != .directory, implied.contains(path) {
             throw CairnError(
-                .unsafePath, "a \(entry.kind) entry would replace the directory that earlier entries are stored in",
+                .unsafePath, "\(entry.kind.words) entry would replace the directory that earlier entries are stored in",
                 path: entry.path, offset: offset)
         }
         var parent = PathValidator.parent(path)
@@ -47,7 +47,7 @@ package struct EntryRules {
         while !parent.isEmpty {
             if let kind = kinds[parent], kind != .directory {
                 throw CairnError(
-                    .unsafePath, "entry would be written through the \(kind) \(PathBytes.display(parent))",
+                    .unsafePath, "entry would be written through the \(kind.noun) \(PathBytes.display(parent))",
                     path: entry.path, offset: offset)
             }
             if implied.contains(parent) { break }  // its ancestors were checked when it was implied

@@ -115,6 +115,7 @@ public final class Extractor {
     {
         if seekToStart { try descriptor.seek(to: 0) }
         let stream = RecordStream(descriptor: descriptor)
+        stream.toleratesDamagedChunks = true
         // The scanner checks structure, CRCs and chain digests in order; chunk contents
         // (decompression and SHA-256, the expensive part) are checked by a window of tasks,
         // which keep going past a damaged chunk so every one is reported.
@@ -127,7 +128,9 @@ public final class Extractor {
                 while let record = try stream.next() {
                     try Task.checkCancellation()
                     try scanner.consume(record)
-                    if record.header.type == .chunk { try await chunks.add(record.payload, offset: record.offset) }
+                    if record.header.type == .chunk, record.crcFailure == nil {
+                        try await chunks.add(record.payload, offset: record.offset)
+                    }
                     if scanner.footer != nil {
                         try scanner.requireEnd(of: stream)
                         break
@@ -153,8 +156,10 @@ public final class Extractor {
             chunks.cancel()
             throw error
         }
+        let damaged = (scanner.damagedChunks + chunks.failures).sorted { ($0.offset ?? 0) < ($1.offset ?? 0) }
         if let problem = Extractor.verificationProblem(
-            chunkFailures: chunks.failures, structural: structural, manifest: scanner.manifestSoFar, limit: chunks.limit)
+            chunkFailures: Array(damaged.prefix(chunks.limit)), structural: structural, manifest: scanner.manifestSoFar,
+            limit: chunks.limit)
         {
             throw problem.withPath(path)
         }

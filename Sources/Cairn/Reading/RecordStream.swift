@@ -21,6 +21,10 @@ package final class RecordStream {
     private let skippingFileSize: UInt64?
     /// Skipping mode: where the next `pread` reads (the offset of `buffer[end]`).
     private var readPosition: UInt64 = 0
+    /// Whether a chunk record that fails its CRC is returned (with ``Record/crcFailure``)
+    /// instead of thrown, so a verifier can report every damaged chunk and go on; its framing
+    /// (type and length) passed its checks, so the next record is still found.
+    package var toleratesDamagedChunks = false
 
     package init(descriptor: FileDescriptor, bufferSize: Int = 1 << 20) {
         self.descriptor = descriptor
@@ -107,6 +111,8 @@ package final class RecordStream {
         package var framed: [UInt8]
         /// Whether this is a chunk record whose stored bytes were skipped (and its CRC unchecked).
         package var isPayloadSkipped = false
+        /// With ``RecordStream/toleratesDamagedChunks``: the CRC failure of this chunk record.
+        package var crcFailure: CairnError?
         package var payload: [UInt8] {
             if isPayloadSkipped { return Array(framed[RecordFraming.headerLength...]) }
             return Array(framed[RecordFraming.headerLength..<(framed.count - RecordFraming.trailerLength)])
@@ -148,12 +154,19 @@ package final class RecordStream {
         }
         guard try fill(header.framedLength) else {
             throw CairnError(
-                .truncated, "the input ends inside a \(header.type?.name ?? "record") of \(header.length) payload bytes",
+                .truncated, "the input ends inside \(RecordType.withArticle(header.type?.name ?? "unknown")) record of \(header.length) payload bytes",
                 offset: offset)
         }
         let framed = Array(buffer[start..<(start + header.framedLength)])
-        try framed.withBytes { (raw) throws(CairnError) in try RecordCodec.checkCRC(raw, offset: offset) }
-        let record = Record(offset: offset, header: header, framed: framed)
+        var crcFailure: CairnError?
+        do throws(CairnError) {
+            try framed.withBytes { (raw) throws(CairnError) in try RecordCodec.checkCRC(raw, offset: offset) }
+        } catch {
+            guard toleratesDamagedChunks, header.type == .chunk else { throw error }
+            crcFailure = error
+        }
+        var record = Record(offset: offset, header: header, framed: framed)
+        record.crcFailure = crcFailure
         start += header.framedLength
         offset += UInt64(header.framedLength)
         return record

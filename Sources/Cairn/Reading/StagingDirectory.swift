@@ -139,12 +139,12 @@ final class StagingDirectory {
         }
     }
 
-    /// Whether nothing is staged: the root is empty and the journal holds no line after its
-    /// first (the line naming the extraction). A directory that cannot be read counts as holding
-    /// something.
+    /// Whether nothing verified is staged: the journal holds no line after its first (the line
+    /// naming the extraction), so no entry was completed and verified; what the root may hold
+    /// (a file cut in the middle) is worth nothing to `--resume`.
     var holdsNothing: Bool {
-        guard state == .open, let names = try? DirectoryReader.names(in: descriptor) else { return false }
-        return names.isEmpty && journal().count <= 1
+        guard state == .open else { return false }
+        return journal().count <= 1
     }
 
     /// The journal's complete lines (empty for a new staging directory). A last line without

@@ -131,7 +131,9 @@ final class StreamExtractor {
                 staging.release()
                 var kept = error
                 kept.message +=
-                    "; \(scanner.verifiedLength) bytes verified up to the last commit are kept: rerun with --resume and the whole stream to continue"
+                    kept.message.contains("bytes verified")
+                    ? "; what verified is kept: rerun with --resume and the whole stream to continue"
+                    : "; \(scanner.verifiedLength) bytes verified up to the last commit are kept: rerun with --resume and the whole stream to continue"
                 throw kept
             }
             if error is CancellationError || staging.isResumed {
