@@ -215,14 +215,17 @@ extension Extractor {
         do {
             let digest = SHA256()
             var written: UInt64 = 0
+            // Zero chunks are not written: holes come back as holes.
+            var sparse = SparseWriter(file: file)
             for reference in reader.references(ofEntry: contentIndex) {
                 let row = reader.manifest.chunks[Int(reference)]
                 let bytes = try await chunks.next()
-                try file.writeAll(bytes)
+                try sparse.write(bytes)
                 row.id.withUnsafeBytes { digest.update($0) }
                 written += UInt64(bytes.count)
                 progress.completedUnitCount += Int64(bytes.count)
             }
+            try sparse.finish(size: written)
             let contentRow = reader.manifest.entries[contentIndex]
             guard try digest.finalize() == contentRow.contentDigest, written == contentRow.entry.size else {
                 throw CairnError(.corrupted, "content does not match the entry's digest", path: entry.path)
