@@ -195,6 +195,48 @@ struct SparseFileTests {
         }
     }
 
+    @Test("a selection decodes the zero chunk at its first reference only, so damage to it is still found")
+    func selectionDecodesZeroChunkOnce() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-sparse-once")
+        defer { work.remove() }
+        try #require(try SparseFixture.supportsHoles(in: work))
+        try FileManager.default.createDirectory(atPath: work.appending("tree"), withIntermediateDirectories: false)
+        let size = 8 << 20
+        try SparseFixture.make(work.appending("tree/sparse.bin"), size: size, regions: SparseFixture.threeRegions(size: size))
+        var generator = SeededGenerator(seed: 0x0E_CE)
+        try RawFileSystem.writeFile(Array(work.appending("tree/dense.bin").utf8), generator.bytes(300_000))
+        let archive = work.appending("a.cairn")
+        _ = try await RoundTrip.archive(path: work.appending("tree"), to: archive)
+
+        let extractor = try Extractor(path: archive)
+        let chunks = extractor.reader.manifest.chunks
+        let maximum = extractor.header.chunking.maximum
+        let entry = try #require(extractor.reader.manifest.entries.firstIndex { $0.entry.path == "tree/sparse.bin" })
+        let references = Array(extractor.reader.references(ofEntry: entry))
+        extractor.close()
+        var zeros = RepeatedZeroChunk(chunks: chunks, maximum: maximum)
+        let zero = try #require(zeros.index, "the archive has the maximum-length zero chunk")
+        #expect(chunks[Int(zero)].id == (try SHA256.hash([UInt8](repeating: 0, count: maximum))))
+        #expect(references.filter { $0 == zero }.count > 10)
+        let decoded = references.filter { zeros.needsDecoding($0) }
+        #expect(decoded.filter { $0 == zero }.count == 1)
+        #expect(decoded.count == references.count - references.filter { $0 == zero }.count + 1)
+        #expect(RepeatedZeroChunk(chunks: chunks, maximum: maximum / 2).index == nil, "no zero chunk of that length")
+
+        // One byte of the zero chunk's record flipped: extracting the file still fails.
+        var bytes = try RawFileSystem.contents(ofFile: Array(archive.utf8))
+        let row = chunks[Int(zero)]
+        bytes[Int(row.offset) + 60 + Int(row.storedLength) / 2] ^= 0x20
+        let damaged = work.appending("damaged.cairn")
+        try RawFileSystem.writeFile(Array(damaged.utf8), bytes)
+        let reader = try Extractor(path: damaged)
+        defer { reader.close() }
+        await #expect(throws: CairnError.self) {
+            try await reader.extractItem(atPathInArchive: "tree/sparse.bin", to: work.url(appending: "out"))
+        }
+        #expect(!RawFileSystem.exists(Array(work.appending("out/tree/sparse.bin").utf8)))
+    }
+
     // MARK: Parts
 
     @Test("the sparse writer skips zero chunks, writes the rest at their offsets and sets the size")

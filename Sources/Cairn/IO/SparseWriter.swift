@@ -88,3 +88,36 @@ package struct SparseWriter {
         bytes.withUnsafeBytes { isZero($0) }
     }
 }
+
+/// The seekable extractor's shortcut for holes: the archive's zero chunk of its policy's
+/// maximum length (what every hole is mostly made of, `Spec/0002-chunking.md §8`) is decoded and
+/// verified at its first reference only; every later reference to it is a hole, neither decoded
+/// nor written.
+///
+/// The planner (which chunks the prefetcher decodes) and the writer walk the same references in
+/// the same order, each with its own copy made before either starts, so they agree on which
+/// reference is the first.
+package struct RepeatedZeroChunk {
+    /// The chunk-table index of the zero chunk of the maximum length; nil when the archive has none.
+    package let index: UInt32?
+    private var seen = false
+
+    /// - Parameters:
+    ///   - chunks: the manifest's chunk table.
+    ///   - maximum: the archive's maximum chunk length in bytes (its header's policy).
+    package init(chunks: [Manifest.ChunkRow], maximum: Int) {
+        guard let id = try? ZeroChunks.id(length: maximum) else {
+            index = nil
+            return
+        }
+        index = chunks.firstIndex { Int($0.rawLength) == maximum && $0.id == id }.map { UInt32(truncatingIfNeeded: $0) }
+    }
+
+    /// Whether the chunk of `reference` must be decoded: true except for the zero chunk after its
+    /// first reference.
+    package mutating func needsDecoding(_ reference: UInt32) -> Bool {
+        guard reference == index else { return true }
+        defer { seen = true }
+        return !seen
+    }
+}
