@@ -237,6 +237,50 @@ struct SparseFileTests {
         #expect(!RawFileSystem.exists(Array(work.appending("out/tree/sparse.bin").utf8)))
     }
 
+    @Test("the Spec 0002 §8 vector: cairn create and extract a 10 GiB file with 4 KiB of data, as processes")
+    func specVectorThroughTheCommandLine() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-sparse-cli")
+        defer { work.remove() }
+        try #require(try SparseFixture.supportsHoles(in: work))
+        try FileManager.default.createDirectory(atPath: work.appending("tree"), withIntermediateDirectories: false)
+        let size = 10 << 30
+        var generator = SeededGenerator(seed: 0x10_613)
+        let data = generator.bytes(4096)
+        try SparseFixture.make(work.appending("tree/big.img"), size: size, regions: [(0, data)])
+        let cairn = try ChildProcess.cairnExecutable(besideBundle: Bundle.module.bundleURL)
+        let created = try ChildProcess.run(cairn, ["create", "-q", "-o", "a.cairn", "tree"], in: work.path, timeout: 60)
+        #expect(created.status == 0, "\(created.stderr)")
+        #expect(try RawFileSystem.status(Array(work.appending("a.cairn").utf8)).st_size < 4 << 20)
+
+        let chunks = try SparseFixture.chunks(of: "tree/big.img", inArchiveAt: work.appending("a.cairn"))
+        #expect(chunks.count == 1 + 40_959 + 1)
+        #expect(chunks.first == SparseFixture.Chunk(length: 4096, id: try SHA256.hash(data)))
+        let full = "8a39d2abd3999ab73c34db2476849cddf303ce389b35826850f9a700589b4a90"
+        #expect(chunks.dropFirst().dropLast().allSatisfy { $0.length == 262_144 && $0.id.hexString == full })
+        #expect(chunks.last?.length == 258_048)
+        #expect(chunks.last?.id == (try SHA256.hash([UInt8](repeating: 0, count: 258_048))))
+
+        let extracted = try ChildProcess.run(cairn, ["extract", "-q", "a.cairn", "-C", "out"], in: work.path, timeout: 60)
+        #expect(extracted.status == 0, "\(extracted.stderr)")
+        let selected = try ChildProcess.run(
+            cairn, ["extract", "-q", "a.cairn", "-C", "one", "tree/big.img"], in: work.path, timeout: 60)
+        #expect(selected.status == 0, "\(selected.stderr)")
+        for output in ["out", "one"] {
+            let path = Array(work.appending("\(output)/tree/big.img").utf8)
+            let status = try RawFileSystem.status(path)
+            #expect(Int(status.st_size) == size, "\(output)")
+            #expect(status.st_blocks <= 64, "\(output): \(status.st_blocks) blocks")
+            let fd = open(work.appending("\(output)/tree/big.img"), O_RDONLY)
+            defer { close(fd) }
+            var head = [UInt8](repeating: 0, count: 4096)
+            #expect(head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 4096, 0) } == 4096)
+            #expect(head == data, "\(output)")
+            var tail = [UInt8](repeating: 1, count: 4096)
+            #expect(tail.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 4096, off_t(size - 4096)) } == 4096)
+            #expect(tail.allSatisfy { $0 == 0 }, "\(output)")
+        }
+    }
+
     // MARK: Parts
 
     @Test("the sparse writer skips zero chunks, writes the rest at their offsets and sets the size")
