@@ -425,12 +425,13 @@ public final class Archiver {
                 try writer.beginEntry(entry)
                 // A file is reported once complete (a file left out is never reported).
                 if entry.kind != .file { configuration.onEntry?(entry) }
-            case .chunk(let range):
+            case .chunk, .zeroChunk:
                 let id = processed.ids[chunkIndex]
                 let processedForm = processed.stored[chunkIndex]
                 chunkIndex += 1
+                let rawLength = event.chunkLength ?? 0
                 if writer.contains(id) {
-                    try writer.appendChunk(id: id, rawLength: range.count, codec: .none, stored: nil)
+                    try writer.appendChunk(id: id, rawLength: rawLength, codec: .none, stored: nil)
                     continue
                 }
                 // No stored form only after the writer went back to an earlier commit (a file
@@ -439,12 +440,12 @@ public final class Archiver {
                 // it here gives the same bytes a processing task would have produced.
                 let stored =
                     processedForm
-                    ?? batch.buffer.withUnsafeBytes { raw in
-                        StoredChunk.make(id: id, raw: UnsafeRawBufferPointer(rebasing: raw[range]), compressor: fallbackCompressor)
+                    ?? batch.withChunkBytes(of: event) { raw in
+                        StoredChunk.make(id: id, raw: raw, compressor: fallbackCompressor)
                     }
                 try stored.record.withBytes { (raw) throws(CairnError) in
                     try writer.appendChunkRecord(
-                        id: id, rawLength: range.count, codec: stored.codec, record: raw, storedLength: stored.storedLength)
+                        id: id, rawLength: rawLength, codec: stored.codec, record: raw, storedLength: stored.storedLength)
                 }
             case .endFile:
                 let index = writer.openEntryIndex

@@ -1,3 +1,4 @@
+import Glibc
 import Synchronization
 
 /// Which chunk ordinal first claimed each chunk id, shared by the processing tasks so that a
@@ -36,24 +37,77 @@ package enum BatchProcessor {
     package static func process(_ batch: ContentBatch, compression: CompressionMethod, claims: ChunkClaims) throws
         -> ProcessedBatch
     {
-        let ranges = batch.chunkRanges
         var ids: [Digest] = []
         var stored: [StoredChunk?] = []
-        ids.reserveCapacity(ranges.count)
-        stored.reserveCapacity(ranges.count)
+        ids.reserveCapacity(batch.events.count)
+        stored.reserveCapacity(batch.events.count)
         let compressor = ChunkCompressor(method: compression)
         try batch.buffer.withBytes { (raw) throws(CairnError) in
-            for (index, range) in ranges.enumerated() {
-                let bytes = UnsafeRawBufferPointer(rebasing: raw[range])
-                let id = try SHA256.hash(bytes)
-                ids.append(id)
-                if claims.claim(id, ordinal: batch.firstChunkOrdinal + UInt64(index)) {
-                    stored.append(StoredChunk.make(id: id, raw: bytes, compressor: compressor))
-                } else {
-                    stored.append(nil)
+            for event in batch.events {
+                let ordinal = batch.firstChunkOrdinal + UInt64(ids.count)
+                switch event {
+                case .chunk(let range):
+                    let bytes = UnsafeRawBufferPointer(rebasing: raw[range])
+                    let id = try SHA256.hash(bytes)
+                    ids.append(id)
+                    if claims.claim(id, ordinal: ordinal) {
+                        stored.append(StoredChunk.make(id: id, raw: bytes, compressor: compressor))
+                    } else {
+                        stored.append(nil)
+                    }
+                case .zeroChunk(let length):
+                    // Never hashed byte by byte: the id is cached, and only the first chunk of
+                    // each length in the archive is compressed (from zeros that were not read).
+                    let id = try ZeroChunks.id(length: length)
+                    ids.append(id)
+                    if claims.claim(id, ordinal: ordinal) {
+                        stored.append(ZeroChunks.withZeros(length) { StoredChunk.make(id: id, raw: $0, compressor: compressor) })
+                    } else {
+                        stored.append(nil)
+                    }
+                case .entry, .endFile, .discardOpenFile:
+                    continue
                 }
             }
         }
         return ProcessedBatch(ids: ids, stored: stored)
+    }
+}
+
+/// The chunks of holes (`Spec/0002-chunking.md §8`): `length` zero bytes, whose id is the
+/// SHA-256 of that many zeros, computed once per length and cached for the process.
+package enum ZeroChunks {
+    /// Cached ids by length. Holes are cut into chunks of the policy's maximum length and one
+    /// shorter tail each, so few lengths recur; the cache stops growing at ``cacheLimit``
+    /// lengths (later ones are computed each time).
+    private static let cache = Mutex<[Int: Digest]>([:])
+    private static let cacheLimit = 4096
+
+    /// The id of a chunk of `length` zero bytes: SHA-256 (FIPS 180-4) of `length` zeros.
+    ///
+    /// - Parameter length: bytes, `0...ChunkingPolicy.maximumChunkLength` (8 MiB); longer
+    ///   lengths are not chunks and are clamped.
+    /// - Throws: `.io` only if libcrypto fails.
+    package static func id(length: Int) throws(CairnError) -> Digest {
+        let length = min(max(length, 0), ChunkingPolicy.maximumChunkLength)
+        if let known = cache.withLock({ $0[length] }) { return known }
+        let id = try withZeros(length) { (zeros) throws(CairnError) in try SHA256.hash(zeros) }
+        cache.withLock { map in
+            if map.count < cacheLimit { map[length] = id }
+        }
+        return id
+    }
+
+    /// Calls `body` with `count` zero bytes (`calloc`: the kernel's zero pages, so reading them
+    /// does not grow the resident set), clamped to `0...ChunkingPolicy.maximumChunkLength`.
+    package static func withZeros<R, E: Error>(_ count: Int, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        let count = min(max(count, 0), ChunkingPolicy.maximumChunkLength)
+        guard count > 0 else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        guard let memory = calloc(count, 1) else {
+            let zeros = [UInt8](repeating: 0, count: count)
+            return try zeros.withUnsafeBytes { raw in Result { () throws(E) in try body(raw) } }.get()
+        }
+        defer { free(memory) }
+        return try body(UnsafeRawBufferPointer(start: memory, count: count))
     }
 }

@@ -11,6 +11,10 @@ package struct ContentBatch: Sendable {
         case entry(ArchiveEntry)
         /// The next chunk of the open file: `buffer[range]`.
         case chunk(Range<Int>)
+        /// The next chunk of the open file is this many zero bytes, from a hole
+        /// (`Spec/0002-chunking.md §8`): it was never read, and its id and stored form come from
+        /// ``ZeroChunks``.
+        case zeroChunk(length: Int)
         /// The open file is complete.
         case endFile
         /// Leave the open file out: go back to the last commit before it began
@@ -18,6 +22,15 @@ package struct ContentBatch: Sendable {
         /// value is the source path, for messages), and when resuming, if the file left open by
         /// the last commit cannot be continued (it changed or is gone; nil).
         case discardOpenFile(String?)
+
+        /// The raw length of a chunk event in bytes; nil for the other events.
+        package var chunkLength: Int? {
+            switch self {
+            case .chunk(let range): range.count
+            case .zeroChunk(let length): length
+            case .entry, .endFile, .discardOpenFile: nil
+            }
+        }
     }
 
     /// Sequence number, for ordering.
@@ -29,8 +42,17 @@ package struct ContentBatch: Sendable {
     /// Bytes taken from the budget for this batch.
     package var byteCount: Int
 
-    package var chunkRanges: [Range<Int>] {
-        events.compactMap { if case .chunk(let range) = $0 { return range } else { return nil } }
+    /// Calls `body` with a chunk event's raw bytes: `buffer[range]`, or zeros for a
+    /// ``Event/zeroChunk(length:)`` (empty for an event that is no chunk).
+    package func withChunkBytes<R>(of event: Event, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        switch event {
+        case .chunk(let range):
+            return buffer.withUnsafeBytes { raw in body(UnsafeRawBufferPointer(rebasing: raw[range])) }
+        case .zeroChunk(let length):
+            return ZeroChunks.withZeros(length, body)
+        case .entry, .endFile, .discardOpenFile:
+            return body(UnsafeRawBufferPointer(start: nil, count: 0))
+        }
     }
 }
 

@@ -182,6 +182,27 @@ struct ItemProducer {
         }
     }
 
+    /// Appends the zero chunks of `hole` from `offset` (a chunk boundary inside it, or its start):
+    /// chunks of the policy's maximum length counted from the hole's start, then one shorter tail
+    /// (`Spec/0002-chunking.md §8`). Nothing is read.
+    private mutating func appendHole(_ hole: Range<UInt64>, from offset: UInt64) async throws {
+        let maximum = UInt64(chunker.maximum)
+        var position = max(offset, hole.lowerBound)
+        while position < hole.upperBound {
+            try Task.checkCancellation()
+            let length = min(maximum - (position - hole.lowerBound) % maximum, hole.upperBound - position)
+            events.append(.zeroChunk(length: Int(length)))
+            chunksInBatch += 1
+            position += length
+            state.contentBytes += length
+            if events.count >= 4096 {
+                onProgress(state.contentBytes)
+                try await flushBatch()
+            }
+        }
+        onProgress(state.contentBytes)
+    }
+
     // MARK: - Sources
 
     /// Appends one item and, for directories, everything below it, depth first in byte order.
@@ -348,18 +369,32 @@ struct ItemProducer {
         // not keep the archive open. What was appended meanwhile is reported below.
         let limit = before.size
         let failAt = options.readFailure?(sourcePath)
+        // Holes of at least one maximum chunk are never read (`Spec/0002-chunking.md §8`): they
+        // become zero chunks, and the data between them is chunked as if each run of data were
+        // a file of its own. Found from offset 0 even when continuing, so a resumed read cuts
+        // the same chunks.
+        var holes = HoleFinder(file: fd, size: limit, minimumLength: UInt64(chunker.maximum))
+        var hole = holes.first(endingAfter: readTotal)
         pendingStart = used
         while true {
             try Task.checkCancellation()
+            if let found = hole, readTotal >= found.lowerBound {
+                try await appendHole(found, from: readTotal)
+                readTotal = found.upperBound
+                hole = holes.next()
+                if readTotal >= limit { break }
+                continue
+            }
+            let dataEnd = hole?.lowerBound ?? limit
             // Keep at least one maximum-size chunk of room, so every read makes progress.
             if buffer.count - used < chunker.maximum { try await flushBatch() }
-            var want = Int(clamping: min(UInt64(buffer.count - used), limit - min(limit, readTotal)))
+            var want = Int(clamping: min(UInt64(buffer.count - used), dataEnd - min(dataEnd, readTotal)))
             if let failAt { want = min(want, Int(clamping: failAt - min(failAt, readTotal))) }
             var n = 0
             do throws(CairnError) {
                 let end = used + want
                 n = try buffer.withMutableBytes { (raw) throws(CairnError) in
-                    try fd.readFully(into: UnsafeMutableRawBufferPointer(rebasing: raw[used..<end]))
+                    try fd.read(fromAbsoluteOffset: readTotal, into: UnsafeMutableRawBufferPointer(rebasing: raw[used..<end]))
                 }
                 if let failAt, readTotal + UInt64(n) >= failAt, readTotal + UInt64(n) < limit {
                     throw Errno(rawValue: EIO).error("read failed", path: display)
@@ -371,11 +406,12 @@ struct ItemProducer {
             readTotal += UInt64(n)
             state.contentBytes += UInt64(n)
             if readError != nil { break }
-            let atEnd = n < want || readTotal >= limit
-            cutChunks(isFinal: atEnd)
-            if atEnd { break }
+            let shortRead = n < want
+            let atRunEnd = shortRead || readTotal >= dataEnd
+            cutChunks(isFinal: atRunEnd)
+            if shortRead || readTotal >= limit { break }
             onProgress(state.contentBytes)
-            try await flushBatch()
+            if !atRunEnd { try await flushBatch() }
         }
         onProgress(state.contentBytes)
         if let readError {

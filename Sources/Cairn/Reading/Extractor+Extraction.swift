@@ -133,10 +133,13 @@ extension Extractor {
     ) async throws {
         let rows = reader.manifest.entries
         var order: [Int] = []
+        // Holes: the zero chunk is decoded once, not once per reference (see `writeFile`).
+        var zeros = RepeatedZeroChunk(chunks: reader.manifest.chunks, maximum: reader.header.chunking.maximum)
+        var zerosWhileWriting = zeros
         for (position, index) in plan.indices.enumerated()
         where position >= skipping && (rows[index].entry.kind == .file || plan.copiedHardLinks[index] != nil) {
             let contentIndex = plan.copiedHardLinks[index] ?? index
-            order.append(contentsOf: reader.references(ofEntry: contentIndex).map { Int($0) })
+            order.append(contentsOf: reader.references(ofEntry: contentIndex).filter { zeros.needsDecoding($0) }.map { Int($0) })
         }
         let prefetcher = ChunkPrefetcher(
             source: ChunkPrefetcher.Source(
@@ -169,10 +172,10 @@ extension Extractor {
                 }
                 directories.append((entry.pathBytes, entry))
             case .file:
-                try await writeFile(entry, contentOf: index, in: staging, chunks: prefetcher, options: options)
+                try await writeFile(entry, contentOf: index, in: staging, chunks: prefetcher, zeros: &zerosWhileWriting, options: options)
             case .hardLink:
                 if let target = plan.copiedHardLinks[index] {
-                    try await writeFile(entry, contentOf: target, in: staging, chunks: prefetcher, options: options)
+                    try await writeFile(entry, contentOf: target, in: staging, chunks: prefetcher, zeros: &zerosWhileWriting, options: options)
                 } else {
                     let parent = try staging.parentDirectory(of: entry.pathBytes)
                     try FileSystem.makeHardLink(
@@ -206,9 +209,11 @@ extension Extractor {
     }
 
     /// Writes a file whose content is that of manifest entry `contentIndex`; its chunks come,
-    /// verified, from `chunks` in order.
+    /// verified, from `chunks` in order, except the repeated references to the zero chunk that
+    /// `zeros` leaves out (holes).
     nonisolated(nonsending) private func writeFile(
         _ entry: ArchiveEntry, contentOf contentIndex: Int, in staging: StagingDirectory, chunks: ChunkPrefetcher,
+        zeros: inout RepeatedZeroChunk,
         options: ExtractionOptions
     ) async throws {
         let parent = try staging.parentDirectory(of: entry.pathBytes)
@@ -219,14 +224,20 @@ extension Extractor {
         do {
             let digest = SHA256()
             var written: UInt64 = 0
+            // Zero chunks are not written: holes come back as holes.
+            var sparse = SparseWriter(file: file)
             for reference in reader.references(ofEntry: contentIndex) {
                 let row = reader.manifest.chunks[Int(reference)]
-                let bytes = try await chunks.next()
-                try file.writeAll(bytes)
+                if zeros.needsDecoding(reference) {
+                    try sparse.write(try await chunks.next())
+                } else {
+                    sparse.skip(UInt64(row.rawLength))
+                }
                 row.id.withUnsafeBytes { digest.update($0) }
-                written += UInt64(bytes.count)
-                progress.completedUnitCount += Int64(bytes.count)
+                written += UInt64(row.rawLength)
+                progress.completedUnitCount += Int64(row.rawLength)
             }
+            try sparse.finish(size: written)
             let contentRow = reader.manifest.entries[contentIndex]
             guard try digest.finalize() == contentRow.contentDigest, written == contentRow.entry.size else {
                 throw CairnError(.corrupted, "content does not match the entry's digest", path: entry.path)

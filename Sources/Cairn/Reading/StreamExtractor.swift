@@ -31,6 +31,11 @@ final class StreamExtractor {
     /// nil for a dropped file written to a scratch file); `fd` is nil while skipping a file an
     /// interrupted run completed.
     private var openFile: (entry: ArchiveEntry, fd: FileDescriptor?, written: UInt64, scratch: Bool)?
+    /// Writes the open file's chunks, leaving holes for zero chunks; made at its first chunk.
+    private var sparse: SparseWriter?
+    /// Chunks whose verified bytes are all zero: a later reference to one is a hole, neither
+    /// read back nor written.
+    private var zeroChunks: Set<Digest> = []
     /// Resuming: entries below this index were completed by the interrupted run.
     private var skipUntil = 0
     /// Resuming: the chain digest the interrupted run journaled at entry count `skipUntil`.
@@ -154,6 +159,7 @@ final class StreamExtractor {
     private nonisolated(nonsending) func handle(_ event: ArchiveScanner.Event) async throws {
         switch event {
         case .entry(let index, let archived, _):
+            sparse = nil
             guard let entry = Extractor.destinationEntry(for: archived, stripping: options.stripComponents) else {
                 // Dropped by stripComponents: a file is still written, unnamed, for the chunks and
                 // hard links that may need its bytes.
@@ -191,6 +197,8 @@ final class StreamExtractor {
             }
             // Every chunk of the file must decode and verify, referenced or not.
             for task in pending.values { _ = try await task.value }
+            try sparse?.finish(size: size)
+            sparse = nil
             guard let fd = open.fd, !open.scratch else {
                 openFile = nil
                 pending.removeAll()
@@ -333,23 +341,33 @@ final class StreamExtractor {
             guard let fd = open.fd else {
                 // Skipping a completed file: only learn where its chunks are (and still check
                 // that they decode).
-                if let task = pending.removeValue(forKey: reference.id) { _ = try await task.value }
+                if let task = pending.removeValue(forKey: reference.id), SparseWriter.isZero(try await task.value) {
+                    zeroChunks.insert(reference.id)
+                }
                 if locations[reference.id] == nil {
                     locations[reference.id] = (open.entry.pathBytes, nil, open.written, reference.length)
                 }
                 open.written += UInt64(reference.length)
                 continue
             }
-            let bytes: [UInt8]
+            // nil: zeros already verified, a hole with nothing to read back (reading a 10 GiB
+            // hole back chunk by chunk would hash every zero).
+            let bytes: [UInt8]?
+            let length: Int
             if let fresh = pending.removeValue(forKey: reference.id) {
-                bytes = try await fresh.value
+                let decoded = try await fresh.value
                 if locations[reference.id] == nil {
-                    locations[reference.id] = (open.entry.pathBytes, open.scratch ? fd : nil, open.written, bytes.count)
+                    locations[reference.id] = (open.entry.pathBytes, open.scratch ? fd : nil, open.written, decoded.count)
                 }
+                if SparseWriter.isZero(decoded) { zeroChunks.insert(reference.id) }
+                (bytes, length) = (decoded, decoded.count)
+            } else if zeroChunks.contains(reference.id), let location = locations[reference.id] {
+                (bytes, length) = (nil, location.length)
             } else {
-                bytes = try readBack(reference.id, into: open.entry, fd: fd)
+                let readBack = try readBack(reference.id, into: open.entry, fd: fd)
+                (bytes, length) = (readBack, readBack.count)
             }
-            let (total, overflow) = outputBytes.addingReportingOverflow(UInt64(bytes.count))
+            let (total, overflow) = outputBytes.addingReportingOverflow(UInt64(length))
             guard !overflow, total <= options.maximumOutputBytes else {
                 throw CairnError(
                     .limitExceeded, "the archive writes more than \(options.maximumOutputBytes) bytes", path: open.entry.path)
@@ -360,8 +378,10 @@ final class StreamExtractor {
                     path: open.entry.path)
             }
             outputBytes = total
-            try fd.writeAll(bytes)
-            open.written += UInt64(bytes.count)
+            var writer = sparse ?? SparseWriter(file: fd, offset: open.written)
+            if let bytes { try writer.write(bytes) } else { writer.skip(UInt64(length)) }
+            sparse = writer
+            open.written += UInt64(length)
             if let progress { ByteProgress.report(outputBytes, to: progress) }
         }
         openFile = open
