@@ -56,7 +56,9 @@ enum VerifyCommand {
             Output.out(
                 result.isComplete
                     ? "complete: the archive verifies to its footer (\(result.fileBytes) bytes)"
-                    : "incomplete: \(result.fileBytes - result.verifiedLength) of \(result.fileBytes) bytes are after the last valid commit; ask the sender for the rest from offset \(result.verifiedLength)")
+                    : result.stopReason.map { $0.code != .truncated } == true
+                        ? "damaged: the \(result.fileBytes - result.verifiedLength) of \(result.fileBytes) bytes after the last valid commit do not verify (not merely missing); cut the copy to \(result.verifiedLength) bytes and ask the sender for the rest from offset \(result.verifiedLength)"
+                        : "incomplete: \(result.fileBytes - result.verifiedLength) of \(result.fileBytes) bytes are after the last valid commit; ask the sender for the rest from offset \(result.verifiedLength)")
             if let reason = result.stopReason { Output.err("cairn: stopped at: \(reason.description)") }
         }
         return .success

@@ -248,7 +248,7 @@ struct ResumeCommandLineTests {
 
         let refused = try ResumeCLI.run(["extract", "-q", "--resume", "-", "-C", destination], standardInput: other)
         #expect(refused.status == 1, "\(refused.stderr)")
-        #expect(refused.stderr.contains("not the archive"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("is not the one whose extraction was interrupted"), "\(refused.stderr)")
         #expect(!RawFileSystem.exists(Array(destination.utf8)))
         // The refusal should leave the interrupted extraction's staged work for the right stream,
         // as the seekable path does ("it is never deleted silently", `ExtractionOptions.resume`).

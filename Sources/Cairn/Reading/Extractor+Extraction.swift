@@ -28,7 +28,10 @@ extension Extractor {
             guard lines.first == identity else {
                 staging.release()
                 throw CairnError(
-                    .notResumable, "the interrupted extraction staged here is of another archive or selection",
+                    .notResumable,
+                    lines.first?.hasPrefix("cairn-journal 1 stream") == true
+                        ? "the interrupted extraction staged here is of every entry: rerun it without PATHs and with --resume"
+                        : "the interrupted extraction staged here is of another archive, selection or --strip-components",
                     path: PathBytes.display(destination))
             }
             for line in lines.dropFirst() {

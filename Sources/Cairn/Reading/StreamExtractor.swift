@@ -77,7 +77,11 @@ final class StreamExtractor {
             let lines = staging.journal()
             guard lines.first == journalIdentity else {
                 staging.release()
-                throw CairnError(.notResumable, "the interrupted extraction staged here was not read from a stream")
+                throw CairnError(
+                    .notResumable,
+                    lines.first?.hasPrefix("cairn-journal 1 seekable") == true
+                        ? "the interrupted extraction staged here is of selected entries: rerun it with the same PATHs and --resume"
+                        : "the interrupted extraction staged here used other options (--strip-components) or is not a Cairn extraction")
             }
             if let last = lines.last?.split(separator: " "), last.count == 3, last[0] == "commit",
                 let count = Int(last[1]), let digest = Digest(hexString: String(last[2]))
@@ -220,7 +224,7 @@ final class StreamExtractor {
             if count == skipUntil, let expected = expectedDigest {
                 guard commit.chainDigest == expected else {
                     throw CairnError(
-                        .notResumable, "this stream is not the archive whose extraction was interrupted (entry \(count) differs)")
+                        .notResumable, "this archive is not the one whose extraction was interrupted (entry \(count) differs)")
                 }
                 resumePointVerified = true
             }
@@ -229,7 +233,7 @@ final class StreamExtractor {
             if skipUntil > 0, !resumePointVerified {
                 throw CairnError(
                     .notResumable,
-                    "this stream is not the archive whose extraction was interrupted (it ends before entry \(skipUntil))")
+                    "this archive is not the one whose extraction was interrupted (it ends before entry \(skipUntil))")
             }
         }
     }
