@@ -63,6 +63,17 @@ package enum FileSystem {
         guard rc == 0 else { throw Errno.current.error("cannot create hard link", path: display) }
     }
 
+    /// `linkat(2)` of an open file (an unnamed `O_TMPFILE` one too) through `/proc/self/fd`, which
+    /// needs no privilege (`AT_EMPTY_PATH` would need `CAP_DAC_READ_SEARCH`).
+    package static func makeHardLink(
+        toOpenFile file: FileDescriptor, named name: [UInt8], in directory: FileDescriptor, display: String
+    ) throws(CairnError) {
+        let rc = Array("/proc/self/fd/\(file.rawValue)".utf8).withNullTerminated { source in
+            name.withNullTerminated { n in linkat(AT_FDCWD, source, directory.rawValue, n, AT_SYMLINK_FOLLOW) }
+        }
+        guard rc == 0 else { throw Errno.current.error("cannot create hard link", path: display) }
+    }
+
     /// `utimensat(2)` with `AT_SYMLINK_NOFOLLOW`: sets access and modification time to `mtime`
     /// nanoseconds.
     package static func setModificationTime(

@@ -21,7 +21,7 @@ extension Extractor {
         try checkBeforeWriting(plan, staging: staging, destination: destination, options: options)
         let identity =
             "cairn-journal 1 seekable \(reader.footer.chainDigest.hexString) \(Extractor.selectionDigest(selection))"
-            + (options.stripComponents > 0 ? " strip \(options.stripComponents)" : "")
+            + options.journalSuffix
         var completed = 0
         if staging.isResumed {
             let lines = staging.journal()
@@ -63,7 +63,7 @@ extension Extractor {
 
     /// An error about a damaged chunk, naming every entry that uses it.
     private func namingUsers(_ error: any Error) -> any Error {
-        guard let failure = error as? CairnError, failure.message.hasPrefix("chunk") else { return error }
+        guard let failure = error as? CairnError else { return error }
         return reader.manifest.namingUsers(of: failure)
     }
 

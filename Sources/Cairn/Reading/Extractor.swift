@@ -245,6 +245,10 @@ public struct ExtractionOptions: Sendable {
     public var stripComponents = 0
     /// Called once per entry as it is extracted (for `-v`), on the extracting task.
     public var onEntry: (@Sendable (ArchiveEntry) -> Void)?
+
+    /// What the journal's first line records of these options, so that `--resume` uses the same
+    /// ones (`Spec/0003 §4.1`): the options that change where entries go.
+    var journalSuffix: String { stripComponents > 0 ? " strip \(stripComponents)" : "" }
     /// Whether entries' extended attributes are set on what is extracted (default true;
     /// `Spec/0001-container-format.md §6.5`). `security.capability` is set only when running as
     /// root.

@@ -43,7 +43,7 @@ final class StreamExtractor {
     /// The journal's first line: a resumed extraction must use the same options that change
     /// where entries go.
     private var journalIdentity: String {
-        "cairn-journal 1 stream" + (options.stripComponents > 0 ? " strip \(options.stripComponents)" : "")
+        "cairn-journal 1 stream" + options.journalSuffix
     }
     /// Resuming: whether the stream's commit at `skipUntil` entries matched the journal.
     private var resumePointVerified = false
@@ -274,10 +274,7 @@ final class StreamExtractor {
             let parent = try staging.parentDirectory(of: entry.pathBytes)
             if let scratch {
                 // The target was dropped by stripComponents: link its unnamed file.
-                let rc = Array("/proc/self/fd/\(scratch.rawValue)".utf8).withNullTerminated { source in
-                    name.withNullTerminated { n in linkat(AT_FDCWD, source, parent.rawValue, n, AT_SYMLINK_FOLLOW) }
-                }
-                guard rc == 0 else { throw Errno.current.error("cannot create hard link", path: entry.path) }
+                try FileSystem.makeHardLink(toOpenFile: scratch, named: name, in: parent, display: entry.path)
             } else {
                 try FileSystem.makeHardLink(from: entry.linkTarget, in: staging.descriptor, to: name, in: parent, display: entry.path)
             }
@@ -291,14 +288,14 @@ final class StreamExtractor {
     /// A damaged chunk's error names the entries it belongs to: all of them when the manifest is
     /// known, else the file being written.
     private func describe(_ error: any Error) -> any Error {
-        guard var failure = error as? CairnError, failure.code == .checksumMismatch || failure.code == .corrupted,
-            failure.message.hasPrefix("chunk")
-        else { return error }
-        if let manifest {
-            return manifest.namingUsers(of: failure)
-        }
-        if let open = openFile { failure.message += Manifest.usersClause([open.entry.path]) }
-        return failure
+        guard let failure = error as? CairnError else { return error }
+        // The manifest names a chunk's users by its record's offset; any other error is left as is.
+        if let manifest { return manifest.namingUsers(of: failure) }
+        guard let open = openFile, let offset = failure.offset, scanner.manifestSoFar.chunks.contains(where: { $0.offset == offset })
+        else { return failure }
+        var named = failure
+        named.message += Manifest.usersClause([open.entry.path])
+        return named
     }
 
     /// Resuming: an entry the interrupted run completed. Files are not rewritten, but their
