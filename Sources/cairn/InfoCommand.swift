@@ -35,7 +35,7 @@ enum InfoCommand {
         let h = extractor.header
         let s = extractor.summary
         var object: [String: Any] = [
-            "formatVersion": "1.0", "chunking": h.chunking.description, "compression": h.compression.description,
+            "formatVersion": extractor.formatVersion.description, "chunking": h.chunking.description, "compression": h.compression.description,
             "compressible": h.isCompressible, "resourcesVersion": h.resourcesVersion, "sourcePlatform": h.sourcePlatform,
             "appIdentifier": h.appIdentifier, "metadata": h.metadata, "archiveBytes": s.archiveBytes,
             "entryCount": s.entryCount, "fileCount": s.fileCount, "chunkCount": s.chunkCount,
@@ -50,7 +50,7 @@ enum InfoCommand {
         }
         var lines = [
             "archive:           \(archive) (\(Output.bytes(s.archiveBytes)))",
-            "format:            Cairn 1.0",
+            "format:            Cairn \(extractor.formatVersion)",
             "chunking:          \(h.chunking)",
             "compression:       \(h.compression)\(h.isCompressible ? "" : " (not compressible)")",
             "resources version: \(h.resourcesVersion.isEmpty ? "-" : h.resourcesVersion)",

@@ -35,10 +35,15 @@ enum ListCommand {
     static func json(_ entry: ArchiveEntry) -> [String: Any] {
         var object: [String: Any] = [
             "path": entry.path, "kind": entry.kind.description, "mode": entry.permissions,
-            "modeOctal": String(entry.permissions, radix: 8), "mtimeNanoseconds": entry.modificationTime,
+            "modeOctal": String(entry.permissions, radix: 8), "mtimeSeconds": entry.modificationTime.seconds,
+            "mtimeNanoseconds": entry.modificationTime.nanoseconds,
             "size": entry.size, "uid": entry.userID, "gid": entry.groupID,
         ]
         if entry.kind == .symlink || entry.kind == .hardLink { object["target"] = entry.linkTargetDisplay }
+        if let device = entry.device {
+            object["deviceMajor"] = device.major
+            object["deviceMinor"] = device.minor
+        }
         if let digest = entry.contentDigest {
             object["contentDigest"] = digest.hexString
             object["chunkCount"] = entry.chunkCount
@@ -57,16 +62,20 @@ enum ListCommand {
         case .directory: kind = "d"
         case .symlink: kind = "l"
         case .hardLink: kind = "h"
+        case .fifo: kind = "p"
+        case .characterDevice: kind = "c"
+        case .blockDevice: kind = "b"
         default: kind = "-"
         }
         let mode = String(entry.permissions, radix: 8)
         let padded = String(repeating: "0", count: max(0, 4 - mode.count)) + mode
         let size = String(entry.size)
-        let seconds = Double(entry.modificationTime) / 1e9
+        let seconds = entry.modificationTime.secondsSinceEpoch
         let date = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: seconds))
         var line = "\(kind) \(padded) \(String(repeating: " ", count: max(0, 12 - size.count)))\(size) \(date) \(entry.path)"
         if entry.kind == .symlink { line += " -> \(entry.linkTargetDisplay)" }
         if entry.kind == .hardLink { line += " link to \(entry.linkTargetDisplay)" }
+        if let device = entry.device { line += " (device \(device.major), \(device.minor))" }
         return line
     }
 }

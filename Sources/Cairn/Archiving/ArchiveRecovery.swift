@@ -1,8 +1,9 @@
 /// Finds where an interrupted archive can be resumed (`Spec/0001-container-format.md §10.4`).
 ///
-/// Reads the file front to back with an ``ArchiveScanner`` (CRC-32s and record rules; chunk
-/// payloads are not decompressed and chain digests are taken as recorded, so this costs little
-/// more than reading the file), remembering every commit. Reading stops at the
+/// Reads the file front to back with an ``ArchiveScanner`` (CRC-32s, record rules and chain
+/// digests; chunk payloads are not decompressed, pack contents are, to learn their chunks' ids
+/// for deduplication), remembering every commit. Only archives of the version this library
+/// writes are resumed. Reading stops at the
 /// end of the file, at the first torn or invalid record, or at the footer. Everything up to the
 /// last valid commit is vouched for by its chain digest; everything after it is discarded.
 package struct ArchiveRecovery {
@@ -24,6 +25,8 @@ package struct ArchiveRecovery {
     package var lastBoundary: Checkpoint
     /// Everything the scan rebuilt, possibly past ``last``; cut it with ``writerState(at:)``.
     package var manifest: Manifest
+    /// The id of every chunk the scan read, by index (packed chunks' too: they are hashed).
+    package var chunkIDs: [Digest]
     /// Whether a valid footer was found (the archive was complete).
     package var wasComplete: Bool
     /// Why reading stopped before the footer, if it did (for messages).
@@ -58,12 +61,17 @@ package struct ArchiveRecovery {
         } catch let error as CairnError {
             stopReason = error
         }
+        guard scanner.version == .current else {
+            throw CairnError(
+                .notResumable, "the archive is format \(scanner.version); only format \(FormatVersion.current) archives can be resumed",
+                path: path)
+        }
         guard let header = scanner.header, let last, let boundary else {
             throw CairnError(.notResumable, "the archive has no valid commit record to resume from", path: path)
         }
         return ArchiveRecovery(
             header: header, last: last, lastBoundary: boundary, manifest: scanner.manifestSoFar,
-            wasComplete: scanner.footer != nil, stopReason: stopReason)
+            chunkIDs: scanner.chunkIDs, wasComplete: scanner.footer != nil, stopReason: stopReason)
     }
 
     /// What an ``ArchiveWriter`` needs to continue after `checkpoint`.
@@ -73,6 +81,7 @@ package struct ArchiveRecovery {
         cut.entries = Array(manifest.entries.prefix(Int(clamping: commit.entryCount)))
         cut.chunks = Array(manifest.chunks.prefix(Int(clamping: commit.chunkCount)))
         cut.references = Array(manifest.references.prefix(checkpoint.referenceCount))
+        cut.packs = Array(manifest.packs.prefix { $0.firstEntry < cut.entries.count })
         var open: ArchiveWriter.RecoveredState.OpenFile?
         if commit.openEntry != CommitRecord.noOpenEntry, commit.openEntry < UInt64(cut.entries.count) {
             let index = Int(clamping: commit.openEntry)
@@ -80,7 +89,7 @@ package struct ArchiveRecovery {
                 index: index, bytes: commit.openEntryBytes, firstReference: Int(cut.entries[index].firstReference))
         }
         return ArchiveWriter.RecoveredState(
-            manifest: cut, contentBytes: commit.contentBytes, storedBytes: commit.storedBytes,
+            manifest: cut, chunkIDs: Array(chunkIDs.prefix(cut.chunks.count)), contentBytes: commit.contentBytes, storedBytes: commit.storedBytes,
             nextCommitSequence: commit.sequence + 1, chainDigest: commit.chainDigest, commitRecord: checkpoint.framed,
             offset: checkpoint.end, openFile: open, boundary: boundary(at: open == nil ? checkpoint : lastBoundary))
     }
@@ -90,8 +99,9 @@ package struct ArchiveRecovery {
         let commit = checkpoint.commit
         let chunkCount = min(Int(clamping: commit.chunkCount), manifest.chunks.count)
         let uniqueBytes = manifest.chunks.prefix(chunkCount).reduce(UInt64(0)) { $0 + UInt64($1.rawLength) }
+        let entryCount = min(Int(clamping: commit.entryCount), manifest.entries.count)
         return ArchiveWriter.Boundary(
-            entryCount: min(Int(clamping: commit.entryCount), manifest.entries.count), chunkCount: chunkCount,
+            entryCount: entryCount, chunkCount: chunkCount, packCount: manifest.packs.prefix { $0.firstEntry < entryCount }.count,
             referenceCount: checkpoint.referenceCount, contentBytes: commit.contentBytes, storedBytes: commit.storedBytes,
             uniqueBytes: uniqueBytes, nextCommitSequence: commit.sequence + 1, chainDigest: commit.chainDigest,
             commitRecord: checkpoint.framed, offset: checkpoint.end)

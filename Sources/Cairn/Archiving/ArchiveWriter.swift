@@ -1,6 +1,6 @@
-/// The synchronous heart of the archiver: it turns entries and processed chunks into the bytes
-/// of `Spec/0001-container-format.md`, in order, and keeps everything needed for the manifest,
-/// deduplication and commits.
+/// The synchronous heart of the archiver: it turns entries, processed chunks and packs into the
+/// bytes of `Spec/0001-container-format.md` (format 2.0), in order, and keeps everything needed
+/// for the manifest, deduplication and commits.
 ///
 /// It does no I/O: callers append, then take the produced bytes with ``takeOutput()`` and write
 /// them wherever they go. The writer never seeks back, so the bytes can go to a pipe.
@@ -11,18 +11,25 @@ package final class ArchiveWriter {
     private var output: [UInt8] = []
     /// Bytes already taken (written by the caller).
     private var takenBytes: UInt64 = 0
-    /// How much of `output` the chain hasher has seen.
-    private var hashedCount = 0
-    /// The running chain hash: primed with the previous chain digest, fed every byte since the
-    /// previous commit record's start.
-    private var chain = SHA256()
+    /// The running chain (§10.3): primed with the previous chain digest and the previous commit
+    /// record's digest, fed the digest of every record since.
+    private var chain = RecordChain()
+    /// Compresses pack item tables (small, so on this thread) with the archive's codec.
+    private let tableCompressor: ChunkCompressor
     private var commitSequence: UInt64 = 0
     /// The state after the last commit with no file open: where ``rewindToBoundary()`` goes.
     private(set) package var boundary: Boundary?
 
     private(set) package var manifest = Manifest()
-    /// Chunk id → index in the manifest chunk table.
+    /// Chunk id → index in the manifest chunk table (chunk records and packed chunks).
     private var chunkIndex: [Digest: UInt32] = [:]
+    /// Chunk id → index, for chunk records only: a file's chunk references name chunk records
+    /// (§8.1), so a large file's chunk equal to a packed one is stored again.
+    private var recordChunkIndex: [Digest: UInt32] = [:]
+    /// The id of every chunk, by index (packed rows of the manifest do not hold theirs).
+    private var chunkIDs: [Digest] = []
+    /// Ids stored both packed and as a chunk record.
+    private var storedTwice: Set<Digest> = []
     private(set) package var contentBytes: UInt64 = 0
     private(set) package var storedBytes: UInt64 = 0
     /// Sum of the raw lengths of the distinct chunks.
@@ -43,11 +50,26 @@ package final class ArchiveWriter {
     /// Starts an archive: the prelude, the header record and commit 0.
     package init(header: ArchiveHeader) throws(CairnError) {
         try header.validate()
+        tableCompressor = ChunkCompressor(method: header.isCompressible ? header.compression : .none)
         output.reserveCapacity(1 << 20)
         output.append(contentsOf: Prelude.bytes)
-        RecordCodec.append(.header, payload: header.encoded(), to: &output)
-        chain.update(Digest.zero.bytes)
+        try chain.add(recordBytes: Prelude.bytes)
+        try appendRecord(.header, payload: header.encoded())
         try commit()
+    }
+
+    /// Appends a record built here and adds its digest to the chain.
+    private func appendRecord(_ type: RecordType, payload: [UInt8]) throws(CairnError) {
+        let start = output.count
+        RecordCodec.append(type, payload: payload, to: &output)
+        try hashRecord(from: start)
+    }
+
+    /// Adds the digest of the record at `output[start...]` to the chain.
+    private func hashRecord(from start: Int) throws(CairnError) {
+        try output.withBytes { (raw) throws(CairnError) in
+            try chain.add(recordBytes: UnsafeRawBufferPointer(rebasing: raw[start...]))
+        }
     }
 
     /// The writer's state at an item boundary (just after a commit record with no file open),
@@ -55,6 +77,7 @@ package final class ArchiveWriter {
     package struct Boundary: Sendable {
         package var entryCount: Int
         package var chunkCount: Int
+        package var packCount: Int
         package var referenceCount: Int
         package var contentBytes: UInt64
         package var storedBytes: UInt64
@@ -68,11 +91,13 @@ package final class ArchiveWriter {
         package var offset: UInt64
 
         package init(
-            entryCount: Int, chunkCount: Int, referenceCount: Int, contentBytes: UInt64, storedBytes: UInt64,
-            uniqueBytes: UInt64, nextCommitSequence: UInt64, chainDigest: Digest, commitRecord: [UInt8], offset: UInt64
+            entryCount: Int, chunkCount: Int, packCount: Int, referenceCount: Int, contentBytes: UInt64,
+            storedBytes: UInt64, uniqueBytes: UInt64, nextCommitSequence: UInt64, chainDigest: Digest, commitRecord: [UInt8],
+            offset: UInt64
         ) {
             self.entryCount = entryCount
             self.chunkCount = chunkCount
+            self.packCount = packCount
             self.referenceCount = referenceCount
             self.contentBytes = contentBytes
             self.storedBytes = storedBytes
@@ -93,6 +118,8 @@ package final class ArchiveWriter {
             package var firstReference: Int
         }
         package var manifest: Manifest
+        /// The id of every chunk of ``manifest``, by index (packed chunks' ids are not in it).
+        package var chunkIDs: [Digest]
         package var contentBytes: UInt64
         package var storedBytes: UInt64
         package var nextCommitSequence: UInt64
@@ -109,19 +136,25 @@ package final class ArchiveWriter {
 
     /// Continues an archive after a commit record: the next byte produced belongs at
     /// `state.offset`. If the commit was inside a file, that file is open and takes chunks.
-    package init(recovering state: RecoveredState) throws(CairnError) {
+    package init(recovering state: RecoveredState, header: ArchiveHeader) throws(CairnError) {
+        tableCompressor = ChunkCompressor(method: header.isCompressible ? header.compression : .none)
         output.reserveCapacity(1 << 20)
         takenBytes = state.offset
         manifest = state.manifest
+        guard state.chunkIDs.count == manifest.chunks.count else {
+            throw CairnError(.notResumable, "internal error: \(state.chunkIDs.count) chunk ids for \(manifest.chunks.count) chunks")
+        }
+        chunkIDs = state.chunkIDs
         for (index, row) in manifest.chunks.enumerated() {
-            chunkIndex[row.id] = UInt32(truncatingIfNeeded: index)
+            let id = chunkIDs[index]
+            if chunkIndex[id] == nil { chunkIndex[id] = UInt32(truncatingIfNeeded: index) }
+            if row.pack == nil { recordChunkIndex[id] = UInt32(truncatingIfNeeded: index) }
             uniqueBytes += UInt64(row.rawLength)
         }
         contentBytes = state.contentBytes
         storedBytes = state.storedBytes
         commitSequence = state.nextCommitSequence
-        chain.update(state.chainDigest.bytes)
-        chain.update(state.commitRecord)
+        chain = RecordChain(continuingFrom: state.chainDigest, commitRecordDigest: try SHA256.hash(state.commitRecord))
         boundary = state.boundary
         if let open = state.openFile {
             guard open.index < manifest.entries.count, open.firstReference <= manifest.references.count else {
@@ -131,7 +164,7 @@ package final class ArchiveWriter {
             openFileBytes = open.bytes
             openFileFirstReference = open.firstReference
             for reference in manifest.references[open.firstReference...] {
-                manifest.chunks[Int(reference)].id.withUnsafeBytes { openFileDigest.update($0) }
+                chunkIDs[Int(reference)].withUnsafeBytes { openFileDigest.update($0) }
             }
         }
     }
@@ -150,19 +183,11 @@ package final class ArchiveWriter {
 
     /// Hands over the bytes produced so far.
     package func takeOutput() -> [UInt8] {
-        hashPending()
         let bytes = output
         takenBytes += UInt64(bytes.count)
         output = []
         output.reserveCapacity(1 << 20)
-        hashedCount = 0
         return bytes
-    }
-
-    private func hashPending() {
-        guard hashedCount < output.count else { return }
-        output.withUnsafeBytes { chain.update(UnsafeRawBufferPointer(rebasing: $0[hashedCount...])) }
-        hashedCount = output.count
     }
 
     /// Writes an entry record. Files stay open for chunks until ``endFile()``; other kinds are
@@ -180,7 +205,7 @@ package final class ArchiveWriter {
         var row = Manifest.EntryRow(
             recordOffset: offset, firstReference: UInt64(manifest.references.count), referenceCount: 0,
             contentDigest: .zero, entry: entry)
-        RecordCodec.append(.entry, payload: entry.encoded(), to: &output)
+        try appendRecord(.entry, payload: EntryCodec.encode(entry))
         if entry.kind == .file {
             openEntry = index
             openFileBytes = 0
@@ -195,8 +220,13 @@ package final class ArchiveWriter {
         return index
     }
 
-    /// Whether a chunk with this id is already stored (so it needs no compression).
-    package func contains(_ id: Digest) -> Bool { chunkIndex[id] != nil }
+    /// Whether a chunk record with this id is already stored (so a file's chunk needs no
+    /// compression).
+    package func contains(_ id: Digest) -> Bool { recordChunkIndex[id] != nil }
+
+    /// Whether any chunk with this id is stored, as a chunk record or packed (so a packed file
+    /// with this content is a reference, not inline).
+    package func containsAnyChunk(_ id: Digest) -> Bool { chunkIndex[id] != nil }
 
     /// Appends one chunk of the open file. If `id` is new, a chunk record is written with
     /// `stored` (already compressed with `codec`); otherwise only a reference is added.
@@ -208,7 +238,7 @@ package final class ArchiveWriter {
         throws(CairnError)
     {
         guard openEntry != nil else { throw CairnError(.invalidArgument, "no file entry is open") }
-        if let existing = chunkIndex[id] {
+        if let existing = recordChunkIndex[id] {
             try addReference(existing, id: id, rawLength: rawLength)
             return
         }
@@ -219,22 +249,26 @@ package final class ArchiveWriter {
         ChunkRecordPrefix(id: id, codec: codec, rawLength: rawLength).encode(into: &output)
         output.append(contentsOf: stored)
         RecordCodec.endRecord(startingAt: start, in: &output)
+        try hashRecord(from: start)
         let index = addChunkRow(id: id, offset: start, rawLength: rawLength, storedLength: stored.count, codec: codec)
         try addReference(index, id: id, rawLength: rawLength)
     }
 
     /// Like ``appendChunk(id:rawLength:codec:stored:)`` for a chunk already framed as a whole
-    /// chunk record (built and checksummed by a processing task); copied as is when `id` is new.
+    /// chunk record (built, checksummed and hashed by a processing task: `recordDigest` is its
+    /// `d(r)`, §10.3); copied as is when `id` is new.
     package func appendChunkRecord(
-        id: Digest, rawLength: Int, codec: ChunkCodec, record: UnsafeRawBufferPointer, storedLength: Int
+        id: Digest, rawLength: Int, codec: ChunkCodec, record: UnsafeRawBufferPointer, storedLength: Int,
+        recordDigest: Digest
     ) throws(CairnError) {
         guard openEntry != nil else { throw CairnError(.invalidArgument, "no file entry is open") }
-        if let existing = chunkIndex[id] {
+        if let existing = recordChunkIndex[id] {
             try addReference(existing, id: id, rawLength: rawLength)
             return
         }
         let start = output.count
         output.append(contentsOf: record)
+        chain.add(recordDigest)
         let index = addChunkRow(id: id, offset: start, rawLength: rawLength, storedLength: storedLength, codec: codec)
         try addReference(index, id: id, rawLength: rawLength)
     }
@@ -246,7 +280,9 @@ package final class ArchiveWriter {
             Manifest.ChunkRow(
                 id: id, offset: takenBytes + UInt64(offset), rawLength: UInt32(truncatingIfNeeded: rawLength),
                 storedLength: UInt32(truncatingIfNeeded: storedLength), codec: codec))
-        chunkIndex[id] = index
+        chunkIDs.append(id)
+        if chunkIndex[id] == nil { chunkIndex[id] = index } else { storedTwice.insert(id) }
+        recordChunkIndex[id] = index
         storedBytes += UInt64(storedLength)
         uniqueBytes += UInt64(rawLength)
         return index
@@ -261,20 +297,19 @@ package final class ArchiveWriter {
         contentBytes += UInt64(rawLength)
         bytesSinceCommit += UInt64(rawLength)
         if pendingReferences.count >= FormatLimits.maximumReferencesPerRecord {
-            flushReferences()
+            try flushReferences()
         }
         if bytesSinceCommit >= Self.commitInterval {
-            flushReferences()
+            try flushReferences()
             try commit()
         }
     }
 
-    private func flushReferences() {
+    private func flushReferences() throws(CairnError) {
         guard let entry = openEntry, !pendingReferences.isEmpty else { return }
-        RecordCodec.append(
+        try appendRecord(
             .chunkReferences,
-            payload: ChunkReferencesRecord.encode(entryIndex: UInt64(entry), references: pendingReferences[...]),
-            to: &output)
+            payload: ChunkReferencesRecord.encode(entryIndex: UInt64(entry), references: pendingReferences[...]))
         pendingReferences.removeAll(keepingCapacity: true)
     }
 
@@ -284,12 +319,12 @@ package final class ArchiveWriter {
     @discardableResult
     package func endFile() throws(CairnError) -> Digest {
         guard let entry = openEntry else { throw CairnError(.invalidArgument, "no file entry is open") }
-        flushReferences()
+        try flushReferences()
         let digest = try openFileDigest.finalize()
         let referenceCount = manifest.references.count - openFileFirstReference
         let end = FileEndRecord(
             entryIndex: UInt64(entry), size: openFileBytes, chunkCount: UInt64(referenceCount), contentDigest: digest)
-        RecordCodec.append(.fileEnd, payload: end.encoded(), to: &output)
+        try appendRecord(.fileEnd, payload: end.encoded())
         manifest.entries[entry].referenceCount = UInt64(referenceCount)
         manifest.entries[entry].contentDigest = digest
         manifest.entries[entry].entry.size = openFileBytes
@@ -311,13 +346,29 @@ package final class ArchiveWriter {
     package func rewindToBoundary() throws(CairnError) -> UInt64? {
         guard let mark = boundary, manifestStart == nil, !finished,
             mark.entryCount <= manifest.entries.count, mark.chunkCount <= manifest.chunks.count,
-            mark.referenceCount <= manifest.references.count
+            mark.packCount <= manifest.packs.count, mark.referenceCount <= manifest.references.count
         else {
             throw CairnError(.invalidArgument, "internal error: no item boundary to go back to")
         }
         manifest.entries.removeSubrange(mark.entryCount...)
-        for row in manifest.chunks[mark.chunkCount...] { chunkIndex[row.id] = nil }
+        var reindex = false
+        for id in chunkIDs[mark.chunkCount...] {
+            chunkIndex[id] = nil
+            recordChunkIndex[id] = nil
+            reindex = reindex || storedTwice.contains(id)
+        }
+        chunkIDs.removeSubrange(mark.chunkCount...)
         manifest.chunks.removeSubrange(mark.chunkCount...)
+        manifest.packs.removeSubrange(mark.packCount...)
+        if reindex {
+            // An id removed above also belongs to an earlier chunk (packed and then a chunk
+            // record): index what is left again. Rare, so done the simple way.
+            (chunkIndex, recordChunkIndex) = ([:], [:])
+            for (index, id) in chunkIDs.enumerated() {
+                if chunkIndex[id] == nil { chunkIndex[id] = UInt32(truncatingIfNeeded: index) }
+                if manifest.chunks[index].pack == nil { recordChunkIndex[id] = UInt32(truncatingIfNeeded: index) }
+            }
+        }
         manifest.references.removeSubrange(mark.referenceCount...)
         contentBytes = mark.contentBytes
         storedBytes = mark.storedBytes
@@ -329,26 +380,21 @@ package final class ArchiveWriter {
         openFileDigest = SHA256()
         openFileFirstReference = manifest.references.count
         bytesSinceCommit = 0
-        chain = SHA256()
-        chain.update(mark.chainDigest.bytes)
-        chain.update(mark.commitRecord)
+        chain = RecordChain(continuingFrom: mark.chainDigest, commitRecordDigest: try SHA256.hash(mark.commitRecord))
         if mark.offset >= takenBytes {
             output.removeSubrange(Int(mark.offset - takenBytes)...)
-            hashedCount = output.count
             return nil
         }
         takenBytes = mark.offset
         output.removeAll(keepingCapacity: true)
-        hashedCount = 0
         return mark.offset
     }
 
-    /// Writes a commit record: extends the chain digest over the bytes since the previous
-    /// commit record's start, and records the counts.
+    /// Writes a commit record: extends the chain digest over the records since the previous
+    /// commit record, and records the counts.
     private func commit() throws(CairnError) {
-        hashPending()
         let digest = try chain.finalize()
-        chain.update(digest.bytes)
+        chain.prime(digest)
         let record = CommitRecord(
             sequence: commitSequence, entryCount: UInt64(manifest.entries.count),
             chunkCount: UInt64(manifest.chunks.count), contentBytes: contentBytes, storedBytes: storedBytes,
@@ -356,11 +402,12 @@ package final class ArchiveWriter {
             openEntryBytes: openEntry == nil ? 0 : openFileBytes, chainDigest: digest)
         let start = output.count
         RecordCodec.append(.commit, payload: record.encoded(), to: &output)
+        try hashRecord(from: start)
         commitSequence += 1
         bytesSinceCommit = 0
         if openEntry == nil {
             boundary = Boundary(
-                entryCount: manifest.entries.count, chunkCount: manifest.chunks.count,
+                entryCount: manifest.entries.count, chunkCount: manifest.chunks.count, packCount: manifest.packs.count,
                 referenceCount: manifest.references.count, contentBytes: contentBytes, storedBytes: storedBytes,
                 uniqueBytes: uniqueBytes, nextCommitSequence: commitSequence, chainDigest: digest,
                 commitRecord: Array(output[start...]), offset: offset)
@@ -380,16 +427,27 @@ package final class ArchiveWriter {
         if manifestStart == nil {
             guard openEntry == nil else { throw CairnError(.invalidArgument, "a file entry is still open") }
             manifestStart = offset
+            var records: [UInt8] = []
+            Manifest.appendRecords(body: manifest.encodedBody(), compressor: ChunkCompressor(method: Self.manifestCompression), to: &records)
+            manifestRecords = records
         }
-        let before = output.count
-        if manifestEncoder.appendNextRecord(of: manifest, to: &output) {
-            output.withUnsafeBytes { manifestHasher.update(UnsafeRawBufferPointer(rebasing: $0[before...])) }
+        // One manifest record per call, so the caller can take each before the next is copied.
+        if manifestRecordStart < manifestRecords.count {
+            let header = try manifestRecords.withBytes { (raw) throws(CairnError) in
+                try RecordCodec.parseHeader(UnsafeRawBufferPointer(rebasing: raw[manifestRecordStart...]), offset: offset)
+            }
+            let end = manifestRecordStart + RecordFraming.overhead + header.length
+            let start = output.count
+            output.append(contentsOf: manifestRecords[manifestRecordStart..<end])
+            output.withUnsafeBytes { manifestHasher.update(UnsafeRawBufferPointer(rebasing: $0[start...])) }
+            try hashRecord(from: start)
+            manifestRecordStart = end
             return true
         }
+        manifestRecords = []
         finished = true
         let manifestOffset = manifestStart ?? offset
         let manifestDigest = try manifestHasher.finalize()
-        hashPending()
         let chainDigest = try chain.finalize()
         let footer = Footer(
             manifestOffset: manifestOffset, manifestLength: offset - manifestOffset, manifestDigest: manifestDigest,
@@ -400,9 +458,154 @@ package final class ArchiveWriter {
         return false
     }
 
+    /// The manifest is compressed with zstd whatever the chunks use: it is small, read whole,
+    /// and mostly names and numbers, which zstd packs far tighter than LZ4.
+    package static let manifestCompression = CompressionMethod.zstd(level: 9)
+
     private var manifestStart: UInt64?
-    private var manifestEncoder = Manifest.Encoder()
+    private var manifestRecords: [UInt8] = []
+    private var manifestRecordStart = 0
     private let manifestHasher = SHA256()
+
+    /// One small item handed to ``appendPack(_:content:)``: its entry (a file's `size` is the
+    /// length of its one chunk) and, for a file with content, that chunk's id and length.
+    package struct PackInput: Sendable {
+        package var entry: ArchiveEntry
+        package var chunk: (id: Digest, length: Int)?
+        package init(entry: ArchiveEntry, chunk: (id: Digest, length: Int)?) {
+            self.entry = entry
+            self.chunk = chunk
+        }
+    }
+
+    /// A pack's content section as a processing task built it: the inline chunks' bytes in
+    /// order, stored with `codec` (§7.3), and the digest over their ids.
+    package struct PackContent: Sendable {
+        package var codec: ChunkCodec
+        package var stored: [UInt8]
+        package var rawLength: Int
+        /// SHA-256 over ``inlineIDs``, in order (§7.5).
+        package var digest: Digest
+        package var inlineIDs: [Digest]
+        package init(codec: ChunkCodec, stored: [UInt8], rawLength: Int, digest: Digest, inlineIDs: [Digest]) {
+            self.codec = codec
+            self.stored = stored
+            self.rawLength = rawLength
+            self.digest = digest
+            self.inlineIDs = inlineIDs
+        }
+    }
+
+    /// For each item, whether ``appendPack(_:content:)`` would store its chunk inline now: a
+    /// file whose chunk is stored nowhere yet, neither earlier in the archive nor earlier in
+    /// `items`.
+    package func inlinePlan(_ items: [PackInput]) -> [Bool] {
+        var seen = Set<Digest>()
+        return items.map { item in
+            guard let chunk = item.chunk else { return false }
+            return chunkIndex[chunk.id] == nil && seen.insert(chunk.id).inserted
+        }
+    }
+
+    /// Writes a pack record holding `items` (§7.5), then a commit: the entries get consecutive
+    /// indices, each new chunk is stored inline in `content`, each chunk already stored is named
+    /// by its index.
+    ///
+    /// - Parameter content: the inline chunks of ``inlinePlan(_:)``, in order.
+    /// - Returns: the entries' indices.
+    /// - Throws: `.invalidArgument` when a file is open, `items` is empty or over
+    ///   ``PackItemTable/maximumItems``, or `content` holds other chunks than the plan;
+    ///   `.limitExceeded` for an entry over the format's limits.
+    @discardableResult
+    package func appendPack(_ items: [PackInput], content: PackContent) throws(CairnError) -> Range<Int> {
+        guard openEntry == nil, !finished else { throw CairnError(.invalidArgument, "a pack cannot begin while a file is open") }
+        guard !items.isEmpty, items.count <= PackItemTable.maximumItems else {
+            throw CairnError(.invalidArgument, "a pack holds 1 … \(PackItemTable.maximumItems) items, not \(items.count)")
+        }
+        guard content.rawLength <= PackRecordPrefix.maximumSectionLength else {
+            throw CairnError(.invalidArgument, "pack content of \(content.rawLength) bytes is over the limit")
+        }
+        for item in items { try Self.checkLimits(item.entry) }
+        let plan = inlinePlan(items)
+        var inlineIDs: [Digest] = []
+        for (item, inline) in zip(items, plan) where inline {
+            if let chunk = item.chunk { inlineIDs.append(chunk.id) }
+        }
+        guard inlineIDs == content.inlineIDs else {
+            throw CairnError(.invalidArgument, "internal error: the pack's content does not hold the chunks it must")
+        }
+        let packIndex = manifest.packs.count
+        let recordOffset = offset
+        let firstEntry = manifest.entries.count
+        var packItems: [PackItem] = []
+        packItems.reserveCapacity(items.count)
+        var contentOffset = 0
+        for (item, inline) in zip(items, plan) {
+            var entry = item.entry
+            var row = Manifest.EntryRow(
+                recordOffset: recordOffset, firstReference: UInt64(manifest.references.count), referenceCount: 0,
+                contentDigest: .zero, entry: entry, pack: packIndex)
+            guard entry.kind == .file, let chunk = item.chunk else {
+                if entry.kind == .file { entry.size = 0 }
+                row.entry = entry
+                manifest.entries.append(row)
+                packItems.append(PackItem(entry: entry, content: .none))
+                continue
+            }
+            entry.size = UInt64(chunk.length)
+            let index: UInt32
+            if inline {
+                index = UInt32(truncatingIfNeeded: manifest.chunks.count)
+                manifest.chunks.append(
+                    Manifest.ChunkRow(
+                        id: .zero, offset: recordOffset, rawLength: UInt32(truncatingIfNeeded: chunk.length), storedLength: 0,
+                        codec: .none, pack: packIndex, packOffset: contentOffset))
+                chunkIDs.append(chunk.id)
+                chunkIndex[chunk.id] = index
+                contentOffset += chunk.length
+                uniqueBytes += UInt64(chunk.length)
+                packItems.append(PackItem(entry: entry, content: .inline))
+            } else {
+                guard let existing = chunkIndex[chunk.id] else {
+                    throw CairnError(.invalidArgument, "internal error: chunk \(chunk.id) is neither stored nor inline")
+                }
+                index = existing
+                packItems.append(PackItem(entry: entry, content: .chunk(UInt64(existing))))
+            }
+            manifest.references.append(index)
+            contentBytes += UInt64(chunk.length)
+            row.entry = entry
+            row.referenceCount = 1
+            row.entry.chunkCount = 1
+            manifest.entries.append(row)
+        }
+        guard contentOffset == content.rawLength else {
+            throw CairnError(.invalidArgument, "internal error: the pack's content is \(content.rawLength) bytes, its chunks \(contentOffset)")
+        }
+        let table = PackItemTable.encode(packItems)
+        var storedTable: [UInt8] = []
+        storedTable.reserveCapacity(table.count / 2 + 64)
+        let tableCodec = table.withUnsafeBytes { tableCompressor.compress($0, appendingTo: &storedTable) }
+        let start = RecordCodec.beginRecord(.pack, in: &output)
+        PackRecordPrefix(
+            tableCodec: tableCodec, contentCodec: content.rawLength == 0 ? .none : content.codec, tableRawLength: table.count,
+            tableStoredLength: storedTable.count, contentRawLength: content.rawLength, contentDigest: content.digest
+        ).encode(into: &output)
+        output.append(contentsOf: storedTable)
+        output.append(contentsOf: content.stored)
+        guard output.count - start - RecordFraming.headerLength <= FormatLimits.maximumRecordPayload else {
+            throw CairnError(.invalidArgument, "internal error: a pack over the record size limit")
+        }
+        RecordCodec.endRecord(startingAt: start, in: &output)
+        try hashRecord(from: start)
+        storedBytes += UInt64(content.stored.count)
+        manifest.packs.append(
+            Manifest.PackRow(
+                offset: recordOffset, entryCount: items.count, contentLength: content.rawLength, contentDigest: content.digest,
+                firstEntry: firstEntry))
+        try commit()
+        return firstEntry..<manifest.entries.count
+    }
 
     /// Checks an entry against the format's hard limits before it is written.
     package static func checkLimits(_ entry: ArchiveEntry) throws(CairnError) {

@@ -54,9 +54,11 @@ public final class Archiver {
     ///   bad configuration.
     public init(sink: any ArchiveSink, configuration: Configuration = Configuration()) throws(CairnError) {
         var configuration = configuration
-        configuration.batchBytes = max(configuration.batchBytes, configuration.chunking.maximum * 2)
+        // Every pack fits one batch, so where packs end depends on the items only (§7.5).
+        let least = ItemProducer.minimumBatchBytes(for: configuration.chunking)
+        configuration.batchBytes = max(configuration.batchBytes, least)
         if configuration.batchBytes > configuration.backpressure.high.bytes {
-            configuration.batchBytes = max(configuration.backpressure.high.bytes, configuration.chunking.maximum * 2)
+            configuration.batchBytes = max(configuration.backpressure.high.bytes, least)
         }
         try configuration.header.validate()
         if let workers = configuration.workerCount, workers < 1 {
@@ -141,8 +143,8 @@ public final class Archiver {
     /// producer what is already committed.
     private func adoptRecovery(_ recovery: ArchiveRecovery) throws(CairnError) {
         let state = recovery.writerState(at: recovery.last)
-        writer = try ArchiveWriter(recovering: state)
-        for row in state.manifest.chunks { _ = claims.claim(row.id, ordinal: 0) }
+        writer = try ArchiveWriter(recovering: state, header: recovery.header)
+        for id in state.chunkIDs { _ = claims.claim(id, ordinal: 0) }
         var producer = ItemProducer.State()
         producer.nextChunkOrdinal = 1
         for row in state.manifest.entries {
@@ -265,13 +267,13 @@ public final class Archiver {
     ///   - bytes: the content, in pieces of any size.
     ///   - pathInArchive: where the file is stored.
     ///   - permissions: mode bits, default `0o644`.
-    ///   - modificationTime: nanoseconds since the Unix epoch, default now.
+    ///   - modificationTime: default now.
     nonisolated(nonsending) public func append<S: AsyncSequence>(
-        contentsOf bytes: S, pathInArchive: String, permissions: UInt32 = 0o644, modificationTime: Int64? = nil
+        contentsOf bytes: S, pathInArchive: String, permissions: UInt32 = 0o644, modificationTime: Timestamp? = nil
     ) async throws where S.Element == [UInt8], S: Sendable {
         try checkOpen()
         let name = try Archiver.normalizedPathInArchive(Array(pathInArchive.utf8))
-        let mtime = modificationTime ?? Int64(Date().timeIntervalSince1970 * 1_000_000_000)
+        let mtime = modificationTime ?? Timestamp(nanosecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1_000_000_000))
         let entry = ArchiveEntry(pathBytes: name, kind: .file, permissions: permissions & 0o7777, modificationTime: mtime)
         try await runPipeline { producer in
             try await producer.appendStream(bytes, entry: entry)
@@ -416,8 +418,64 @@ public final class Archiver {
     }
 
 
+    /// Applies a pack batch: one pack record of its items (§7.5). The processing task built the
+    /// content from the chunks it claimed; when the writer's own decision differs (a claim on an
+    /// id prefix shared by two chunks, or a chunk forgotten when the writer went back to a
+    /// commit), the content is built again here, so the bytes never depend on scheduling.
+    private func applyPack(_ batch: ContentBatch, _ processed: ProcessedBatch) throws {
+        var inputs: [ArchiveWriter.PackInput] = []
+        var ranges: [Range<Int>?] = []
+        var chunkIndex = 0
+        for event in batch.events {
+            switch event {
+            case .entry(let entry):
+                inputs.append(ArchiveWriter.PackInput(entry: entry, chunk: nil))
+                ranges.append(nil)
+            case .chunk(let range):
+                guard let last = inputs.indices.last, inputs[last].chunk == nil, chunkIndex < processed.ids.count else {
+                    throw CairnError(.invalidArgument, "internal error: a packed file with more than one chunk")
+                }
+                inputs[last].chunk = (processed.ids[chunkIndex], range.count)
+                ranges[last] = range
+                chunkIndex += 1
+            case .endFile:
+                if let last = inputs.indices.last { inputs[last].entry.size = UInt64(inputs[last].chunk?.length ?? 0) }
+            case .discardOpenFile:
+                // A small file whose read failed: leave it out of the pack.
+                if let last = inputs.indices.last, inputs[last].entry.kind == .file {
+                    inputs.removeLast()
+                    ranges.removeLast()
+                }
+            case .zeroChunk:
+                throw CairnError(.invalidArgument, "internal error: a hole in a packed file")
+            }
+        }
+        guard !inputs.isEmpty else { return }
+        let plan = writer.inlinePlan(inputs)
+        var planned: [Digest] = []
+        for (input, inline) in zip(inputs, plan) where inline {
+            if let chunk = input.chunk { planned.append(chunk.id) }
+        }
+        var content = processed.pack
+        if content?.inlineIDs != planned {
+            var raw: [UInt8] = []
+            batch.buffer.withUnsafeBytes { bytes in
+                for (range, inline) in zip(ranges, plan) where inline {
+                    if let range { raw.append(contentsOf: bytes[range]) }
+                }
+            }
+            content = try PackContentBuilder.build(raw: raw, inlineIDs: planned, compression: configuration.effectiveCompression)
+        }
+        guard let content else { return }
+        let indices = try writer.appendPack(inputs, content: content)
+        if let onEntry = configuration.onEntry {
+            for index in indices { onEntry(writer.manifest.entries[index].entry) }
+        }
+    }
+
     /// Applies a processed batch's events to the writer, in order.
     private func apply(_ batch: ContentBatch, _ processed: ProcessedBatch) throws {
+        if batch.isPack { return try applyPack(batch, processed) }
         var chunkIndex = 0
         for event in batch.events {
             switch event {
@@ -439,13 +497,14 @@ public final class Archiver {
                 // file): a chunk the dedup claims thought stored is not stored any more. Framing
                 // it here gives the same bytes a processing task would have produced.
                 let stored =
-                    processedForm
+                    try processedForm
                     ?? batch.withChunkBytes(of: event) { raw in
-                        StoredChunk.make(id: id, raw: raw, compressor: fallbackCompressor)
-                    }
+                        Result { () throws(CairnError) in try StoredChunk.make(id: id, raw: raw, compressor: fallbackCompressor) }
+                    }.get()
                 try stored.record.withBytes { (raw) throws(CairnError) in
                     try writer.appendChunkRecord(
-                        id: id, rawLength: rawLength, codec: stored.codec, record: raw, storedLength: stored.storedLength)
+                        id: id, rawLength: rawLength, codec: stored.codec, record: raw, storedLength: stored.storedLength,
+                        recordDigest: stored.recordDigest)
                 }
             case .endFile:
                 let index = writer.openEntryIndex

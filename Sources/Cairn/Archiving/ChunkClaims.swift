@@ -37,6 +37,7 @@ package enum BatchProcessor {
     package static func process(_ batch: ContentBatch, compression: CompressionMethod, claims: ChunkClaims) throws
         -> ProcessedBatch
     {
+        if batch.isPack { return try processPack(batch, compression: compression, claims: claims) }
         var ids: [Digest] = []
         var stored: [StoredChunk?] = []
         ids.reserveCapacity(batch.events.count)
@@ -51,7 +52,7 @@ package enum BatchProcessor {
                     let id = try SHA256.hash(bytes)
                     ids.append(id)
                     if claims.claim(id, ordinal: ordinal) {
-                        stored.append(StoredChunk.make(id: id, raw: bytes, compressor: compressor))
+                        stored.append(try StoredChunk.make(id: id, raw: bytes, compressor: compressor))
                     } else {
                         stored.append(nil)
                     }
@@ -61,7 +62,7 @@ package enum BatchProcessor {
                     let id = try ZeroChunks.id(length: length)
                     ids.append(id)
                     if claims.claim(id, ordinal: ordinal) {
-                        stored.append(ZeroChunks.withZeros(length) { StoredChunk.make(id: id, raw: $0, compressor: compressor) })
+                        stored.append(try ZeroChunks.withZeros(length) { (raw) throws(CairnError) in try StoredChunk.make(id: id, raw: raw, compressor: compressor) })
                     } else {
                         stored.append(nil)
                     }
@@ -71,6 +72,58 @@ package enum BatchProcessor {
             }
         }
         return ProcessedBatch(ids: ids, stored: stored)
+    }
+}
+
+extension BatchProcessor {
+    /// A pack batch: every chunk hashed, and the chunks it claims (the first occurrence of each
+    /// id) put together, in order, into the pack's content section and compressed as one frame
+    /// (§7.5).
+    static func processPack(_ batch: ContentBatch, compression: CompressionMethod, claims: ChunkClaims) throws(CairnError)
+        -> ProcessedBatch
+    {
+        var ids: [Digest] = []
+        var raw: [UInt8] = []
+        var inlineIDs: [Digest] = []
+        try batch.buffer.withBytes { (bytes) throws(CairnError) in
+            for event in batch.events {
+                guard case .chunk(let range) = event else { continue }
+                let ordinal = batch.firstChunkOrdinal + UInt64(ids.count)
+                let chunk = UnsafeRawBufferPointer(rebasing: bytes[range])
+                let id = try SHA256.hash(chunk)
+                ids.append(id)
+                if claims.claim(id, ordinal: ordinal) {
+                    raw.append(contentsOf: chunk)
+                    inlineIDs.append(id)
+                }
+            }
+        }
+        return ProcessedBatch(
+            ids: ids, stored: [], pack: try PackContentBuilder.build(raw: raw, inlineIDs: inlineIDs, compression: compression))
+    }
+}
+
+/// Builds a pack's content section (§7.5) from its inline chunks.
+package enum PackContentBuilder {
+    /// - Parameters:
+    ///   - raw: the inline chunks' bytes, concatenated in order.
+    ///   - inlineIDs: their ids.
+    /// - Returns: the stored content (stored raw when compressing does not make it smaller, §7.3)
+    ///   and the digest over the ids.
+    package static func build(raw: [UInt8], inlineIDs: [Digest], compression: CompressionMethod) throws(CairnError)
+        -> ArchiveWriter.PackContent
+    {
+        var joined: [UInt8] = []
+        joined.reserveCapacity(32 * inlineIDs.count)
+        for id in inlineIDs { id.append(to: &joined) }
+        let digest = try SHA256.hash(joined)
+        var stored: [UInt8] = []
+        var codec = ChunkCodec.none
+        if !raw.isEmpty {
+            stored.reserveCapacity(raw.count / 2 + 64)
+            codec = raw.withUnsafeBytes { ChunkCompressor(method: compression).compress($0, appendingTo: &stored) }
+        }
+        return ArchiveWriter.PackContent(codec: codec, stored: stored, rawLength: raw.count, digest: digest, inlineIDs: inlineIDs)
     }
 }
 

@@ -41,6 +41,9 @@ package struct ContentBatch: Sendable {
     package var events: [Event]
     /// Bytes taken from the budget for this batch.
     package var byteCount: Int
+    /// Whether the batch is one pack (§7.5): small items, each file one chunk or none, written
+    /// as one pack record.
+    package var isPack = false
 
     /// Calls `body` with a chunk event's raw bytes: `buffer[range]`, or zeros for a
     /// ``Event/zeroChunk(length:)`` (empty for an event that is no chunk).
@@ -60,8 +63,10 @@ package struct ContentBatch: Sendable {
 package struct ProcessedBatch: Sendable {
     package var ids: [Digest]
     /// The stored form of each chunk this batch must write; nil where an earlier chunk with the
-    /// same id will have been written first.
+    /// same id will have been written first. Empty for a pack.
     package var stored: [StoredChunk?]
+    /// For a pack: its content section, holding the chunks this batch claimed.
+    package var pack: ArchiveWriter.PackContent?
 }
 
 /// A chunk's stored form, already framed as a complete chunk record (header, prefix, payload,
@@ -70,13 +75,16 @@ package struct StoredChunk: Sendable {
     package var codec: ChunkCodec
     /// The whole chunk record.
     package var record: [UInt8]
+    /// SHA-256 of ``record``: its `d(r)` for the chain digest (§10.3), computed here, on the
+    /// processing task, so the serial writer only adds 32 bytes to the chain.
+    package var recordDigest: Digest
     /// Bytes of the stored payload inside ``record``.
     package var storedLength: Int {
         record.count - RecordFraming.overhead - ChunkRecordPrefix.length
     }
 
     /// Compresses `raw` with `compressor` and frames the result as a chunk record for `id`.
-    package static func make(id: Digest, raw: UnsafeRawBufferPointer, compressor: ChunkCompressor) -> StoredChunk {
+    package static func make(id: Digest, raw: UnsafeRawBufferPointer, compressor: ChunkCompressor) throws(CairnError) -> StoredChunk {
         var record: [UInt8] = []
         record.reserveCapacity(raw.count + RecordFraming.overhead + ChunkRecordPrefix.length + 64)
         let start = RecordCodec.beginRecord(.chunk, in: &record)
@@ -85,6 +93,6 @@ package struct StoredChunk: Sendable {
         let codec = compressor.compress(raw, appendingTo: &record)
         record[codecOffset] = codec.rawValue
         RecordCodec.endRecord(startingAt: start, in: &record)
-        return StoredChunk(codec: codec, record: record)
+        return StoredChunk(codec: codec, record: record, recordDigest: try SHA256.hash(record))
     }
 }

@@ -29,7 +29,7 @@ struct ItemProducer {
     struct CommittedItem: Sendable {
         var kind: ArchiveEntry.Kind
         var size: UInt64
-        var modificationTime: Int64
+        var modificationTime: Timestamp
     }
 
     /// The file a resumed archive's last commit left open.
@@ -37,7 +37,7 @@ struct ItemProducer {
         var path: [UInt8]
         /// Size and mtime recorded in its entry record: it continues only if both still match.
         var size: UInt64
-        var modificationTime: Int64
+        var modificationTime: Timestamp
         /// Content bytes already committed.
         var committedBytes: UInt64
     }
@@ -87,6 +87,23 @@ struct ItemProducer {
     private var events: [ContentBatch.Event] = []
     private var chunksInBatch = 0
     private var acquired = 0
+    /// Whether the current batch is a pack (§7.5): small items only, written as one pack record.
+    private var packOpen = false
+    private var packItems = 0
+    private var packContentBytes: UInt64 = 0
+
+    /// A pack is closed before its content passes this (1 MiB, uncompressed)...
+    package static let packContentTarget: UInt64 = 1 << 20
+    /// ... or before it holds this many items (so its events stay under a batch's 4096).
+    package static let packItemLimit = 1024
+    /// Files up to this size go into packs: at most the chunking minimum, so such a file is one
+    /// chunk, and at most 64 KiB.
+    private var packFileLimit: UInt64 { UInt64(min(chunker.minimum, 64 << 10)) }
+    /// The least batch size that keeps every pack within one batch: a batch is never cut inside
+    /// a pack for lack of room, so where packs end depends only on the items.
+    package static func minimumBatchBytes(for chunking: ChunkingPolicy) -> Int {
+        Int(packContentTarget) + 2 * chunking.maximum + (64 << 10)
+    }
 
     init(
         state: State, chunking: ChunkingPolicy, batchBytes: Int, budget: ByteBudget, pool: BufferPool, claims: ChunkClaims,
@@ -120,11 +137,14 @@ struct ItemProducer {
     /// Sends the current batch (if it has any event) and starts a new one, carrying the open
     /// file's undetermined tail `buffer[pendingStart..<used]` over.
     mutating func flushBatch() async throws {
+        let isPack = packOpen
+        packOpen = false
         guard !events.isEmpty else { return }
         let tail = Array(buffer[pendingStart..<used])
-        let batch = ContentBatch(
+        var batch = ContentBatch(
             sequence: state.nextBatch, firstChunkOrdinal: state.nextChunkOrdinal, buffer: buffer, events: events,
             byteCount: acquired)
+        batch.isPack = isPack
         state.nextBatch += 1
         state.nextChunkOrdinal += UInt64(chunksInBatch)
         let compression = compression
@@ -150,6 +170,31 @@ struct ItemProducer {
         try await ensureBuffer()
         buffer.replaceSubrange(0..<tail.count, with: tail)
         used = tail.count
+    }
+
+    /// Called before each item's entry: decides whether it goes into a pack, and where packs
+    /// begin and end (`Spec/0001 §10.2`). A pack begins with a fresh batch, holds consecutive
+    /// small items (directories, symlinks, hard links, special files, files of at most
+    /// ``packFileLimit`` bytes) and ends before one that would take it past
+    /// ``packContentTarget`` or ``packItemLimit``, before any other item, and at the end of the
+    /// append; so a resumed run, which starts after a pack, cuts the same packs.
+    ///
+    /// - Parameter contentBytes: the file's size at open; 0 for other kinds.
+    private mutating func prepareForItem(packable: Bool, contentBytes: UInt64 = 0) async throws {
+        if packable {
+            if packOpen, packItems < Self.packItemLimit, packContentBytes + contentBytes <= Self.packContentTarget {
+                packItems += 1
+                packContentBytes += contentBytes
+                return
+            }
+            if state.openFileToContinue != nil { discardOpenFile() }
+            try await flushBatch()
+            packOpen = true
+            packItems = 1
+            packContentBytes = contentBytes
+        } else if packOpen {
+            try await flushBatch()
+        }
     }
 
     private mutating func emit(_ event: ContentBatch.Event) async throws {
@@ -228,6 +273,7 @@ struct ItemProducer {
             if !archivePath.isEmpty, state.committed[archivePath]?.kind != .directory {
                 try claim(archivePath)
                 let attributes = extendedAttributes(of: .name(name, in: parent), display: display)
+                try await prepareForItem(packable: true)
                 try await emit(
                     .entry(ArchiveEntry(pathBytes: archivePath, kind: .directory, status: status, extendedAttributes: attributes)))
             }
@@ -243,6 +289,7 @@ struct ItemProducer {
             if !archivePath.isEmpty, state.committed[archivePath]?.kind != .directory {
                 try claim(archivePath)
                 let attributes = extendedAttributes(of: .descriptor(directory), display: display)
+                try await prepareForItem(packable: true)
                 try await emit(
                     .entry(
                         ArchiveEntry(pathBytes: archivePath, kind: .directory, status: status, extendedAttributes: attributes)))
@@ -278,6 +325,7 @@ struct ItemProducer {
             }
             try claim(archivePath)
             let attributes = extendedAttributes(of: .name(name, in: parent), display: display)
+            try await prepareForItem(packable: true)
             try await emit(
                 .entry(
                     ArchiveEntry(
@@ -306,6 +354,7 @@ struct ItemProducer {
             }
             if status.linkCount > 1, let first = state.hardLinks[key] {
                 try claim(archivePath)
+                try await prepareForItem(packable: true)
                 try await emit(
                     .entry(
                         ArchiveEntry(pathBytes: archivePath, kind: .hardLink, status: status, linkTarget: first)))
@@ -358,6 +407,7 @@ struct ItemProducer {
         } else {
             try claim(archivePath)
             let attributes = extendedAttributes(of: .descriptor(fd), display: display)
+            try await prepareForItem(packable: before.size <= packFileLimit, contentBytes: before.size)
             try await emit(
                 .entry(
                     ArchiveEntry(
@@ -451,6 +501,7 @@ struct ItemProducer {
     mutating func appendStream<S: AsyncSequence>(_ bytes: S, entry: ArchiveEntry) async throws
     where S.Element == [UInt8] {
         try claim(entry.pathBytes)
+        try await prepareForItem(packable: false)
         try await emit(.entry(entry))
         pendingStart = used
         for try await piece in bytes {

@@ -1,5 +1,5 @@
-/// One item in an archive: a file, directory, symlink or hard link, with its metadata
-/// (`Spec/0001-container-format.md §6`).
+/// One item in an archive: a file, directory, symlink, hard link, FIFO or device node, with its
+/// metadata (`Spec/0001-container-format.md §6`).
 public struct ArchiveEntry: Sendable, Equatable {
     /// The type of an entry. New kinds may be added; do not `switch` exhaustively.
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
@@ -13,19 +13,35 @@ public struct ArchiveEntry: Sendable, Equatable {
         /// A hard link to an earlier file entry of the same archive; ``ArchiveEntry/linkTarget``
         /// is that entry's path.
         public static let hardLink = Kind(rawValue: 4)
+        /// A named pipe (format 2.0).
+        public static let fifo = Kind(rawValue: 5)
+        /// A character device node, with ``ArchiveEntry/device`` (format 2.0).
+        public static let characterDevice = Kind(rawValue: 6)
+        /// A block device node, with ``ArchiveEntry/device`` (format 2.0).
+        public static let blockDevice = Kind(rawValue: 7)
 
-        package var isKnown: Bool { (1...4).contains(rawValue) }
+        /// Whether the kind exists in format 2.0.
+        package var isKnown: Bool { (1...7).contains(rawValue) }
+        /// Whether the kind exists in format 1.x (files, directories, symlinks, hard links).
+        package var isKnownInVersion1: Bool { (1...4).contains(rawValue) }
+        /// Device nodes carry device numbers.
+        package var isDevice: Bool { self == .characterDevice || self == .blockDevice }
+        /// FIFOs and device nodes: entries with neither content nor a link target.
+        package var isSpecial: Bool { self == .fifo || isDevice }
 
         /// The kind in words, for messages: "file", "hard link".
         package var noun: String {
             switch rawValue {
             case 4: "hard link"
+            case 5: "FIFO"
+            case 6: "character device"
+            case 7: "block device"
             default: description
             }
         }
 
         /// ``noun`` with an article: "a file", "a hard link".
-        package var words: String { rawValue == 4 || isKnown ? "a \(noun)" : "an entry of kind \(rawValue)" }
+        package var words: String { isKnown ? "a \(noun)" : "an entry of kind \(rawValue)" }
 
         public var description: String {
             switch rawValue {
@@ -33,6 +49,9 @@ public struct ArchiveEntry: Sendable, Equatable {
             case 2: "directory"
             case 3: "symlink"
             case 4: "hardlink"
+            case 5: "fifo"
+            case 6: "chardev"
+            case 7: "blockdev"
             default: "kind-\(rawValue)"
             }
         }
@@ -53,8 +72,8 @@ public struct ArchiveEntry: Sendable, Equatable {
     public var kind: Kind
     /// Permission bits (`mode & 0o7777`).
     public var permissions: UInt32
-    /// Modification time in nanoseconds since the Unix epoch (negative before 1970).
-    public var modificationTime: Int64
+    /// Modification time, seconds and nanoseconds since the Unix epoch.
+    public var modificationTime: Timestamp
     /// Content length in bytes for files; 0 for other kinds.
     public var size: UInt64
     /// Owner and group as numeric ids (informational; extraction does not apply them).
@@ -63,6 +82,19 @@ public struct ArchiveEntry: Sendable, Equatable {
     /// The symlink's target, or the hard link's target path in archive; empty otherwise.
     public var linkTarget: [UInt8]
     public var extendedAttributes: [ExtendedAttribute]
+    /// For device nodes: the device number's major and minor parts (`major(3)`, `minor(3)`);
+    /// nil for other kinds.
+    public var device: Device?
+
+    /// A device number split as Linux does (`makedev(3)`).
+    public struct Device: Sendable, Equatable {
+        public var major: UInt32
+        public var minor: UInt32
+        public init(major: UInt32, minor: UInt32) {
+            self.major = major
+            self.minor = minor
+        }
+    }
     /// For files in a read archive: SHA-256 over the concatenation of the file's chunk ids
     /// (`Spec/0001-container-format.md §8`); nil otherwise.
     public var contentDigest: Digest?
@@ -70,10 +102,11 @@ public struct ArchiveEntry: Sendable, Equatable {
     public var chunkCount: Int
 
     public init(
-        pathBytes: [UInt8], kind: Kind, permissions: UInt32, modificationTime: Int64, size: UInt64 = 0,
+        pathBytes: [UInt8], kind: Kind, permissions: UInt32, modificationTime: Timestamp, size: UInt64 = 0,
         userID: UInt32 = 0, groupID: UInt32 = 0, linkTarget: [UInt8] = [],
-        extendedAttributes: [ExtendedAttribute] = []
+        extendedAttributes: [ExtendedAttribute] = [], device: Device? = nil
     ) {
+        self.device = device
         self.pathBytes = pathBytes
         self.kind = kind
         self.permissions = permissions
@@ -94,15 +127,17 @@ public struct ArchiveEntry: Sendable, Equatable {
     /// The link target for display, escaped like ``path``.
     public var linkTargetDisplay: String { PathBytes.escaped(linkTarget) }
 
-    /// Encodes the entry record payload (`§6`). The caller has validated the limits.
-    package func encoded() -> [UInt8] {
+    /// Encodes the format 1.x entry record payload (`§6` of Spec 0001 version 1.0), for tests
+    /// that craft 1.x archives; writers write format 2.0 (``EntryCodec``). Times outside the
+    /// 1.x range saturate. The caller has validated the limits.
+    package func encodedVersion1() -> [UInt8] {
         var w = ByteWriter(capacity: 48 + pathBytes.count + linkTarget.count)
         w.u8(kind.rawValue)
         w.zeros(3)
         w.u32(permissions)
         w.u32(userID)
         w.u32(groupID)
-        w.i64(modificationTime)
+        w.i64(modificationTime.nanosecondsSinceEpoch ?? (modificationTime.seconds < 0 ? Int64.min : Int64.max))
         w.u64(size)
         w.string16(pathBytes)
         w.string16(linkTarget)
@@ -114,9 +149,9 @@ public struct ArchiveEntry: Sendable, Equatable {
         return w.bytes
     }
 
-    /// Decodes an entry payload, checking every length against its limit; the path's safety is
-    /// checked by the extractor, not here, so `list` can show hostile names.
-    package static func decode(_ r: inout ByteReader) throws(CairnError) -> ArchiveEntry {
+    /// Decodes a format 1.x entry payload, checking every length against its limit; the path's
+    /// safety is checked by the extractor, not here, so `list` can show hostile names.
+    package static func decodeVersion1(_ r: inout ByteReader) throws(CairnError) -> ArchiveEntry {
         let kind = Kind(rawValue: try r.u8("entry kind"))
         guard try r.raw(3, "reserved") == [0, 0, 0] else { throw r.error("reserved bytes are not zero") }
         let permissions = try r.u32("mode")
@@ -136,11 +171,11 @@ public struct ArchiveEntry: Sendable, Equatable {
             let value = try r.string32("xattr value", limit: FormatLimits.maximumExtendedAttributeValueLength)
             xattrs.append(ExtendedAttribute(name: name, value: value))
         }
-        guard kind.isKnown else { throw r.error("unknown entry kind \(kind.rawValue)") }
+        guard kind.isKnownInVersion1 else { throw r.error("unknown entry kind \(kind.rawValue)") }
         guard permissions <= 0o7777 else { throw r.error("mode \(String(permissions, radix: 8)) has bits outside 0o7777") }
         guard kind == .file || size == 0 else { throw r.error("a \(kind) entry declares a size") }
         return ArchiveEntry(
-            pathBytes: path, kind: kind, permissions: permissions, modificationTime: mtime, size: size,
+            pathBytes: path, kind: kind, permissions: permissions, modificationTime: Timestamp(nanosecondsSinceEpoch: mtime), size: size,
             userID: uid, groupID: gid, linkTarget: target, extendedAttributes: xattrs)
     }
 }

@@ -98,3 +98,46 @@ package struct ByteReader {
         return try raw(Int(n), field)
     }
 }
+
+extension ByteReader {
+    /// An unsigned LEB128 varint (§1.3): at most 10 bytes and 64 bits, in its shortest form (a
+    /// last byte of zero after the first is `corrupted`, so every value has one encoding).
+    package mutating func varint(_ field: String) throws(CairnError) -> UInt64 {
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let byte = try u8(field)
+            if shift == 63, byte > 1 { throw error("\(field) does not fit 64 bits") }
+            value |= UInt64(byte & 0x7F) << shift
+            if byte & 0x80 == 0 {
+                if byte == 0, shift > 0 { throw error("\(field) is not in its shortest form") }
+                return value
+            }
+            shift += 7
+        }
+    }
+
+    /// A varint of at most `limit`.
+    package mutating func varint(_ field: String, limit: UInt64) throws(CairnError) -> UInt64 {
+        let value = try varint(field)
+        guard value <= limit else { throw error("\(field) is \(value), over the limit of \(limit)") }
+        return value
+    }
+
+    /// A varint that is an `Int` of at most `limit`.
+    package mutating func count(_ field: String, limit: Int) throws(CairnError) -> Int {
+        Int(try varint(field, limit: UInt64(max(0, limit))))
+    }
+
+    /// A zigzag varint (§1.3).
+    package mutating func signedVarint(_ field: String) throws(CairnError) -> Int64 {
+        let v = try varint(field)
+        return Int64(bitPattern: v >> 1) ^ -Int64(bitPattern: v & 1)
+    }
+
+    /// A varint-prefixed byte string of at most `limit` bytes.
+    package mutating func varintBytes(_ field: String, limit: Int) throws(CairnError) -> [UInt8] {
+        let n = try count(field, limit: limit)
+        return try raw(n, field)
+    }
+}

@@ -39,3 +39,27 @@ package struct ByteWriter {
         withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) }
     }
 }
+
+extension ByteWriter {
+    /// An unsigned LEB128 varint: 7 bits per byte, least significant first, high bit set on every
+    /// byte but the last; 1 to 10 bytes (`Spec/0001-container-format.md §1.3`).
+    @inline(__always) package mutating func varint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(truncatingIfNeeded: v))
+    }
+
+    /// A signed value as a zigzag varint: `0, -1, 1, -2, ...` become `0, 1, 2, 3, ...`.
+    @inline(__always) package mutating func signedVarint(_ value: Int64) {
+        varint(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
+    }
+
+    /// A byte string with a varint length prefix. The caller has checked the length limit.
+    package mutating func varintBytes(_ v: [UInt8]) {
+        varint(UInt64(v.count))
+        bytes.append(contentsOf: v)
+    }
+}

@@ -13,6 +13,27 @@ package struct Manifest: Sendable {
         package var rawLength: UInt32
         package var storedLength: UInt32
         package var codec: ChunkCodec
+        /// Format 2.0: the index in ``Manifest/packs`` of the pack holding this chunk inline;
+        /// nil for a chunk record. A packed row's `id` is zero (it is not stored: the chunk's
+        /// bytes are checked through the pack's content digest), `offset` is the pack record's
+        /// offset, `storedLength` 0 and `codec` none.
+        package var pack: Int? = nil
+        /// Format 2.0: where the chunk starts in its pack's content section.
+        package var packOffset: Int = 0
+    }
+
+    /// Format 2.0: one pack record (§7.5).
+    package struct PackRow: Sendable, Equatable {
+        /// Offset of the pack record.
+        package var offset: UInt64
+        /// Items (entries) in the pack.
+        package var entryCount: Int
+        /// Bytes of the content section, uncompressed.
+        package var contentLength: Int
+        /// SHA-256 over the ids of the pack's inline chunks.
+        package var contentDigest: Digest
+        /// Index of the pack's first entry (not stored: entries are in order).
+        package var firstEntry: Int
     }
 
     /// One row of the entry table.
@@ -26,9 +47,14 @@ package struct Manifest: Sendable {
         package var contentDigest: Digest
         /// The entry, with the size the file had when its content ended.
         package var entry: ArchiveEntry
+        /// Format 2.0: the index in ``Manifest/packs`` of the pack holding the entry; nil for an
+        /// entry record. A packed file's `contentDigest` is zero.
+        package var pack: Int? = nil
     }
 
     package var chunks: [ChunkRow] = []
+    /// Format 2.0: the pack records, in archive order.
+    package var packs: [PackRow] = []
     /// Chunk-table indices, file after file.
     package var references: [UInt32] = []
     package var entries: [EntryRow] = []
@@ -71,8 +97,9 @@ package struct Manifest: Sendable {
         return " (used by \(shown)\(users.count > 5 ? " and \(users.count - 5) more" : ""))"
     }
 
-    /// Appends the manifest's records to `out`.
-    package func encode(into out: inout [UInt8]) {
+    /// Appends the manifest's records in the format 1.x layout to `out` (tests that craft 1.x
+    /// archives; writers write ``encodedBody()`` in format 2.0).
+    package func encodeVersion1(into out: inout [UInt8]) {
         var encoder = Encoder()
         while encoder.appendNextRecord(of: self, to: &out) {}
     }
@@ -136,7 +163,7 @@ package struct Manifest: Sendable {
                     var rows = ByteWriter(capacity: 1 << 16)
                     while index + count < manifest.entries.count {
                         let row = manifest.entries[index + count]
-                        let payload = row.entry.encoded()
+                        let payload = row.entry.encodedVersion1()
                         let rowLength = 60 + payload.count
                         if count > 0, rows.bytes.count + rowLength > FormatLimits.entryTableRecordTarget { break }
                         rows.u64(row.recordOffset)
@@ -215,7 +242,7 @@ package struct Manifest: Sendable {
                 let length = Int(try r.u32("entry length"))
                 guard length <= r.remaining else { throw r.error("entry length \(length) runs past the record") }
                 let before = r.position
-                var entry = try ArchiveEntry.decode(&r)
+                var entry = try ArchiveEntry.decodeVersion1(&r)
                 guard r.position - before == length else { throw r.error("entry length \(length) does not match its fields") }
                 let (end, overflow) = firstReference.addingReportingOverflow(referenceCount)
                 guard !overflow, end <= UInt64(references.count) else {

@@ -1,4 +1,5 @@
-/// The record types of format version 1 (`Spec/0001-container-format.md §4`).
+/// The record types (`Spec/0001-container-format.md §4`): 1–10 in format 1.x, and in 2.0
+/// all but 7–9 (the 1.x manifest tables), plus 11 and 12.
 package enum RecordType: UInt8, Sendable {
     case header = 1
     case chunk = 2
@@ -10,6 +11,10 @@ package enum RecordType: UInt8, Sendable {
     case manifestReferences = 8
     case manifestEntries = 9
     case footer = 10
+    /// Format 2.0: a run of small items with their content (§7.5).
+    case pack = 11
+    /// Format 2.0: a compressed segment of the manifest (§11).
+    case manifest = 12
 
     package var name: String {
         switch self {
@@ -23,6 +28,8 @@ package enum RecordType: UInt8, Sendable {
         case .manifestReferences: "manifest reference table"
         case .manifestEntries: "manifest entry table"
         case .footer: "footer"
+        case .pack: "pack"
+        case .manifest: "manifest"
         }
     }
 }
@@ -50,8 +57,11 @@ package enum Prelude {
     /// `89 43 41 49 52 4E 0D 0A`: a high byte first (catches 7-bit transfers), "CAIRN", CR LF
     /// (catches line-ending conversion).
     package static let magic: [UInt8] = [0x89, 0x43, 0x41, 0x49, 0x52, 0x4E, 0x0D, 0x0A]
-    package static let majorVersion: UInt16 = 1
+    /// The version writers write: 2.0.
+    package static let majorVersion: UInt16 = 2
     package static let minorVersion: UInt16 = 0
+    /// The major versions readers read.
+    package static let readableMajorVersions: ClosedRange<UInt16> = 1...2
     package static let length = 12
 
     package static var bytes: [UInt8] {
@@ -62,8 +72,8 @@ package enum Prelude {
         return w.bytes
     }
 
-    /// Checks a prelude and returns the minor version.
-    package static func parse(_ bytes: [UInt8]) throws(CairnError) -> UInt16 {
+    /// Checks a prelude and returns its version.
+    package static func parse(_ bytes: [UInt8]) throws(CairnError) -> FormatVersion {
         guard bytes.count >= length else {
             throw CairnError(.truncated, "file is too short to be a Cairn archive (\(bytes.count) bytes)", offset: 0)
         }
@@ -72,12 +82,27 @@ package enum Prelude {
         }
         let major = UInt16(bytes[8]) | UInt16(bytes[9]) << 8
         let minor = UInt16(bytes[10]) | UInt16(bytes[11]) << 8
-        guard major == majorVersion else {
+        guard readableMajorVersions.contains(major) else {
             throw CairnError(
                 .unsupportedVersion,
-                "archive format version \(major).\(minor) is not supported (this reader reads \(majorVersion).x)",
+                "archive format version \(major).\(minor) is not supported (this reader reads 1.x and 2.x)",
                 offset: 8)
         }
-        return minor
+        return FormatVersion(major: major, minor: minor)
     }
+}
+
+/// An archive's format version, from its prelude (§2).
+public struct FormatVersion: Sendable, Hashable, CustomStringConvertible {
+    public var major: UInt16
+    public var minor: UInt16
+    public init(major: UInt16, minor: UInt16) {
+        self.major = major
+        self.minor = minor
+    }
+    /// The version this library writes.
+    public static let current = FormatVersion(major: Prelude.majorVersion, minor: Prelude.minorVersion)
+    /// Format 1.x: no packs, 1.x entries, the byte chain, the 1.x manifest tables.
+    package var isVersion1: Bool { major == 1 }
+    public var description: String { "\(major).\(minor)" }
 }

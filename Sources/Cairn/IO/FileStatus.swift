@@ -35,10 +35,10 @@ package struct FileStatus: Sendable, Equatable {
     package var linkCount: UInt64
     package var userID: UInt32
     package var groupID: UInt32
-    /// Modification time in nanoseconds since the Unix epoch (signed).
-    package var modificationTime: Int64
-    /// Status-change time in nanoseconds since the Unix epoch (signed).
-    package var changeTime: Int64
+    /// Modification time, as the kernel holds it.
+    package var modificationTime: Timestamp
+    /// Status-change time, as the kernel holds it.
+    package var changeTime: Timestamp
 
     package init(_ st: stat) {
         switch st.st_mode & S_IFMT {
@@ -58,28 +58,8 @@ package struct FileStatus: Sendable, Equatable {
         linkCount = UInt64(st.st_nlink)
         userID = st.st_uid
         groupID = st.st_gid
-        modificationTime = FileStatus.nanoseconds(st.st_mtim)
-        changeTime = FileStatus.nanoseconds(st.st_ctim)
-    }
-
-    /// `seconds * 10^9 + nanoseconds`, saturating at the ends of `Int64`.
-    package static func nanoseconds(_ ts: timespec) -> Int64 {
-        let (product, overflow) = Int64(ts.tv_sec).multipliedReportingOverflow(by: 1_000_000_000)
-        if overflow { return ts.tv_sec < 0 ? Int64.min : Int64.max }
-        let (sum, overflow2) = product.addingReportingOverflow(Int64(ts.tv_nsec))
-        if overflow2 { return Int64.max }
-        return sum
-    }
-
-    /// The inverse of ``nanoseconds(_:)``: floor division so negative times round correctly.
-    package static func timespec(nanoseconds ns: Int64) -> Glibc.timespec {
-        var seconds = ns / 1_000_000_000
-        var rest = ns % 1_000_000_000
-        if rest < 0 {
-            seconds -= 1
-            rest += 1_000_000_000
-        }
-        return Glibc.timespec(tv_sec: Int(seconds), tv_nsec: Int(rest))
+        modificationTime = Timestamp(st.st_mtim)
+        changeTime = Timestamp(st.st_ctim)
     }
 
     /// `fstatat(2)` without following a final symlink (`lstat` semantics).
@@ -93,4 +73,15 @@ package struct FileStatus: Sendable, Equatable {
         guard rc == 0 else { throw Errno.current.error("cannot stat", path: PathBytes.display(path)) }
         return FileStatus(st)
     }
+}
+
+extension Timestamp {
+    /// The time a `struct timespec` holds (nanoseconds outside `0 ..< 10⁹`, which the kernel
+    /// never returns, are clamped).
+    package init(_ ts: timespec) {
+        self.init(seconds: Int64(ts.tv_sec), nanoseconds: UInt32(clamping: min(max(ts.tv_nsec, 0), 999_999_999)))
+    }
+
+    /// The time as a `struct timespec`.
+    package var timespec: Glibc.timespec { Glibc.timespec(tv_sec: Int(seconds), tv_nsec: Int(nanoseconds)) }
 }

@@ -74,12 +74,11 @@ package enum FileSystem {
         guard rc == 0 else { throw Errno.current.error("cannot create hard link", path: display) }
     }
 
-    /// `utimensat(2)` with `AT_SYMLINK_NOFOLLOW`: sets access and modification time to `mtime`
-    /// nanoseconds.
+    /// `utimensat(2)` with `AT_SYMLINK_NOFOLLOW`: sets access and modification time to `time`.
     package static func setModificationTime(
-        _ name: [UInt8], in directory: FileDescriptor, nanoseconds: Int64, display: String
+        _ name: [UInt8], in directory: FileDescriptor, time: Timestamp, display: String
     ) throws(CairnError) {
-        let ts = FileStatus.timespec(nanoseconds: nanoseconds)
+        let ts = time.timespec
         var times = (ts, ts)
         let rc = withUnsafePointer(to: &times) { pointer in
             pointer.withMemoryRebound(to: timespec.self, capacity: 2) { tsp in
@@ -90,8 +89,8 @@ package enum FileSystem {
     }
 
     /// `futimens(2)`.
-    package static func setModificationTime(of fd: FileDescriptor, nanoseconds: Int64) throws(CairnError) {
-        let ts = FileStatus.timespec(nanoseconds: nanoseconds)
+    package static func setModificationTime(of fd: FileDescriptor, time: Timestamp) throws(CairnError) {
+        let ts = time.timespec
         var times = (ts, ts)
         let rc = withUnsafePointer(to: &times) { pointer in
             pointer.withMemoryRebound(to: timespec.self, capacity: 2) { futimens(fd.rawValue, $0) }

@@ -255,11 +255,11 @@ package enum ArchiveDiff {
         }
 
         /// `2021-01-02T03:04:05.123456789Z`: UTC, to the nanosecond.
-        private static func time(_ nanoseconds: Int64) -> String {
-            let spec = FileStatus.timespec(nanoseconds: nanoseconds)
+        private static func time(_ time: Timestamp) -> String {
+            let spec = time.timespec
             var seconds = spec.tv_sec
             var parts = tm()
-            guard gmtime_r(&seconds, &parts) != nil else { return "\(nanoseconds) ns" }
+            guard gmtime_r(&seconds, &parts) != nil else { return "\(time) s" }
             return String(
                 format: "%04d-%02d-%02dT%02d:%02d:%02d.%09dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
                 Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), spec.tv_nsec)

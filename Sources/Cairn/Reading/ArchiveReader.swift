@@ -16,6 +16,8 @@ package final class ArchiveReader {
     package let header: ArchiveHeader
     package let footer: Footer
     package let manifest: Manifest
+    /// The archive's format version.
+    package let version: FormatVersion
     /// Offset of the first record after the header (the first commit).
     package let bodyOffset: UInt64
 
@@ -44,7 +46,7 @@ package final class ArchiveReader {
             let got = try prelude.withMutableBytes { (raw) throws(CairnError) in
                 try fd.read(fromAbsoluteOffset: 0, into: raw)
             }
-            _ = try Prelude.parse(Array(prelude[0..<got]))
+            let version = try Prelude.parse(Array(prelude[0..<got]))
             let (headerRecord, headerEnd) = try ArchiveReader.readRecord(fd, at: UInt64(Prelude.length), fileSize: size)
             guard headerRecord.type == .header else {
                 throw CairnError(.corrupted, "the first record is not a header record", offset: UInt64(Prelude.length))
@@ -56,7 +58,7 @@ package final class ArchiveReader {
             // same problem the footer check found.
             let tail = min(footer.manifestOffset, size - UInt64(Footer.framedLength))
             do throws(CairnError) {
-                manifest = try ArchiveReader.readManifest(fd, footer: footer, bodyOffset: headerEnd, fileSize: size)
+                manifest = try ArchiveReader.readManifest(fd, footer: footer, bodyOffset: headerEnd, fileSize: size, version: version)
             } catch {
                 throw ArchiveReader.fallBackToScanning(fd, footerProblem: error, tail: tail)
             }
@@ -77,6 +79,7 @@ package final class ArchiveReader {
             self.header = header
             self.footer = footer
             self.manifest = manifest
+            self.version = version
             self.bodyOffset = headerEnd
         } catch {
             _ = try? fd.close()
@@ -213,35 +216,53 @@ package final class ArchiveReader {
         return try Footer.decode(&r)
     }
 
-    private static func readManifest(_ fd: FileDescriptor, footer: Footer, bodyOffset: UInt64, fileSize: UInt64)
-        throws(CairnError) -> Manifest
-    {
+    private static func readManifest(
+        _ fd: FileDescriptor, footer: Footer, bodyOffset: UInt64, fileSize: UInt64, version: FormatVersion
+    ) throws(CairnError) -> Manifest {
         let footerOffset = fileSize - UInt64(Footer.framedLength)
         let (end, overflow) = footer.manifestOffset.addingReportingOverflow(footer.manifestLength)
         guard !overflow, footer.manifestOffset >= bodyOffset, end == footerOffset else {
             throw CairnError(.corrupted, "footer points at a manifest outside the file", offset: footerOffset)
         }
-        // Rows cost at least 52 (chunk), 4 (reference) and 60 (entry) bytes on disk, so larger
-        // counts are lies.
-        guard footer.chunkCount <= footer.manifestLength / 52, footer.referenceCount <= footer.manifestLength / 4,
-            footer.entryCount <= footer.manifestLength / 60
+        // 1.x rows cost at least 52 (chunk), 4 (reference) and 60 (entry) bytes on disk, so
+        // larger counts are lies. A 2.0 manifest is compressed; its body is bounded instead.
+        guard !version.isVersion1
+            || (footer.chunkCount <= footer.manifestLength / 52 && footer.referenceCount <= footer.manifestLength / 4
+                && footer.entryCount <= footer.manifestLength / 60)
         else {
             throw CairnError(.corrupted, "footer counts do not fit the manifest's size", offset: footerOffset)
         }
         var manifest = Manifest()
         let hasher = SHA256()
         var offset = footer.manifestOffset
+        var body: [UInt8] = []
+        let bodyLimit = Manifest.maximumBodyLength(storedLength: footer.manifestLength)
+        let decompressor = ChunkDecompressor()
         while offset < end {
             let (record, next) = try readRecord(fd, at: offset, fileSize: end)
             hasher.update(record.framed)
             guard let type = record.type else {
                 throw CairnError(.corrupted, "unknown record type \(record.typeByte) in the manifest", offset: offset)
             }
-            try manifest.add(type, payload: record.payload, offset: offset)
+            if version.isVersion1 {
+                try manifest.add(type, payload: record.payload, offset: offset)
+            } else {
+                guard type == .manifest else {
+                    throw CairnError(.corrupted, "\(RecordType.withArticle(type.name)) record in the manifest", offset: offset)
+                }
+                let segment = try Manifest.decodeSegment(record.payload, offset: offset, decompressor: decompressor)
+                guard body.count + segment.count <= bodyLimit else {
+                    throw CairnError(.limitExceeded, "the manifest decompresses to more than \(bodyLimit) bytes", offset: offset)
+                }
+                body.append(contentsOf: segment)
+            }
             offset = next
         }
         guard try hasher.finalize() == footer.manifestDigest else {
             throw CairnError(.checksumMismatch, "the manifest does not match the footer's SHA-256", offset: footer.manifestOffset)
+        }
+        if !version.isVersion1, footer.manifestLength > 0 {
+            manifest = try Manifest.decodeBody(body, offset: footer.manifestOffset)
         }
         guard UInt64(manifest.chunks.count) == footer.chunkCount, UInt64(manifest.references.count) == footer.referenceCount,
             UInt64(manifest.entries.count) == footer.entryCount
@@ -259,7 +280,12 @@ package final class ArchiveReader {
                     offset: row.recordOffset)
             }
         }
-        for row in manifest.chunks {
+        for row in manifest.packs {
+            guard row.offset >= bodyOffset, row.offset < footer.manifestOffset else {
+                throw CairnError(.corrupted, "manifest places a pack outside the archive body", offset: row.offset)
+            }
+        }
+        for row in manifest.chunks where row.pack == nil {
             let (chunkEnd, o) = row.offset.addingReportingOverflow(
                 UInt64(RecordFraming.overhead + ChunkRecordPrefix.length) + UInt64(row.storedLength))
             guard !o, row.offset >= bodyOffset, chunkEnd <= footer.manifestOffset else {

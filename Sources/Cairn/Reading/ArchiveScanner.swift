@@ -52,9 +52,20 @@ package final class ArchiveScanner {
     package private(set) var verifiedChainDigest = Digest.zero
     package private(set) var footer: Footer?
 
-    private let chain = SHA256()
-    /// Every chunk seen: its index in the chunk table and its raw length.
+    /// The archive's version, from its prelude.
+    package private(set) var version = FormatVersion(major: 1, minor: 0)
+    /// Format 1.x: the chain over every byte (§10.3 of 1.0).
+    private let byteChain = SHA256()
+    /// Format 2.0: the chain over record digests (§10.3).
+    private var recordChain = RecordChain()
+    /// Every chunk record seen: its index in the chunk table and its raw length.
     private var chunks: [Digest: (index: Int, length: Int)] = [:]
+    /// The id of every chunk by index, packed ones included (zero for a packed chunk whose
+    /// content was skipped).
+    package private(set) var chunkIDs: [Digest] = []
+    /// Format 2.0: the body of the manifest read so far.
+    private var manifestBody: [UInt8] = []
+    private let decompressor = ChunkDecompressor()
     private var expected = Manifest()
     private var decoded = Manifest()
     private var manifestHasher: SHA256?
@@ -96,11 +107,23 @@ package final class ArchiveScanner {
         verifiesChainDigests = verifyingChainDigests
         emitsChunkPayloads = emittingChunkPayloads
         self.reference = reference
-        hashChain(Digest.zero.bytes)
+        byteChain.update(Digest.zero.bytes)
     }
 
-    private func hashChain(_ bytes: [UInt8]) {
-        if verifiesChainDigests { chain.update(bytes) }
+    /// Adds a record (or the prelude) to the chain: its bytes in 1.x, its digest in 2.0.
+    private func hashChain(_ bytes: [UInt8]) throws(CairnError) {
+        guard verifiesChainDigests else { return }
+        if version.isVersion1 { byteChain.update(bytes) } else { try recordChain.add(recordBytes: bytes) }
+    }
+
+    /// The chain digest at a commit or the footer; the chain is empty until primed.
+    private func finalizeChain() throws(CairnError) -> Digest {
+        version.isVersion1 ? try byteChain.finalize() : try recordChain.finalize()
+    }
+
+    private func primeChain(_ digest: Digest) {
+        guard verifiesChainDigests else { return }
+        if version.isVersion1 { byteChain.update(digest.bytes) } else { recordChain.prime(digest) }
     }
 
     /// The manifest rebuilt from the records seen so far (entries, chunks and references,
@@ -113,8 +136,8 @@ package final class ArchiveScanner {
     /// Reads and checks the prelude and the header record.
     package func start(_ stream: RecordStream) throws(CairnError) {
         let prelude = try stream.readBytes(Prelude.length)
-        _ = try Prelude.parse(prelude)
-        hashChain(prelude)
+        version = try Prelude.parse(prelude)
+        try hashChain(prelude)
         guard let record = try stream.next() else {
             throw CairnError(.truncated, "the archive ends after its prelude", offset: stream.offset)
         }
@@ -122,7 +145,7 @@ package final class ArchiveScanner {
             throw CairnError(.corrupted, "the first record is not a header record", offset: record.offset)
         }
         header = try ArchiveHeader.decode(record.payload, offset: record.offset + UInt64(RecordFraming.headerLength))
-        hashChain(record.framed)
+        try hashChain(record.framed)
         awaitingCommit = ("header record", record.offset)
         previousType = .header
     }
@@ -161,7 +184,7 @@ package final class ArchiveScanner {
             }
             // Skippable records of later minors belong to the body (§3.3), which starts at commit 0.
             if record.header.isSkippable, nextCommitSequence > 0 {
-                hashChain(record.framed)
+                try hashChain(record.framed)
                 return
             }
             throw CairnError(
@@ -171,11 +194,14 @@ package final class ArchiveScanner {
                     : "unknown record type \(record.header.typeByte) is not skippable", offset: offset)
         }
         let payloadOffset = offset + UInt64(RecordFraming.headerLength)
+        guard Self.isKnown(type, in: version) else {
+            throw CairnError(.corrupted, "\(RecordType.withArticle(type.name)) record in a format \(version) archive", offset: offset)
+        }
         if manifestHasher != nil, type != .footer, !Self.isManifest(type) {
             throw CairnError(.corrupted, "\(RecordType.withArticle(type.name)) record follows the manifest", offset: offset)
         }
         try checkOrder(type, offset: offset)
-        if record.isPayloadSkipped, type != .chunk || verifiesChainDigests {
+        if record.isPayloadSkipped, (type != .chunk && type != .pack) || verifiesChainDigests {
             throw CairnError(.invalidArgument, "internal error: a skipped payload where every byte must be read", offset: offset)
         }
         defer { previousType = type }
@@ -208,6 +234,7 @@ package final class ArchiveScanner {
                 }
             }
             chunks[prefix.id] = (expected.chunks.count, prefix.rawLength)
+            chunkIDs.append(prefix.id)
             expected.chunks.append(row)
             if let damage = record.crcFailure {
                 damagedChunks.append(damage)
@@ -215,15 +242,20 @@ package final class ArchiveScanner {
             }
             totals.chunks += 1
             totals.storedBytes += UInt64(payloadCount - ChunkRecordPrefix.length)
-            hashChain(record.framed)
+            try hashChain(record.framed)
             try emit(.chunk(id: prefix.id, payload: emitsChunkPayloads ? record.payload : nil, offset: offset))
         case .entry:
             guard openFile == nil else {
                 throw CairnError(.corrupted, "entry record while a file is still open", offset: offset)
             }
             var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "entry record")
-            let entry = try ArchiveEntry.decode(&r)
-            guard r.isAtEnd else { throw r.error("\(r.remaining) bytes after the last field") }
+            let entry: ArchiveEntry
+            if version.isVersion1 {
+                entry = try ArchiveEntry.decodeVersion1(&r)
+                guard r.isAtEnd else { throw r.error("\(r.remaining) bytes after the last field") }
+            } else {
+                entry = try EntryCodec.decodeRecord(&r)
+            }
             try rules.admit(entry, offset: offset)
             let index = expected.entries.count
             var row = Manifest.EntryRow(
@@ -239,7 +271,7 @@ package final class ArchiveScanner {
             }
             expected.entries.append(row)
             totals.entries += 1
-            hashChain(record.framed)
+            try hashChain(record.framed)
             try emit(.entry(index: index, entry: entry, offset: offset))
         case .chunkReferences:
             guard var file = openFile else {
@@ -265,7 +297,7 @@ package final class ArchiveScanner {
             openFile = file
             totals.references += references.count
             totals.contentBytes += references.reduce(0) { $0 + UInt64($1.length) }
-            hashChain(record.framed)
+            try hashChain(record.framed)
             try emit(.references(entryIndex: file.index, references))
         case .fileEnd:
             guard let file = openFile else { throw CairnError(.corrupted, "file end outside a file", offset: offset) }
@@ -296,12 +328,12 @@ package final class ArchiveScanner {
             }
             awaitingCommit = ("file end", offset)
             openFile = nil
-            hashChain(record.framed)
+            try hashChain(record.framed)
             try emit(.fileEnd(index: file.index, size: file.bytes))
         case .commit:
             var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "commit record")
             let commit = try CommitRecord.decode(&r)
-            var digest = verifiesChainDigests ? try chain.finalize() : commit.chainDigest
+            var digest = verifiesChainDigests ? try finalizeChain() : commit.chainDigest
             // The damage already reported explains the mismatch; continue from the record.
             if damagedSinceCommit { digest = commit.chainDigest }
             damagedSinceCommit = false
@@ -319,8 +351,8 @@ package final class ArchiveScanner {
             else {
                 throw CairnError(.corrupted, "commit \(commit.sequence) counts do not match the records before it", offset: offset)
             }
-            hashChain(digest.bytes)
-            hashChain(record.framed)
+            primeChain(digest)
+            try hashChain(record.framed)
             awaitingCommit = nil
             nextCommitSequence += 1
             totals.commits += 1
@@ -340,7 +372,27 @@ package final class ArchiveScanner {
             // A reference manifest was decoded from these very bytes (its digest is checked at
             // the footer): no need to decode it twice.
             if reference == nil { try decoded.add(type, payload: record.payload, offset: offset) }
-            hashChain(record.framed)
+            try hashChain(record.framed)
+        case .manifest:
+            guard openFile == nil else { throw CairnError(.corrupted, "manifest inside a file", offset: offset) }
+            if manifestHasher == nil {
+                guard verifiedLength == offset else {
+                    throw CairnError(.corrupted, "the manifest does not start right after a commit", offset: offset)
+                }
+                manifestHasher = SHA256()
+                manifestOffset = offset
+            }
+            manifestHasher?.update(record.framed)
+            if reference == nil {
+                let segment = try Manifest.decodeSegment(record.payload, offset: offset, decompressor: decompressor)
+                guard manifestBody.count + segment.count <= Manifest.maximumBodyLength else {
+                    throw CairnError(.limitExceeded, "the manifest is over \(Manifest.maximumBodyLength) bytes", offset: offset)
+                }
+                manifestBody.append(contentsOf: segment)
+            }
+            try hashChain(record.framed)
+        case .pack:
+            try consumePack(record, emit)
         case .footer:
             var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "footer")
             let footer = try Footer.decode(&r)
@@ -352,7 +404,7 @@ package final class ArchiveScanner {
                 manifestOffset = offset
             }
             let manifestDigest = try manifestHasher?.finalize() ?? SHA256.hash([])
-            var digest = verifiesChainDigests ? try chain.finalize() : footer.chainDigest
+            var digest = verifiesChainDigests ? try finalizeChain() : footer.chainDigest
             if damagedSinceCommit { digest = footer.chainDigest }
             guard footer.chainDigest == digest else {
                 throw CairnError(.checksumMismatch, "the footer's chain digest does not match the archive", offset: offset)
@@ -368,6 +420,10 @@ package final class ArchiveScanner {
             else {
                 throw CairnError(.corrupted, "the footer's counts do not match the archive", offset: offset)
             }
+            if !version.isVersion1, reference == nil, manifestOffset < offset {
+                decoded = try Manifest.decodeBody(manifestBody, offset: manifestOffset)
+                manifestBody = []
+            }
             try checkManifest(offset: manifestOffset)
             sawFooter = true
             self.footer = footer
@@ -377,8 +433,139 @@ package final class ArchiveScanner {
         }
     }
 
+    /// A pack record (§7.5): its items become the events an entry record, its chunk, chunk
+    /// references and file end would have given, so consumers need nothing new. When the
+    /// content was read, it is decompressed here and every inline chunk hashed: the ids'
+    /// digest must be the pack's `contentDigest`.
+    private func consumePack(_ record: RecordStream.Record, _ emit: (Event) throws -> Void) throws {
+        let offset = record.offset
+        guard openFile == nil else { throw CairnError(.corrupted, "pack record while a file is still open", offset: offset) }
+        let payloadLength = record.header.length
+        let payload = record.payload
+        var r = ByteReader(payload, baseOffset: offset + UInt64(RecordFraming.headerLength), what: "pack record")
+        let prefix = try PackRecordPrefix.decode(&r, payloadLength: payloadLength)
+        let tableEnd = PackRecordPrefix.length + prefix.tableStoredLength
+        guard payload.count >= tableEnd else {
+            throw CairnError(.truncated, "the pack record's item table runs past its end", offset: offset)
+        }
+        let table = try PackContent.section(
+            payload, PackRecordPrefix.length..<tableEnd, codec: prefix.tableCodec, rawLength: prefix.tableRawLength,
+            what: "item table", using: decompressor, offset: offset)
+        let items = try PackItemTable.decode(table, baseOffset: offset, chunkCount: UInt64(expected.chunks.count))
+        let inlineTotal = items.reduce(0) { $0 + ($1.content == .inline ? Int($1.entry.size) : 0) }
+        guard inlineTotal == prefix.contentRawLength else {
+            throw CairnError(
+                .corrupted, "the pack's inline files hold \(inlineTotal) bytes, its content section \(prefix.contentRawLength)", offset: offset)
+        }
+        var content: [UInt8]?
+        var inlineIDs: [Digest] = []
+        if !record.isPayloadSkipped {
+            let bytes = try PackContent.section(
+                payload, tableEnd..<payload.count, codec: prefix.contentCodec, rawLength: prefix.contentRawLength,
+                what: "content", using: decompressor, offset: offset)
+            let lengths = items.compactMap { $0.content == .inline ? Int($0.entry.size) : nil }
+            inlineIDs = try PackContent.inlineIDs(of: bytes, lengths: lengths, expected: prefix.contentDigest, offset: offset)
+            content = bytes
+        }
+        var nextInline = 0
+        let packIndex = expected.packs.count
+        let firstEntry = expected.entries.count
+        let firstReference = expected.references.count
+        let firstChunk = expected.chunks.count
+        var position = 0
+        var events: [Event] = []
+        for item in items {
+            try rules.admit(item.entry, offset: offset)
+            let index = expected.entries.count
+            var row = Manifest.EntryRow(
+                recordOffset: offset, firstReference: UInt64(expected.references.count), referenceCount: 0,
+                contentDigest: .zero, entry: item.entry, pack: packIndex)
+            events.append(.entry(index: index, entry: item.entry, offset: offset))
+            let length = Int(item.entry.size)
+            var chunkIndex: Int?
+            switch item.content {
+            case .none:
+                break
+            case .inline:
+                var id = Digest.zero
+                if let content {
+                    id = inlineIDs[nextInline]
+                    nextInline += 1
+                    var synthetic: [UInt8]?
+                    if emitsChunkPayloads {
+                        var bytes: [UInt8] = []
+                        bytes.reserveCapacity(ChunkRecordPrefix.length + length)
+                        ChunkRecordPrefix(id: id, codec: .none, rawLength: length).encode(into: &bytes)
+                        bytes.append(contentsOf: content[position..<(position + length)])
+                        synthetic = bytes
+                    }
+                    events.append(.chunk(id: id, payload: synthetic, offset: offset))
+                }
+                chunkIndex = expected.chunks.count
+                expected.chunks.append(
+                    Manifest.ChunkRow(
+                        id: .zero, offset: offset, rawLength: UInt32(truncatingIfNeeded: length), storedLength: 0, codec: .none,
+                        pack: packIndex, packOffset: position))
+                chunkIDs.append(id)
+                totals.chunks += 1
+                position += length
+            case .chunk(let k):
+                let target = Int(k)
+                guard expected.chunks[target].rawLength == UInt32(truncatingIfNeeded: length) else {
+                    throw CairnError(
+                        .corrupted, "\(item.entry.path) is \(length) bytes, but the chunk it names has \(expected.chunks[target].rawLength)",
+                        path: item.entry.path, offset: offset)
+                }
+                chunkIndex = target
+            }
+            if item.entry.kind == .file {
+                totals.files += 1
+                if let chunkIndex {
+                    expected.references.append(UInt32(truncatingIfNeeded: chunkIndex))
+                    row.referenceCount = 1
+                    row.entry.chunkCount = 1
+                    totals.references += 1
+                    totals.contentBytes += UInt64(length)
+                    events.append(.references(entryIndex: index, [ChunkReference(id: chunkIDs[chunkIndex], length: length)]))
+                }
+                events.append(.fileEnd(index: index, size: UInt64(length)))
+            }
+            try checkAgainstReference(row, index: index, offset: offset)
+            expected.entries.append(row)
+            totals.entries += 1
+        }
+        let pack = Manifest.PackRow(
+            offset: offset, entryCount: items.count, contentLength: prefix.contentRawLength, contentDigest: prefix.contentDigest,
+            firstEntry: firstEntry)
+        if let reference {
+            guard packIndex < reference.packs.count, reference.packs[packIndex] == pack,
+                expected.references[firstReference...].elementsEqual(
+                    reference.references.dropFirst(firstReference).prefix(expected.references.count - firstReference)),
+                reference.chunks.count >= expected.chunks.count,
+                reference.chunks[firstChunk..<expected.chunks.count].elementsEqual(expected.chunks[firstChunk...])
+            else {
+                throw CairnError(.corrupted, "the manifest's rows for pack \(packIndex) disagree with its record", offset: offset)
+            }
+        }
+        expected.packs.append(pack)
+        totals.storedBytes += UInt64(prefix.contentStoredLength(payloadLength: payloadLength))
+        awaitingCommit = ("pack", offset)
+        try hashChain(record.framed)
+        for event in events { try emit(event) }
+    }
+
     private static func isManifest(_ type: RecordType) -> Bool {
-        type == .manifestChunks || type == .manifestReferences || type == .manifestEntries
+        type == .manifestChunks || type == .manifestReferences || type == .manifestEntries || type == .manifest
+    }
+
+    /// Record types of each format version (§4): 2.0 replaced the manifest tables with one
+    /// compressed manifest record type and added packs.
+    private static func isKnown(_ type: RecordType, in version: FormatVersion) -> Bool {
+        switch type {
+        case .manifestChunks, .manifestReferences, .manifestEntries: version.isVersion1
+        case .pack, .manifest: !version.isVersion1
+        default: true
+        }
     }
 
     /// The record order of §9, checked before a record is interpreted.
@@ -434,6 +621,9 @@ package final class ArchiveScanner {
     /// The manifest read must equal the one rebuilt from the stream.
     private func checkManifest(offset: UInt64) throws(CairnError) {
         let decoded = reference ?? self.decoded
+        guard decoded.packs == expected.packs else {
+            throw CairnError(.corrupted, "the manifest's pack table does not match the pack records", offset: offset)
+        }
         guard decoded.chunks == expected.chunks else {
             throw CairnError(.corrupted, "the manifest's chunk table does not match the chunk records", offset: offset)
         }

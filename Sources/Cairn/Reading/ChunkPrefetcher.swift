@@ -15,9 +15,35 @@ final class ChunkPrefetcher {
         /// Chunk records end before the manifest.
         var limit: UInt64
 
-        /// Reads chunk `index`, checks its record and its SHA-256, and returns its raw bytes.
-        func decode(_ index: Int, using decompressor: ChunkDecompressor) throws(CairnError) -> [UInt8] {
+        /// The last pack read, decompressed and verified: packed chunks of one pack come together.
+        struct PackCache {
+            var offset: UInt64
+            var content: [UInt8]
+        }
+
+        /// Reads chunk `index`, checks its record and its SHA-256 (for a packed chunk: the whole
+        /// pack's content digest, §7.5), and returns its raw bytes.
+        func decode(_ index: Int, using decompressor: ChunkDecompressor, cache: inout PackCache?) throws(CairnError) -> [UInt8] {
             let row = chunks[index]
+            if row.pack != nil {
+                if cache?.offset != row.offset {
+                    let (record, _) = try ArchiveReader.readRecord(descriptor, at: row.offset, fileSize: limit)
+                    guard record.type == .pack else {
+                        throw CairnError(.corrupted, "the record the manifest names as a pack is not one", path: path, offset: row.offset)
+                    }
+                    do throws(CairnError) {
+                        let pack = try PackContent.read(
+                            payload: record.payload, offset: row.offset, chunkCount: UInt64(index), using: decompressor)
+                        cache = PackCache(offset: row.offset, content: pack.content)
+                    } catch {
+                        throw error.withPath(path)
+                    }
+                }
+                guard let content = cache?.content, row.packOffset + Int(row.rawLength) <= content.count else {
+                    throw CairnError(.corrupted, "the manifest places a chunk past its pack's content", path: path, offset: row.offset)
+                }
+                return Array(content[row.packOffset..<(row.packOffset + Int(row.rawLength))])
+            }
             let (record, _) = try ArchiveReader.readRecord(descriptor, at: row.offset, fileSize: limit)
             guard record.type == .chunk, record.payload.count == ChunkRecordPrefix.length + Int(row.storedLength),
                 record.payload.count > ChunkRecordPrefix.length, record.payload[32] == row.codec.rawValue
@@ -74,9 +100,10 @@ final class ChunkPrefetcher {
                     let decompressor = ChunkDecompressor()
                     var out: [[UInt8]] = []
                     out.reserveCapacity(group.count)
+                    var cache: Source.PackCache?
                     for index in group {
                         try Task.checkCancellation()
-                        out.append(try source.decode(index, using: decompressor))
+                        out.append(try source.decode(index, using: decompressor, cache: &cache))
                     }
                     return out
                 })

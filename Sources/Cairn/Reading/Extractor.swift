@@ -23,6 +23,8 @@ public final class Extractor {
 
     /// The archive's header: options and the creator's metadata.
     public var header: ArchiveHeader { reader.header }
+    /// The archive's format version (`Spec/0001 §2`).
+    public var formatVersion: FormatVersion { reader.version }
     /// Every entry, in archive order.
     public let entries: [ArchiveEntry]
     /// Import progress in content bytes, updated during ``extractAll(to:options:)``.

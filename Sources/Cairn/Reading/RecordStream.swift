@@ -109,13 +109,30 @@ package final class RecordStream {
         /// The record as stored; for a chunk record whose payload was skipped, only its 8-byte
         /// header and 40-byte prefix.
         package var framed: [UInt8]
-        /// Whether this is a chunk record whose stored bytes were skipped (and its CRC unchecked).
+        /// Whether this is a chunk record whose stored bytes, or a pack record whose content, were
+        /// skipped (and its CRC unchecked).
         package var isPayloadSkipped = false
         /// With ``RecordStream/toleratesDamagedChunks``: the CRC failure of this chunk record.
         package var crcFailure: CairnError?
         package var payload: [UInt8] {
             if isPayloadSkipped { return Array(framed[RecordFraming.headerLength...]) }
             return Array(framed[RecordFraming.headerLength..<(framed.count - RecordFraming.trailerLength)])
+        }
+    }
+
+    /// Skipping mode: how much of a record's payload is read: a chunk record's 40-byte prefix,
+    /// a pack record's 48-byte prefix and item table (§7.5); nil for records read whole.
+    private func keptPrefixLength(of header: RecordCodec.Header) throws(CairnError) -> Int? {
+        switch header.type {
+        case .chunk?: return ChunkRecordPrefix.length
+        case .pack?:
+            guard header.length > PackRecordPrefix.length,
+                try fill(RecordFraming.headerLength + PackRecordPrefix.length)
+            else { return nil }
+            let at = start + RecordFraming.headerLength + 8
+            let table = Int(buffer[at]) | Int(buffer[at + 1]) << 8 | Int(buffer[at + 2]) << 16 | Int(buffer[at + 3]) << 24
+            return min(header.length, PackRecordPrefix.length + table)
+        default: return nil
         }
     }
 
@@ -131,12 +148,12 @@ package final class RecordStream {
         let header = try buffer.withBytes { (raw) throws(CairnError) in
             try RecordCodec.parseHeader(UnsafeRawBufferPointer(rebasing: raw[start..<(start + RecordFraming.headerLength)]), offset: offset)
         }
-        if let fileSize = skippingFileSize, header.type == .chunk, header.length > ChunkRecordPrefix.length {
-            let prefixEnd = RecordFraming.headerLength + ChunkRecordPrefix.length
+        if let fileSize = skippingFileSize, let kept = try keptPrefixLength(of: header), header.length > kept {
+            let prefixEnd = RecordFraming.headerLength + kept
             let (recordEnd, overflow) = offset.addingReportingOverflow(UInt64(header.framedLength))
             guard !overflow, recordEnd <= fileSize, try fill(prefixEnd) else {
                 throw CairnError(
-                    .truncated, "the input ends inside a chunk record of \(header.length) payload bytes", offset: offset)
+                    .truncated, "the input ends inside \(RecordType.withArticle(header.type?.name ?? "unknown")) record of \(header.length) payload bytes", offset: offset)
             }
             let framed = Array(buffer[start..<(start + prefixEnd)])
             let record = Record(offset: offset, header: header, framed: framed, isPayloadSkipped: true)

@@ -212,7 +212,7 @@ final class StreamExtractor {
             try FileSystem.setExtractedPermissions(
                 PathBytes.lastComponent(open.entry.pathBytes), in: try staging.parentDirectory(of: open.entry.pathBytes),
                 mode: open.entry.permissions, display: open.entry.path)
-            try FileSystem.setModificationTime(of: fd, nanoseconds: open.entry.modificationTime)
+            try FileSystem.setModificationTime(of: fd, time: open.entry.modificationTime)
             try fd.close()
             openFile = nil
             pending.removeAll()
@@ -428,14 +428,14 @@ final class StreamExtractor {
             let name = PathBytes.lastComponent(entry.pathBytes)
             try FileSystem.makeSymlink(name, target: entry.linkTarget, in: parent, display: entry.path)
             ExtendedAttributes.restore(entry.extendedAttributes, to: .name(name, in: parent), display: entry.path, options: options)
-            try FileSystem.setModificationTime(name, in: parent, nanoseconds: entry.modificationTime, display: entry.path)
+            try FileSystem.setModificationTime(name, in: parent, time: entry.modificationTime, display: entry.path)
         }
         for entry in directories.sorted(by: { $0.pathBytes.count > $1.pathBytes.count }) {
             ExtendedAttributes.restore(
                 entry.extendedAttributes, to: .name(entry.pathBytes, in: staging.descriptor), display: entry.path, options: options)
             try FileSystem.setExtractedPermissions(entry.pathBytes, in: staging.descriptor, mode: entry.permissions, display: entry.path)
             try FileSystem.setModificationTime(
-                entry.pathBytes, in: staging.descriptor, nanoseconds: entry.modificationTime, display: entry.path)
+                entry.pathBytes, in: staging.descriptor, time: entry.modificationTime, display: entry.path)
         }
     }
 }

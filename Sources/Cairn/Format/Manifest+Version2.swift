@@ -1,0 +1,264 @@
+/// The format 2.0 manifest (`Spec/0001-container-format.md §11`): one byte string, the *body*,
+/// split into manifest records (type 12) of at most 4 MiB each before compression, each
+/// compressed on its own (payload `codec u8 | reserved[3] | rawLength u32 | stored`).
+///
+/// Body, in order (varints and columns as in ``EntryCodec``):
+/// 1. chunk table: `count` varint; per chunk a `form` u8, then for a chunk record (form 0)
+///    `id[32]`, the offset's increase over the previous chunk record's (varint), `rawLength`,
+///    `storedLength` (varints) and `codec` u8; for a packed chunk (form 1) the pack index's
+///    increase over the previous packed chunk's and `rawLength` (varints); its place in the
+///    pack's content follows the packed chunks before it in the same pack;
+/// 2. pack table: `count` varint; per pack the offset's increase over the previous pack's,
+///    `entryCount`, `contentLength` (varints) and `contentDigest[32]`;
+/// 3. reference table: `count` varint; per reference the zigzag varint of
+///    `chunkIndex − (previous chunkIndex + 1)` (the first against −1);
+/// 4. the entries (``EntryCodec``), with for files the authoritative size;
+/// 5. per entry a location: 0 and the record offset's increase over the previous entry
+///    record's, or 1 and the pack index's increase over the previous packed entry's;
+/// 6. per file entry its reference count (varint), the references following on from the
+///    previous file's;
+/// 7. per file entry with an entry record of its own, its content digest (§8.3).
+extension Manifest {
+    /// Raw bytes per manifest record before compression.
+    package static let segmentLength = 4 * 1024 * 1024
+    /// The largest body a reader accepts: 1 GiB, and at most 256 times the stored manifest
+    /// plus 16 MiB, so a small forged manifest cannot make a reader allocate gigabytes.
+    package static let maximumBodyLength = 1 << 30
+
+    package static func maximumBodyLength(storedLength: UInt64) -> Int {
+        Int(min(UInt64(maximumBodyLength), storedLength.multipliedReportingOverflow(by: 256).partialValue &+ 16 << 20))
+    }
+
+    /// The body of the 2.0 manifest.
+    package func encodedBody() -> [UInt8] {
+        var w = ByteWriter(capacity: 64 * chunks.count + 48 * entries.count + 4 * references.count + 64)
+        w.varint(UInt64(chunks.count))
+        var previousOffset: UInt64 = 0
+        var previousPack = 0
+        for row in chunks {
+            if let pack = row.pack {
+                w.u8(1)
+                w.varint(UInt64(pack - previousPack))
+                w.varint(UInt64(row.rawLength))
+                previousPack = pack
+            } else {
+                w.u8(0)
+                w.digest(row.id)
+                w.varint(row.offset &- previousOffset)
+                w.varint(UInt64(row.rawLength))
+                w.varint(UInt64(row.storedLength))
+                w.u8(row.codec.rawValue)
+                previousOffset = row.offset
+            }
+        }
+        w.varint(UInt64(packs.count))
+        previousOffset = 0
+        for pack in packs {
+            w.varint(pack.offset &- previousOffset)
+            w.varint(UInt64(pack.entryCount))
+            w.varint(UInt64(pack.contentLength))
+            w.digest(pack.contentDigest)
+            previousOffset = pack.offset
+        }
+        w.varint(UInt64(references.count))
+        var previous: Int64 = -1
+        for reference in references {
+            w.signedVarint(Int64(reference) - (previous + 1))
+            previous = Int64(reference)
+        }
+        EntryCodec.encode(entries.lazy.map(\.entry), into: &w)
+        previousOffset = 0
+        previousPack = 0
+        for row in entries {
+            if let pack = row.pack {
+                w.varint(1)
+                w.varint(UInt64(pack - previousPack))
+                previousPack = pack
+            } else {
+                w.varint(0)
+                w.varint(row.recordOffset &- previousOffset)
+                previousOffset = row.recordOffset
+            }
+        }
+        for row in entries where row.entry.kind == .file { w.varint(row.referenceCount) }
+        for row in entries where row.entry.kind == .file && row.pack == nil { w.digest(row.contentDigest) }
+        return w.bytes
+    }
+
+    /// Frames `body` as manifest records, each segment compressed with `compressor` (stored raw
+    /// when that does not make it smaller, §7.3), appended to `out`.
+    package static func appendRecords(body: [UInt8], compressor: ChunkCompressor, to out: inout [UInt8]) {
+        var start = 0
+        while start < body.count {
+            let end = min(body.count, start + segmentLength)
+            let recordStart = RecordCodec.beginRecord(.manifest, in: &out)
+            let codecOffset = out.count
+            out.append(contentsOf: [0, 0, 0, 0])
+            withUnsafeBytes(of: UInt32(truncatingIfNeeded: end - start).littleEndian) { out.append(contentsOf: $0) }
+            let codec = body.withUnsafeBytes { raw in
+                compressor.compress(UnsafeRawBufferPointer(rebasing: raw[start..<end]), appendingTo: &out)
+            }
+            out[codecOffset] = codec.rawValue
+            RecordCodec.endRecord(startingAt: recordStart, in: &out)
+            start = end
+        }
+    }
+
+    /// Decodes one manifest record's payload into its segment of the body.
+    ///
+    /// - Throws: `.corrupted` for an unknown codec, reserved bytes, an empty or over-long
+    ///   segment, or stored bytes that do not decode to exactly `rawLength` bytes.
+    package static func decodeSegment(_ payload: [UInt8], offset: UInt64, decompressor: ChunkDecompressor) throws(CairnError) -> [UInt8] {
+        var r = ByteReader(payload, baseOffset: offset + UInt64(RecordFraming.headerLength), what: "manifest record")
+        let codecByte = try r.u8("codec")
+        guard try r.raw(3, "reserved") == [0, 0, 0] else { throw r.error("reserved bytes are not zero") }
+        let raw = Int(try r.u32("raw length"))
+        guard let codec = ChunkCodec(rawValue: codecByte) else { throw r.error("unknown codec \(codecByte)") }
+        guard raw >= 1, raw <= segmentLength else { throw r.error("segment of \(raw) bytes is outside 1 … \(segmentLength)") }
+        do throws(CairnError) {
+            return try payload.withBytes { (bytes) throws(CairnError) in
+                try decompressor.decompress(codec: codec, stored: UnsafeRawBufferPointer(rebasing: bytes[8...]), rawLength: raw)
+            }
+        } catch {
+            throw CairnError(.corrupted, "manifest record: \(error.message)", offset: offset)
+        }
+    }
+
+    /// Decodes a 2.0 manifest body, checking every row (§11.6).
+    ///
+    /// - Parameter offset: the manifest's offset, for messages.
+    /// - Throws: `.corrupted` naming the table and the problem.
+    package static func decodeBody(_ body: [UInt8], offset: UInt64) throws(CairnError) -> Manifest {
+        var r = ByteReader(body, baseOffset: offset, what: "manifest")
+        var m = Manifest()
+        // Every row takes at least one byte, so counts are bounded by the bytes left.
+        let chunkCount = try r.count("chunk count", limit: r.remaining)
+        m.chunks.reserveCapacity(chunkCount)
+        var previousOffset: UInt64 = 0
+        var previousPack = 0
+        var packedRows: [Int] = []
+        for index in 0..<chunkCount {
+            let form = try r.u8("chunk form")
+            switch form {
+            case 0:
+                let id = try r.digest("chunk id")
+                let (chunkOffset, overflow) = previousOffset.addingReportingOverflow(try r.varint("chunk offset"))
+                guard !overflow, chunkOffset > previousOffset || index == 0 else { throw r.error("chunk offsets do not increase") }
+                let raw = try r.varint("raw length", limit: UInt64(FormatLimits.maximumChunkLength))
+                let stored = try r.varint("stored length", limit: UInt64(FormatLimits.maximumRecordPayload))
+                let codecByte = try r.u8("codec")
+                guard let codec = ChunkCodec(rawValue: codecByte) else { throw r.error("unknown codec \(codecByte)") }
+                guard raw >= 1 else { throw r.error("chunk raw length 0") }
+                guard codec != .none || stored == raw else {
+                    throw r.error("uncompressed chunk row stores \(stored) bytes but declares \(raw)")
+                }
+                m.chunks.append(
+                    ChunkRow(id: id, offset: chunkOffset, rawLength: UInt32(raw), storedLength: UInt32(stored), codec: codec))
+                previousOffset = chunkOffset
+            case 1:
+                let pack = previousPack + (try r.count("pack index", limit: Int(UInt32.max)))
+                let raw = try r.varint("raw length", limit: UInt64(PackRecordPrefix.maximumSectionLength))
+                guard raw >= 1 else { throw r.error("chunk raw length 0") }
+                m.chunks.append(ChunkRow(id: .zero, offset: 0, rawLength: UInt32(raw), storedLength: 0, codec: .none, pack: pack))
+                packedRows.append(index)
+                previousPack = pack
+            default:
+                throw r.error("unknown chunk form \(form)")
+            }
+        }
+        let packCount = try r.count("pack count", limit: r.remaining)
+        previousOffset = 0
+        for index in 0..<packCount {
+            let (packOffset, overflow) = previousOffset.addingReportingOverflow(try r.varint("pack offset"))
+            guard !overflow, packOffset > previousOffset || index == 0 else { throw r.error("pack offsets do not increase") }
+            let entryCount = try r.count("pack entry count", limit: PackItemTable.maximumItems)
+            let length = try r.count("pack content length", limit: PackRecordPrefix.maximumSectionLength)
+            let digest = try r.digest("pack content digest")
+            guard entryCount >= 1 else { throw r.error("pack \(index) holds no entry") }
+            m.packs.append(
+                PackRow(offset: packOffset, entryCount: entryCount, contentLength: length, contentDigest: digest, firstEntry: 0))
+            previousOffset = packOffset
+        }
+        // Packed chunks: within the pack's content, in order, filling it exactly.
+        var filled = [Int](repeating: 0, count: m.packs.count)
+        for index in packedRows {
+            guard let pack = m.chunks[index].pack, pack < m.packs.count else {
+                throw r.error("chunk \(index) lies in pack \(m.chunks[index].pack ?? -1) of \(m.packs.count)")
+            }
+            m.chunks[index].offset = m.packs[pack].offset
+            m.chunks[index].packOffset = filled[pack]
+            filled[pack] += Int(m.chunks[index].rawLength)
+            guard filled[pack] <= m.packs[pack].contentLength else { throw r.error("the chunks of pack \(pack) overrun its content") }
+        }
+        for (pack, row) in m.packs.enumerated() where filled[pack] != row.contentLength {
+            throw r.error("the chunks of pack \(pack) fill \(filled[pack]) of its \(row.contentLength) content bytes")
+        }
+        let referenceCount = try r.count("reference count", limit: r.remaining)
+        m.references.reserveCapacity(referenceCount)
+        var previous: Int64 = -1
+        for _ in 0..<referenceCount {
+            let (value, overflow) = (previous + 1).addingReportingOverflow(try r.signedVarint("reference"))
+            guard !overflow, value >= 0, value < Int64(m.chunks.count) else {
+                throw r.error("a reference names chunk \(value) of \(m.chunks.count)")
+            }
+            m.references.append(UInt32(truncatingIfNeeded: value))
+            previous = value
+        }
+        let entries = try EntryCodec.decode(&r)
+        m.entries.reserveCapacity(entries.count)
+        previousOffset = 0
+        previousPack = 0
+        var packEntries = [Int](repeating: 0, count: m.packs.count)
+        var sawRecord = false
+        for (index, entry) in entries.enumerated() {
+            var row = EntryRow(recordOffset: 0, firstReference: 0, referenceCount: 0, contentDigest: .zero, entry: entry)
+            switch try r.u8("entry location") {
+            case 0:
+                let (recordOffset, overflow) = previousOffset.addingReportingOverflow(try r.varint("entry offset"))
+                guard !overflow, recordOffset > previousOffset || !sawRecord else { throw r.error("entry offsets do not increase") }
+                row.recordOffset = recordOffset
+                previousOffset = recordOffset
+                sawRecord = true
+            case 1:
+                let pack = previousPack + (try r.count("pack index", limit: Int(UInt32.max)))
+                guard pack < m.packs.count else { throw r.error("entry \(index) lies in pack \(pack) of \(m.packs.count)") }
+                if packEntries[pack] == 0 { m.packs[pack].firstEntry = index }
+                guard m.packs[pack].firstEntry + packEntries[pack] == index else {
+                    throw r.error("the entries of pack \(pack) are not consecutive")
+                }
+                packEntries[pack] += 1
+                row.pack = pack
+                row.recordOffset = m.packs[pack].offset
+                previousPack = pack
+            case let other:
+                throw r.error("unknown entry location \(other)")
+            }
+            m.entries.append(row)
+        }
+        for (pack, row) in m.packs.enumerated() where packEntries[pack] != row.entryCount {
+            throw r.error("pack \(pack) holds \(row.entryCount) entries, the entry table places \(packEntries[pack]) there")
+        }
+        var nextReference: UInt64 = 0
+        for index in m.entries.indices {
+            m.entries[index].firstReference = nextReference
+            guard m.entries[index].entry.kind == .file else { continue }
+            let count = try r.varint("reference count", limit: UInt64(m.references.count) - nextReference)
+            m.entries[index].referenceCount = count
+            m.entries[index].entry.chunkCount = Int(count)
+            nextReference += count
+            if m.entries[index].pack != nil {
+                guard count <= 1 else { throw r.error("the packed file \(m.entries[index].entry.path) has \(count) references") }
+            }
+        }
+        guard nextReference == UInt64(m.references.count) else {
+            throw r.error("the files use \(nextReference) of \(m.references.count) references")
+        }
+        for index in m.entries.indices where m.entries[index].entry.kind == .file && m.entries[index].pack == nil {
+            let digest = try r.digest("content digest")
+            m.entries[index].contentDigest = digest
+            m.entries[index].entry.contentDigest = digest
+        }
+        guard r.isAtEnd else { throw r.error("\(r.remaining) bytes after the last field") }
+        return m
+    }
+}
