@@ -166,7 +166,7 @@ struct ArchiverTests {
         configuration.chunking = Self.smallCDC
         let archivePath = directory.appending("stream.cairn")
         let archiver = try Archiver(writingTo: archivePath, configuration: configuration)
-        let mtime: Int64 = 1_234_567_890_123_456_789
+        let mtime: Timestamp = 1_234_567_890_123_456_789
         try await archiver.append(contentsOf: stream, pathInArchive: "streamed/data.bin", permissions: 0o640, modificationTime: mtime)
         try await archiver.appendItem(at: directory.url(appending: "source/same.bin"), pathInArchive: "file.bin")
         let properties = try await archiver.finish()
@@ -180,7 +180,7 @@ struct ArchiverTests {
         let snapshot = try TreeSnapshot(at: directory.appending("output/streamed/data.bin"))
         let node = try #require(snapshot.nodes[[]])
         #expect(node.permissions == 0o640)
-        #expect(node.modificationTime == mtime)
+        #expect(node.modificationTime == mtime.nanosecondsSinceEpoch)
         #expect(node.size == UInt64(content.count))
         let extracted = try RawFileSystem.contents(ofFile: Array(directory.appending("output/streamed/data.bin").utf8))
         #expect(extracted == content)

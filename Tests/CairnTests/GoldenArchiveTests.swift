@@ -352,13 +352,13 @@ enum GoldenArchive {
         [
             (
                 ArchiveEntry(
-                    pathBytes: Array("golden".utf8), kind: .directory, permissions: 0o755, modificationTime: mtime,
+                    pathBytes: Array("golden".utf8), kind: .directory, permissions: 0o755, modificationTime: Timestamp(nanosecondsSinceEpoch: mtime),
                     userID: 1000, groupID: 1000), nil
             ),
             (
                 ArchiveEntry(
                     pathBytes: Array("golden/data.bin".utf8), kind: .file, permissions: 0o644,
-                    modificationTime: mtime + 1, size: UInt64(contents.data.count), userID: 1000, groupID: 1000,
+                    modificationTime: Timestamp(nanosecondsSinceEpoch: mtime + 1), size: UInt64(contents.data.count), userID: 1000, groupID: 1000,
                     extendedAttributes: [.init(name: Array("user.cairn.golden".utf8), value: Array("1".utf8))]),
                 contents.data
             ),
@@ -376,17 +376,17 @@ enum GoldenArchive {
             (
                 ArchiveEntry(
                     pathBytes: Array("golden/link".utf8), kind: .symlink, permissions: 0o777,
-                    modificationTime: mtime + 2, userID: 1000, groupID: 1000, linkTarget: Array("data.bin".utf8)), nil
+                    modificationTime: Timestamp(nanosecondsSinceEpoch: mtime + 2), userID: 1000, groupID: 1000, linkTarget: Array("data.bin".utf8)), nil
             ),
             (
                 ArchiveEntry(
                     pathBytes: Array("golden/hard".utf8), kind: .hardLink, permissions: 0o644,
-                    modificationTime: mtime + 1, userID: 1000, groupID: 1000,
+                    modificationTime: Timestamp(nanosecondsSinceEpoch: mtime + 1), userID: 1000, groupID: 1000,
                     linkTarget: Array("golden/data.bin".utf8)), nil
             ),
             (
                 ArchiveEntry(
-                    pathBytes: nonUTF8Name, kind: .file, permissions: 0o640, modificationTime: mtime + 3,
+                    pathBytes: nonUTF8Name, kind: .file, permissions: 0o640, modificationTime: Timestamp(nanosecondsSinceEpoch: mtime + 3),
                     size: UInt64(smallText.count), userID: 4_000_000_000, groupID: 1000), smallText
             ),
         ]

@@ -342,9 +342,12 @@ struct HostileArchiveTests {
         case .fileEnd:
             at = firstFileEnd.offset
             bytes = try Self.inserting(empty, at: at, in: original)
-        case .manifestChunks, .manifestReferences, .manifestEntries:
+        case .manifestChunks, .manifestReferences, .manifestEntries, .manifest:
             at = manifestOffset
             bytes = try Self.inserting(empty, at: at, in: original, intoManifest: true)
+        case .pack:
+            at = firstEntry.offset
+            bytes = try Self.inserting(empty, at: at, in: original)
         }
         let path = try Self.write(bytes, "zero.cairn", in: directory)
 

@@ -16,6 +16,9 @@ package final class ArchiveWriter {
     private var chain = RecordChain()
     /// Compresses pack item tables (small, so on this thread) with the archive's codec.
     private let tableCompressor: ChunkCompressor
+    /// Whether the manifest is compressed: not in an archive whose header says it is not
+    /// compressible.
+    private let manifestCompressible: Bool
     private var commitSequence: UInt64 = 0
     /// The state after the last commit with no file open: where ``rewindToBoundary()`` goes.
     private(set) package var boundary: Boundary?
@@ -51,6 +54,7 @@ package final class ArchiveWriter {
     package init(header: ArchiveHeader) throws(CairnError) {
         try header.validate()
         tableCompressor = ChunkCompressor(method: header.isCompressible ? header.compression : .none)
+        manifestCompressible = header.isCompressible
         output.reserveCapacity(1 << 20)
         output.append(contentsOf: Prelude.bytes)
         try chain.add(recordBytes: Prelude.bytes)
@@ -138,6 +142,7 @@ package final class ArchiveWriter {
     /// `state.offset`. If the commit was inside a file, that file is open and takes chunks.
     package init(recovering state: RecoveredState, header: ArchiveHeader) throws(CairnError) {
         tableCompressor = ChunkCompressor(method: header.isCompressible ? header.compression : .none)
+        manifestCompressible = header.isCompressible
         output.reserveCapacity(1 << 20)
         takenBytes = state.offset
         manifest = state.manifest
@@ -428,7 +433,7 @@ package final class ArchiveWriter {
             guard openEntry == nil else { throw CairnError(.invalidArgument, "a file entry is still open") }
             manifestStart = offset
             var records: [UInt8] = []
-            Manifest.appendRecords(body: manifest.encodedBody(), compressor: ChunkCompressor(method: Self.manifestCompression), to: &records)
+            manifest.encode(into: &records, compressible: manifestCompressible)
             manifestRecords = records
         }
         // One manifest record per call, so the caller can take each before the next is copied.

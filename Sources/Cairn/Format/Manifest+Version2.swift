@@ -262,3 +262,13 @@ extension Manifest {
         return m
     }
 }
+
+extension Manifest {
+    /// Appends the 2.0 manifest records (§11) to `out`, compressed as the reference writer
+    /// compresses them: with zstd (``ArchiveWriter/manifestCompression``), or stored raw when
+    /// `compressible` is false (the header's `isCompressible`).
+    package func encode(into out: inout [UInt8], compressible: Bool = true) {
+        let method = compressible ? ArchiveWriter.manifestCompression : .none
+        Manifest.appendRecords(body: encodedBody(), compressor: ChunkCompressor(method: method), to: &out)
+    }
+}
