@@ -33,7 +33,7 @@ enum DiffCommand {
         let extractor = try Extractor(path: archive)
         defer { extractor.close() }
         let differences = try ArchiveDiff.compare(
-            entries: extractor.entries, chunking: extractor.header.chunking, with: args.operands[1])
+            entries: try extractor.entriesWithContentDigests(), chunking: extractor.header.chunking, with: args.operands[1])
         if args.flag("--json") {
             let objects = differences.map { difference -> String in
                 Output.json([

@@ -18,8 +18,9 @@ enum ListCommand {
         defer { extractor.close() }
         if args.flag("--json") {
             var lines = ["["]
-            for (i, entry) in extractor.entries.enumerated() {
-                let comma = i + 1 < extractor.entries.count ? "," : ""
+            let entries = try extractor.entriesWithContentDigests()
+            for (i, entry) in entries.enumerated() {
+                let comma = i + 1 < entries.count ? "," : ""
                 lines.append(Output.json(Self.json(entry)) + comma)
             }
             lines.append("]")

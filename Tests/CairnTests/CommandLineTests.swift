@@ -79,7 +79,9 @@ struct CommandLineTests {
         #expect(byPath["tree/link"]?["target"] as? String == "a.txt")
         #expect((byPath["tree/big.bin"]?["chunkCount"] as? NSNumber)?.intValue ?? 0 > 1)
         #expect((byPath["tree/big.bin"]?["size"] as? NSNumber)?.intValue == SampleTree.bigLength)
-        #expect((byPath["tree/big.bin"]?["mtimeNanoseconds"] as? NSNumber)?.int64Value == SampleTree.mtime + 2)
+        let mtime = Timestamp(nanosecondsSinceEpoch: SampleTree.mtime + 2)
+        #expect((byPath["tree/big.bin"]?["mtimeSeconds"] as? NSNumber)?.int64Value == mtime.seconds)
+        #expect((byPath["tree/big.bin"]?["mtimeNanoseconds"] as? NSNumber)?.uint32Value == mtime.nanoseconds)
         // Each entry is on its own line between the brackets.
         #expect(result.stdoutLines.count == tree.expectedListing.count + 2)
     }

@@ -128,7 +128,7 @@ struct DiffCommandTests {
         let extractor = try Extractor(path: archive)
         defer { extractor.close() }
         let chunker = Chunker(policy: extractor.header.chunking)
-        for entry in extractor.entries {
+        for entry in try extractor.entriesWithContentDigests() {
             let file = try FileDescriptor.open(work.appending(entry.path), flags: O_RDONLY)
             defer { _ = try? file.close() }
             let local = try ArchiveDiff.contentDigest(of: file, chunker: chunker)
@@ -140,7 +140,7 @@ struct DiffCommandTests {
         bytes[0] ^= 1
         unlink(work.appending("f70001"))
         try RawFileSystem.writeFile(Array(work.appending("f70001").utf8), bytes)
-        let differences = try ArchiveDiff.compare(entries: extractor.entries, chunking: extractor.header.chunking, with: Array(work.path.utf8))
+        let differences = try ArchiveDiff.compare(entries: try extractor.entriesWithContentDigests(), chunking: extractor.header.chunking, with: Array(work.path.utf8))
         #expect(differences.filter { $0.change == .modified && $0.aspects.contains(.content) }.map(\.path) == [Array("f70001".utf8)])
     }
 

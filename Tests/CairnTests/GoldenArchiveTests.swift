@@ -19,23 +19,12 @@ import Cairn
 struct GoldenArchiveTests {
     // MARK: (a) the writer reproduces the fixture byte for byte
 
-    @Test("writing the golden archive again gives exactly the fixture's bytes")
-    func writerReproducesFixture() throws {
-        let produced = try GoldenArchive.make()
-        if ProcessInfo.processInfo.environment["CAIRN_UPDATE_GOLDEN"] == "1" {
-            try Data(produced).write(to: GoldenArchive.sourceFixtureURL, options: .atomic)
-            print("wrote \(produced.count) bytes to \(GoldenArchive.sourceFixtureURL.path); rebuild to refresh the bundle copy")
-            return
-        }
-        let fixture = try GoldenArchive.fixtureBytes()
-        // Compared without `#expect(a == b)`, which would print 140 KB of bytes.
-        let sizeMatches = produced.count == fixture.count
-        #expect(sizeMatches, "archive size changed: \(produced.count) bytes, fixture \(fixture.count)")
-        if let first = zip(produced, fixture).enumerated().first(where: { $0.element.0 != $0.element.1 }) {
-            Issue.record(
-                "the writer's output differs from Fixtures/golden-v1.cairn first at offset \(first.offset) (0x\(String(first.offset, radix: 16))): the format changed. If intended, regenerate with CAIRN_UPDATE_GOLDEN=1"
-            )
-        }
+    @Test("the 1.0 fixture is the one written by the 1.0 writer (its SHA-256 is pinned; this writer writes 2.0)")
+    func fixtureIsPinned() throws {
+        // Format 1.0 is read, no longer written: the fixture, produced by the 1.0 writer from
+        // `make()`'s inputs, must stay exactly as it was, so every 1.x reader path keeps a test.
+        let digest = try SHA256.hash(try GoldenArchive.fixtureBytes()).hexString
+        #expect(digest == "cd3ceff906442ad36c1753069ba98c21fe4b16764574fe8b1c42a5805c6f03f7")
     }
 
     @Test("the writer is deterministic (Spec §9): two runs give the same bytes")

@@ -78,6 +78,7 @@ struct HostileArchiveTests {
     /// Recomputes every commit's chain digest and the footer's (§10.3, §12.2), and their CRCs,
     /// so an archive whose bytes were edited on purpose passes the chain again.
     static func rechain(_ bytes: inout [UInt8]) throws {
+        if bytes.count > 8, bytes[8] >= 2 { return try rechainVersion2(&bytes) }
         var previous = [UInt8](repeating: 0, count: 32)
         var segmentStart = 0
         // Only well-formed commits and footers carry a chain digest (a hostile one is left as is).
@@ -94,6 +95,26 @@ struct HostileArchiveTests {
             recomputeCRC(&bytes, at: record.offset)
             previous = digest
             segmentStart = record.offset
+        }
+    }
+
+    /// ``rechain(_:)`` for format 2.0: the chain over record digests (§10.3).
+    static func rechainVersion2(_ bytes: inout [UInt8]) throws {
+        let chain = RecordChain()
+        try chain.add(recordBytes: Array(bytes[0..<Prelude.length]))
+        for record in records(bytes) where record.end <= bytes.count {
+            let isCommit = record.type == RecordType.commit.rawValue && record.length == 88
+            let isFooter = record.type == RecordType.footer.rawValue && record.length == Footer.payloadLength
+            guard isCommit || isFooter else {
+                try chain.add(recordBytes: Array(bytes[record.offset..<record.end]))
+                continue
+            }
+            let digest = try chain.finalize()
+            let field = record.offset + 8 + (isCommit ? 56 : 88)
+            bytes.replaceSubrange(field..<(field + 32), with: digest.bytes)
+            recomputeCRC(&bytes, at: record.offset)
+            chain.prime(digest)
+            try chain.add(recordBytes: Array(bytes[record.offset..<record.end]))
         }
     }
 
@@ -121,21 +142,14 @@ struct HostileArchiveTests {
             put64(UInt64(manifestLength + record.count), into: &footer, at: 8)
         } else {
             precondition(position <= manifestOffset)
-            var manifest = Manifest()
-            var offset = 0
-            while offset < manifestBytes.count {
-                guard let type = RecordType(rawValue: manifestBytes[offset]) else {
-                    throw CairnError(.corrupted, "not a manifest record", offset: UInt64(manifestOffset + offset))
-                }
-                let length = Int(u32(manifestBytes, offset + 4))
-                try manifest.add(
-                    type, payload: Array(manifestBytes[(offset + 8)..<(offset + 8 + length)]),
-                    offset: UInt64(manifestOffset + offset))
-                offset += 12 + length
-            }
+            var (manifest, _) = try Manifest.decode(
+                region: manifestBytes, offset: UInt64(manifestOffset), version: try Prelude.parse(Array(archive[0..<12])))
             let shift = UInt64(record.count)
             for index in manifest.chunks.indices where manifest.chunks[index].offset >= UInt64(position) {
                 manifest.chunks[index].offset += shift
+            }
+            for index in manifest.packs.indices where manifest.packs[index].offset >= UInt64(position) {
+                manifest.packs[index].offset += shift
             }
             for index in manifest.entries.indices where manifest.entries[index].recordOffset >= UInt64(position) {
                 manifest.entries[index].recordOffset += shift
@@ -569,24 +583,24 @@ struct HostileArchiveTests {
         #expect(prefix?.code == .corrupted)
     }
 
-    @Test("major version 2 is unsupportedVersion, naming both numbers, for open, verify and verifyPrefix")
-    func majorVersionTwo() async throws {
+    @Test("major version 3 is unsupportedVersion, naming both numbers, for open, verify and verifyPrefix")
+    func majorVersionThree() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         var bytes = try Self.smallArchive()
-        bytes[8] = 2
+        bytes[8] = 3
         try Self.rechain(&bytes)  // only the version may be wrong
-        let path = try Self.write(bytes, "v2.cairn", in: directory)
+        let path = try Self.write(bytes, "v3.cairn", in: directory)
         let open = #expect(throws: CairnError.self) { _ = try Extractor(path: path) }
         #expect(open?.code == .unsupportedVersion)
-        #expect(open?.message.contains("2.0") == true, "\(String(describing: open))")
+        #expect(open?.message.contains("3.0") == true, "\(String(describing: open))")
         let verify = await Self.verifyError(path)
         #expect(verify?.code == .unsupportedVersion)
         let prefix = await #expect(throws: CairnError.self) { _ = try await Extractor.verifyPrefix(atPath: path) }
         #expect(prefix?.code == .unsupportedVersion)
     }
 
-    @Test("minor version 9 of major 1 opens, verifies and extracts (§2.2 rule 4)")
+    @Test("minor version 9 of major 2 opens, verifies and extracts (§2.2 rule 4)")
     func minorVersionNine() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

@@ -33,15 +33,9 @@ struct OneMeaningTests {
         let footer = Hostile.footerPayload(archive)
         let offset = Int(Hostile.u64(footer, 0))
         let length = Int(Hostile.u64(footer, 8))
-        var manifest = Manifest()
-        var position = offset
-        while position < offset + length {
-            let type = try #require(RecordType(rawValue: archive[position]))
-            let payloadLength = Int(Hostile.u32(archive, position + 4))
-            try manifest.add(type, payload: Array(archive[(position + 8)..<(position + 8 + payloadLength)]), offset: UInt64(position))
-            position += 12 + payloadLength
-        }
-        return manifest
+        return try Manifest.decode(
+            region: Array(archive[offset..<(offset + length)]), offset: UInt64(offset), version: try Prelude.parse(Array(archive[0..<12]))
+        ).0
     }
 
     /// `archive` with its manifest replaced by `edit`ed copy: the footer (manifest length and

@@ -272,3 +272,55 @@ extension Manifest {
         Manifest.appendRecords(body: encodedBody(), compressor: ChunkCompressor(method: method), to: &out)
     }
 }
+
+extension Manifest {
+    /// Decodes a manifest region: the records from `offset` up to the footer, held in
+    /// `region`, as the footer describes them (§11, §12). Checks every record's framing and
+    /// CRC-32, then decodes the 1.x tables or the 2.0 body.
+    ///
+    /// - Returns: the manifest and the SHA-256 of the region (the footer's `manifestDigest`).
+    /// - Throws: `.corrupted` for a record that is not a manifest record of `version` or fails
+    ///   its checks, `.limitExceeded` for a 2.0 body over its limit.
+    package static func decode(region: [UInt8], offset: UInt64, version: FormatVersion) throws(CairnError) -> (Manifest, Digest) {
+        var manifest = Manifest()
+        var body: [UInt8] = []
+        let bodyLimit = maximumBodyLength(storedLength: UInt64(region.count))
+        let decompressor = ChunkDecompressor()
+        var position = 0
+        while position < region.count {
+            let at = offset + UInt64(position)
+            guard region.count - position >= RecordFraming.overhead else {
+                throw CairnError(.truncated, "the manifest ends inside a record", offset: at)
+            }
+            let header = try region.withBytes { (raw) throws(CairnError) in
+                try RecordCodec.parseHeader(UnsafeRawBufferPointer(rebasing: raw[position..<(position + RecordFraming.headerLength)]), offset: at)
+            }
+            guard header.framedLength <= region.count - position else {
+                throw CairnError(.truncated, "a manifest record runs past the manifest", offset: at)
+            }
+            let end = position + header.framedLength
+            try region.withBytes { (raw) throws(CairnError) in
+                try RecordCodec.checkCRC(UnsafeRawBufferPointer(rebasing: raw[position..<end]), offset: at)
+            }
+            let payload = Array(region[(position + RecordFraming.headerLength)..<(end - RecordFraming.trailerLength)])
+            guard let type = header.type else {
+                throw CairnError(.corrupted, "unknown record type \(header.typeByte) in the manifest", offset: at)
+            }
+            if version.isVersion1 {
+                try manifest.add(type, payload: payload, offset: at)
+            } else {
+                guard type == .manifest else {
+                    throw CairnError(.corrupted, "\(RecordType.withArticle(type.name)) record in the manifest", offset: at)
+                }
+                let segment = try decodeSegment(payload, offset: at, decompressor: decompressor)
+                guard body.count + segment.count <= bodyLimit else {
+                    throw CairnError(.limitExceeded, "the manifest decompresses to more than \(bodyLimit) bytes", offset: at)
+                }
+                body.append(contentsOf: segment)
+            }
+            position = end
+        }
+        if !version.isVersion1, !region.isEmpty { manifest = try decodeBody(body, offset: offset) }
+        return (manifest, try SHA256.hash(region))
+    }
+}

@@ -232,42 +232,19 @@ package final class ArchiveReader {
         else {
             throw CairnError(.corrupted, "footer counts do not fit the manifest's size", offset: footerOffset)
         }
-        var manifest = Manifest()
-        let hasher = SHA256()
-        var offset = footer.manifestOffset
-        var body: [UInt8] = []
-        let bodyLimit = Manifest.maximumBodyLength(storedLength: footer.manifestLength)
-        let decompressor = ChunkDecompressor()
-        while offset < end {
-            let (record, next) = try readRecord(fd, at: offset, fileSize: end)
-            hasher.update(record.framed)
-            guard let type = record.type else {
-                throw CairnError(.corrupted, "unknown record type \(record.typeByte) in the manifest", offset: offset)
-            }
-            if version.isVersion1 {
-                try manifest.add(type, payload: record.payload, offset: offset)
-            } else {
-                guard type == .manifest else {
-                    throw CairnError(.corrupted, "\(RecordType.withArticle(type.name)) record in the manifest", offset: offset)
-                }
-                let segment = try Manifest.decodeSegment(record.payload, offset: offset, decompressor: decompressor)
-                guard body.count + segment.count <= bodyLimit else {
-                    throw CairnError(.limitExceeded, "the manifest decompresses to more than \(bodyLimit) bytes", offset: offset)
-                }
-                body.append(contentsOf: segment)
-            }
-            offset = next
+        var region = [UInt8](repeating: 0, count: Int(footer.manifestLength))
+        let got = try region.withMutableBytes { (raw) throws(CairnError) in
+            try fd.read(fromAbsoluteOffset: footer.manifestOffset, into: raw)
         }
-        guard try hasher.finalize() == footer.manifestDigest else {
+        guard got == region.count else { throw CairnError(.truncated, "the manifest is cut off", offset: footer.manifestOffset) }
+        let (manifest, digest) = try Manifest.decode(region: region, offset: footer.manifestOffset, version: version)
+        guard digest == footer.manifestDigest else {
             throw CairnError(.checksumMismatch, "the manifest does not match the footer's SHA-256", offset: footer.manifestOffset)
-        }
-        if !version.isVersion1, footer.manifestLength > 0 {
-            manifest = try Manifest.decodeBody(body, offset: footer.manifestOffset)
         }
         guard UInt64(manifest.chunks.count) == footer.chunkCount, UInt64(manifest.references.count) == footer.referenceCount,
             UInt64(manifest.entries.count) == footer.entryCount
         else {
-            throw CairnError(.corrupted, "manifest table sizes do not match the footer", offset: footer.manifestOffset)
+            throw CairnError(.corrupted, "the footer's counts do not match the manifest's tables", offset: footerOffset)
         }
         for row in manifest.entries where row.entry.kind == .file {
             var total: UInt64 = 0

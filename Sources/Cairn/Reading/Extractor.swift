@@ -57,6 +57,31 @@ public final class Extractor {
         return entries.first { $0.pathBytes == bytes }
     }
 
+    /// ``entries`` with every file's content digest (`Spec/0001 §8.3`: SHA-256 over its chunk
+    /// ids), including packed files, whose digest the manifest does not hold: their packs are
+    /// read, decompressed and checked (each once) to hash their chunks. For `diff` and
+    /// `list --json`.
+    ///
+    /// - Throws: `CairnError` when a pack cannot be read or fails its checks.
+    package func entriesWithContentDigests() throws(CairnError) -> [ArchiveEntry] {
+        let manifest = reader.manifest
+        let source = ChunkPrefetcher.Source(
+            descriptor: reader.descriptor, path: reader.path, chunks: manifest.chunks, limit: reader.footer.manifestOffset)
+        let decompressor = ChunkDecompressor()
+        var cache: ChunkPrefetcher.Source.PackCache?
+        var result = entries
+        for (index, row) in manifest.entries.enumerated() where row.entry.kind == .file && row.pack != nil {
+            let hasher = SHA256()
+            for reference in reader.references(ofEntry: index) {
+                let chunk = manifest.chunks[Int(reference)]
+                let id = chunk.pack == nil ? chunk.id : try SHA256.hash(try source.decode(Int(reference), using: decompressor, cache: &cache))
+                id.withUnsafeBytes { hasher.update($0) }
+            }
+            result[index].contentDigest = try hasher.finalize()
+        }
+        return result
+    }
+
     /// Totals from the footer.
     public var summary: ArchiveSummary {
         let footer = reader.footer
