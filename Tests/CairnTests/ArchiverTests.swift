@@ -438,28 +438,6 @@ struct ArchiverTests {
         }
     }
 
-    @Test("a FIFO in the tree produces a warning naming it and the rest is archived")
-    func fifoWarns() async throws {
-        var tree = Self.sampleTree(seed: 21)
-        tree.fifo("docs/pipe", mode: 0o600)
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        try tree.materialize(at: directory.appending("tree"))
-        let (_, properties) = try await RoundTrip.archive(path: directory.appending("tree"), to: directory.appending("a.cairn"))
-        #expect(properties.warnings.count == 1)
-        let warning = try #require(properties.warnings.first)
-        #expect(warning.code == .unsupportedFileType)
-        #expect(warning.path?.hasSuffix("tree/docs/pipe") == true, "\(warning)")
-        let extractor = try Extractor(path: directory.appending("a.cairn"))
-        defer { extractor.close() }
-        try await extractor.extractAll(to: directory.url(appending: "output"))
-        var source = try TreeSnapshot(at: directory.appending("tree"))
-        source.nodes[Array("docs/pipe".utf8)] = nil
-        // Extraction sets directory times after the contents; the FIFO's absence is the only difference.
-        let extracted = try TreeSnapshot(at: directory.appending("output/tree"))
-        #expect(source == extracted, "\(source.diff(extracted))")
-    }
-
     @Test(
         "an unreadable file produces a warning naming it and the rest is archived",
         .enabled(if: getuid() != 0, "running as root: permission bits do not stop root from reading a file"))

@@ -358,23 +358,6 @@ struct CommandLineTests {
     }
 
     // MARK: Warnings
-
-    @Test("a FIFO in the tree is skipped with a warning naming it; exit status 3")
-    func fifoWarning() throws {
-        let work = try Scratch()
-        let tree = try SampleTree.make(in: work.path("src"))
-        let fifo = tree.root + "/pipe"
-        try RawFS.check(mkfifo(fifo, 0o644), "mkfifo", fifo)
-        let archive = work.path("tree.cairn")
-        let result = try CLI.run(["create", "-o", archive, "tree"], in: work.path("src"))
-        #expect(result.status == 3, "\(result.stderr)")
-        #expect(result.stderr.contains("warning"), "\(result.stderr)")
-        #expect(result.stderr.contains("tree/pipe"), "\(result.stderr)")
-        // The archive is complete and holds everything but the FIFO.
-        #expect(try CLI.run(["verify", archive]).status == 0)
-        let list = try CLI.run(["list", archive])
-        #expect(list.stdoutLines == tree.expectedListing)
-    }
 }
 
 // MARK: - Running the executable

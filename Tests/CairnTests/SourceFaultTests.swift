@@ -275,7 +275,7 @@ struct SourceFaultTests {
     }
 
     @Test(
-        "character and block devices are skipped with an unsupportedFileType warning naming each",
+        "character and block devices are archived as entries with their device numbers (format 2.0), without warnings",
         .enabled(if: getuid() == 0, "mknod(2) of a device needs root"))
     func devicesWarn() async throws {
         let directory = try TemporaryDirectory()
@@ -292,12 +292,14 @@ struct SourceFaultTests {
             return
         }
         let (_, properties) = try await RoundTrip.archive(path: directory.appending("tree"), to: directory.appending("a.cairn"))
-        #expect(properties.warnings.map(\.code) == [.unsupportedFileType, .unsupportedFileType], "\(properties.warnings)")
-        // Names in byte order: loop-like, then null-like.
-        #expect(properties.warnings.map(\.path) == [block, character])
+        #expect(properties.warnings.isEmpty, "\(properties.warnings)")
         let extractor = try Extractor(path: directory.appending("a.cairn"))
         defer { extractor.close() }
-        #expect(extractor.entries.map(\.path) == ["tree", "tree/a.txt"])
+        // Names in byte order: loop-like, then null-like.
+        #expect(extractor.entries.map(\.path) == ["tree", "tree/a.txt", "tree/loop-like", "tree/null-like"])
+        #expect(extractor.entries.map(\.kind) == [.directory, .file, .blockDevice, .characterDevice])
+        #expect(extractor.entries[2].device == ArchiveEntry.Device(major: 7, minor: 0))
+        #expect(extractor.entries[3].device == ArchiveEntry.Device(major: 1, minor: 3))
     }
 
     // MARK: - Content and metadata edge cases

@@ -365,6 +365,17 @@ struct ItemProducer {
             {
                 state.hardLinks[key] = archivePath
             }
+        case .fifo, .characterDevice, .blockDevice:
+            // Recorded as entries (format 2.0), as tar does; sockets are not (below).
+            if state.committed[archivePath] != nil { return }
+            try claim(archivePath)
+            let attributes = extendedAttributes(of: .name(name, in: parent), display: display)
+            let kind: ArchiveEntry.Kind =
+                status.kind == .fifo ? .fifo : status.kind == .characterDevice ? .characterDevice : .blockDevice
+            var entry = ArchiveEntry(pathBytes: archivePath, kind: kind, status: status, extendedAttributes: attributes)
+            if kind.isDevice { entry.device = SpecialFiles.split(status.specialDevice) }
+            try await prepareForItem(packable: true)
+            try await emit(.entry(entry))
         default:
             warn(CairnError(.unsupportedFileType, "\(status.kind.pluralDescription) are not archived; skipped", path: display))
         }

@@ -31,6 +31,8 @@ package struct FileStatus: Sendable, Equatable {
     package var permissions: UInt32
     package var size: UInt64
     package var device: UInt64
+    /// For a device node, the device it stands for (`st_rdev`); 0 otherwise.
+    package var specialDevice: UInt64
     package var inode: UInt64
     package var linkCount: UInt64
     package var userID: UInt32
@@ -54,6 +56,7 @@ package struct FileStatus: Sendable, Equatable {
         permissions = UInt32(st.st_mode & 0o7777)
         size = UInt64(clamping: st.st_size)
         device = UInt64(st.st_dev)
+        specialDevice = UInt64(st.st_rdev)
         inode = UInt64(st.st_ino)
         linkCount = UInt64(st.st_nlink)
         userID = st.st_uid

@@ -186,6 +186,11 @@ extension Extractor {
                 }
             case .symlink:
                 symlinks.append(entry)
+            case .fifo, .characterDevice, .blockDevice:
+                let parent = try staging.parentDirectory(of: entry.pathBytes)
+                if try SpecialFiles.make(entry, named: name, in: parent, options: options) {
+                    try SpecialFiles.finish(entry, named: name, in: parent, options: options)
+                }
             default:
                 throw CairnError(.unsupportedFileType, "entry kind \(entry.kind) cannot be extracted", path: display)
             }
@@ -199,15 +204,14 @@ extension Extractor {
             let name = PathBytes.lastComponent(entry.pathBytes)
             try FileSystem.makeSymlink(name, target: entry.linkTarget, in: parent, display: entry.path)
             ExtendedAttributes.restore(entry.extendedAttributes, to: .name(name, in: parent), display: entry.path, options: options)
-            try FileSystem.setModificationTime(name, in: parent, time: entry.modificationTime, display: entry.path)
+            try SpecialFiles.setModificationTime(entry, named: name, in: parent, options: options)
         }
         // Directory modes and times last, deepest first, after their contents are complete.
         for (path, entry) in directories.sorted(by: { $0.path.count > $1.path.count }) {
             ExtendedAttributes.restore(
                 entry.extendedAttributes, to: .name(path, in: staging.descriptor), display: entry.path, options: options)
             try FileSystem.setExtractedPermissions(path, in: staging.descriptor, mode: entry.permissions, display: entry.path)
-            try FileSystem.setModificationTime(
-                path, in: staging.descriptor, time: entry.modificationTime, display: entry.path)
+            try SpecialFiles.setModificationTime(entry, named: path, in: staging.descriptor, options: options)
         }
     }
 
@@ -251,7 +255,7 @@ extension Extractor {
             ExtendedAttributes.restore(
                 contentRow.entry.extendedAttributes, to: .descriptor(file), display: entry.path, options: options)
             try FileSystem.setExtractedPermissions(name, in: parent, mode: entry.permissions, display: entry.path)
-            try FileSystem.setModificationTime(of: file, time: entry.modificationTime)
+            try SpecialFiles.setModificationTime(of: file, entry, options: options)
         } catch {
             _ = try? file.close()
             throw error

@@ -212,7 +212,7 @@ final class StreamExtractor {
             try FileSystem.setExtractedPermissions(
                 PathBytes.lastComponent(open.entry.pathBytes), in: try staging.parentDirectory(of: open.entry.pathBytes),
                 mode: open.entry.permissions, display: open.entry.path)
-            try FileSystem.setModificationTime(of: fd, time: open.entry.modificationTime)
+            try SpecialFiles.setModificationTime(of: fd, open.entry, options: options)
             try fd.close()
             openFile = nil
             pending.removeAll()
@@ -280,6 +280,11 @@ final class StreamExtractor {
             }
         case .symlink:
             symlinks.append(entry)
+        case .fifo, .characterDevice, .blockDevice:
+            let parent = try staging.parentDirectory(of: entry.pathBytes)
+            if try SpecialFiles.make(entry, named: name, in: parent, options: options) {
+                try SpecialFiles.finish(entry, named: name, in: parent, options: options)
+            }
         default:
             throw CairnError(.unsupportedFileType, "entry kind \(entry.kind) cannot be extracted", path: entry.path)
         }
@@ -428,14 +433,13 @@ final class StreamExtractor {
             let name = PathBytes.lastComponent(entry.pathBytes)
             try FileSystem.makeSymlink(name, target: entry.linkTarget, in: parent, display: entry.path)
             ExtendedAttributes.restore(entry.extendedAttributes, to: .name(name, in: parent), display: entry.path, options: options)
-            try FileSystem.setModificationTime(name, in: parent, time: entry.modificationTime, display: entry.path)
+            try SpecialFiles.setModificationTime(entry, named: name, in: parent, options: options)
         }
         for entry in directories.sorted(by: { $0.pathBytes.count > $1.pathBytes.count }) {
             ExtendedAttributes.restore(
                 entry.extendedAttributes, to: .name(entry.pathBytes, in: staging.descriptor), display: entry.path, options: options)
             try FileSystem.setExtractedPermissions(entry.pathBytes, in: staging.descriptor, mode: entry.permissions, display: entry.path)
-            try FileSystem.setModificationTime(
-                entry.pathBytes, in: staging.descriptor, time: entry.modificationTime, display: entry.path)
+            try SpecialFiles.setModificationTime(entry, named: entry.pathBytes, in: staging.descriptor, options: options)
         }
     }
 }
