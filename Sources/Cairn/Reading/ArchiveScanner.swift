@@ -23,6 +23,9 @@ package final class ArchiveScanner {
         /// A chunk record whose prefix checked; with `emittingChunkPayloads`, its payload (prefix
         /// and stored bytes) for the caller to decode and verify, else nil.
         case chunk(id: Digest, payload: [UInt8]?, offset: UInt64)
+        /// With `emittingChunkPayloads`: an inline chunk of a pack (§7.5), its bytes already
+        /// decompressed and checked (through the pack's content digest), so they need no task.
+        case packedChunk(id: Digest, bytes: [UInt8], offset: UInt64)
         /// The next pieces of the open file, in order.
         case references(entryIndex: Int, [ChunkReference])
         /// The open file is complete and its size and digest are verified.
@@ -491,15 +494,9 @@ package final class ArchiveScanner {
                 if let content {
                     id = inlineIDs[nextInline]
                     nextInline += 1
-                    var synthetic: [UInt8]?
                     if emitsChunkPayloads {
-                        var bytes: [UInt8] = []
-                        bytes.reserveCapacity(ChunkRecordPrefix.length + length)
-                        ChunkRecordPrefix(id: id, codec: .none, rawLength: length).encode(into: &bytes)
-                        bytes.append(contentsOf: content[position..<(position + length)])
-                        synthetic = bytes
+                        events.append(.packedChunk(id: id, bytes: Array(content[position..<(position + length)]), offset: offset))
                     }
-                    events.append(.chunk(id: id, payload: synthetic, offset: offset))
                 }
                 chunkIndex = expected.chunks.count
                 expected.chunks.append(

@@ -14,7 +14,9 @@ final class StreamExtractor {
     private let options: ExtractionOptions
     private let progress: Progress?
     /// Chunk contents are decoded and checked by detached tasks (every core), structure here.
-    private let scanner = ArchiveScanner(emittingChunkPayloads: true)
+    /// Checks every record; with a seekable archive's manifest, each row as its records arrive
+    /// (so the manifest at the end is not decoded a second time).
+    private let scanner: ArchiveScanner
 
     /// Where a chunk's bytes were first written: staged path (or, for a file that
     /// `--strip-components` drops, its unnamed scratch file), offset, length.
@@ -27,6 +29,8 @@ final class StreamExtractor {
     private var checkedTopLevelNames: Set<[UInt8]> = []
     /// Chunks seen since the last references record, being decoded and checked.
     private var pending: [Digest: Task<[UInt8], any Error>] = [:]
+    /// Inline chunks of the current pack, checked by the scanner: held until their reference.
+    private var verified: [Digest: [UInt8]] = [:]
     /// The file being written, with its destination path (its path after `stripComponents`, or
     /// nil for a dropped file written to a scratch file); `fd` is nil while skipping a file an
     /// interrupted run completed.
@@ -68,6 +72,7 @@ final class StreamExtractor {
         manifest: Manifest? = nil
     ) throws(CairnError) {
         self.manifest = manifest
+        self.scanner = ArchiveScanner(emittingChunkPayloads: true, checkingAgainst: manifest)
         self.staging = staging
         self.options = options
         self.progress = progress
@@ -192,6 +197,8 @@ final class StreamExtractor {
                 }
                 return out
             }
+        case .packedChunk(let id, let bytes, _):
+            verified[id] = bytes
         case .references(_, let references):
             try await write(references)
         case .fileEnd(_, let size):
@@ -206,6 +213,7 @@ final class StreamExtractor {
             guard let fd = open.fd, !open.scratch else {
                 openFile = nil
                 pending.removeAll()
+                verified.removeAll()
                 return
             }
             ExtendedAttributes.restore(open.entry.extendedAttributes, to: .descriptor(fd), display: open.entry.path, options: options)
@@ -216,6 +224,7 @@ final class StreamExtractor {
             try fd.close()
             openFile = nil
             pending.removeAll()
+            verified.removeAll()
         case .chunk(_, nil, _):
             break  // not produced: this scanner emits payloads
         case .commit(_, let commit):
@@ -350,6 +359,7 @@ final class StreamExtractor {
                 if let task = pending.removeValue(forKey: reference.id), SparseWriter.isZero(try await task.value) {
                     zeroChunks.insert(reference.id)
                 }
+                verified[reference.id] = nil
                 if locations[reference.id] == nil {
                     locations[reference.id] = (open.entry.pathBytes, nil, open.written, reference.length)
                 }
@@ -360,8 +370,9 @@ final class StreamExtractor {
             // hole back chunk by chunk would hash every zero).
             let bytes: [UInt8]?
             let length: Int
-            if let fresh = pending.removeValue(forKey: reference.id) {
-                let decoded = try await fresh.value
+            var fresh = verified.removeValue(forKey: reference.id)
+            if fresh == nil, let task = pending.removeValue(forKey: reference.id) { fresh = try await task.value }
+            if let decoded = fresh {
                 if locations[reference.id] == nil {
                     locations[reference.id] = (open.entry.pathBytes, open.scratch ? fd : nil, open.written, decoded.count)
                 }
