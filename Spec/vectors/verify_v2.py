@@ -178,7 +178,7 @@ def main():
     with open(path) as fh:
         text = "".join(line for line in fh if not line.lstrip().startswith("#"))
     a = bytes.fromhex("".join(text.split()))
-    print(f"{path}: {len(a)} bytes, SHA-256 {sha(a).hex()}")
+    print(f"{os.path.relpath(path)}: {len(a)} bytes, SHA-256 {sha(a).hex()}")
 
     # §2 prelude
     if len(a) < 12 or a[:8] != bytes.fromhex("89434149524E0D0A"):
