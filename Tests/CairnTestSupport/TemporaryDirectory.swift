@@ -11,11 +11,11 @@ public final class TemporaryDirectory: Sendable {
     /// The directory as a file URL.
     public var url: URL { URL(fileURLWithPath: path, isDirectory: true) }
 
-    /// Creates `/tmp/<prefix>-XXXXXX`.
-    public init(prefix: String = "cairn-test") throws {
-        var template = Array("/tmp/\(prefix)-XXXXXX".utf8CString)
+    /// Creates `<base>/<prefix>-XXXXXX` (`base` defaults to `/tmp`; `/dev/shm` is a tmpfs).
+    public init(prefix: String = "cairn-test", in base: String = "/tmp") throws {
+        var template = Array("\(base)/\(prefix)-XXXXXX".utf8CString)
         let created = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        guard let created else { throw FileSystemTestError("mkdtemp", path: Array("/tmp/\(prefix)".utf8)) }
+        guard let created else { throw FileSystemTestError("mkdtemp", path: Array("\(base)/\(prefix)".utf8)) }
         path = String(cString: created)
     }
 

@@ -402,7 +402,7 @@ private final class WarningBox: Sendable {
 
 /// The C library's `l*xattr` calls, never following a symlink, found with `dlsym` (Swift's Glibc
 /// module does not import `<sys/xattr.h>`).
-private enum Xattr {
+enum Xattr {
     private typealias SetCall = @convention(c) (UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafeRawPointer?, Int, Int32) -> Int32
     private typealias GetCall = @convention(c) (UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafeMutableRawPointer?, Int) -> Int
     private typealias ListCall = @convention(c) (UnsafePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int) -> Int

@@ -620,6 +620,12 @@ package final class ArchiveWriter {
         guard entry.linkTarget.count <= FormatLimits.maximumLinkTargetLength else {
             throw CairnError(.limitExceeded, "link target is longer than \(FormatLimits.maximumLinkTargetLength) bytes", path: entry.path)
         }
+        guard (entry.kind != .symlink && entry.kind != .hardLink) || !entry.linkTarget.isEmpty else {
+            throw CairnError(.invalidArgument, "\(entry.kind.words) needs a target", path: entry.path)
+        }
+        guard !entry.extendedAttributes.contains(where: { $0.name.isEmpty }) else {
+            throw CairnError(.invalidArgument, "an extended attribute has an empty name", path: entry.path)
+        }
         guard entry.extendedAttributes.count <= FormatLimits.maximumExtendedAttributes else {
             throw CairnError(.limitExceeded, "more than \(FormatLimits.maximumExtendedAttributes) extended attributes", path: entry.path)
         }

@@ -97,8 +97,21 @@ struct ItemProducer {
     /// ... or before it holds this many items (so its events stay under a batch's 4096).
     package static let packItemLimit = 1024
     /// Files up to this size go into packs: at most the chunking minimum, so such a file is one
-    /// chunk, and at most 64 KiB.
-    private var packFileLimit: UInt64 { UInt64(min(chunker.minimum, 64 << 10)) }
+    /// chunk; below the maximum, so it holds no hole (holes are at least one maximum chunk,
+    /// `Spec/0002 §8`); and at most 64 KiB.
+    private var packFileLimit: UInt64 { UInt64(max(0, min(chunker.minimum, chunker.maximum - 1, 64 << 10))) }
+    /// A pack is also closed before its entries' names, targets and extended attributes pass
+    /// this (1 MiB), so its item table stays far below the 8 MiB limit (§7.5); an item with more
+    /// than ``packMetadataLimit`` of them is not packed at all.
+    package static let packMetadataTarget = 1 << 20
+    package static let packMetadataLimit = 64 << 10
+    private var packMetadataBytes = 0
+
+    /// The bytes of an entry that are not fixed-size numbers: its path, link target and
+    /// extended attributes.
+    private static func metadataBytes(_ entry: ArchiveEntry) -> Int {
+        entry.pathBytes.count + entry.linkTarget.count + entry.extendedAttributes.reduce(0) { $0 + $1.name.count + $1.value.count }
+    }
     /// The least batch size that keeps every pack within one batch: a batch is never cut inside
     /// a pack for lack of room, so where packs end depends only on the items.
     package static func minimumBatchBytes(for chunking: ChunkingPolicy) -> Int {
@@ -180,11 +193,15 @@ struct ItemProducer {
     /// append; so a resumed run, which starts after a pack, cuts the same packs.
     ///
     /// - Parameter contentBytes: the file's size at open; 0 for other kinds.
-    private mutating func prepareForItem(packable: Bool, contentBytes: UInt64 = 0) async throws {
-        if packable {
-            if packOpen, packItems < Self.packItemLimit, packContentBytes + contentBytes <= Self.packContentTarget {
+    private mutating func prepareForItem(_ entry: ArchiveEntry, packable: Bool, contentBytes: UInt64 = 0) async throws {
+        let metadata = Self.metadataBytes(entry)
+        if packable, metadata <= Self.packMetadataLimit {
+            if packOpen, packItems < Self.packItemLimit, packContentBytes + contentBytes <= Self.packContentTarget,
+                packMetadataBytes + metadata <= Self.packMetadataTarget
+            {
                 packItems += 1
                 packContentBytes += contentBytes
+                packMetadataBytes += metadata
                 return
             }
             if state.openFileToContinue != nil { discardOpenFile() }
@@ -192,9 +209,16 @@ struct ItemProducer {
             packOpen = true
             packItems = 1
             packContentBytes = contentBytes
+            packMetadataBytes = metadata
         } else if packOpen {
             try await flushBatch()
         }
+    }
+
+    /// ``prepareForItem(_:packable:contentBytes:)``, then emits the entry event.
+    private mutating func emitEntry(packable: Bool, contentBytes: UInt64 = 0, _ event: ContentBatch.Event) async throws {
+        if case .entry(let entry) = event { try await prepareForItem(entry, packable: packable, contentBytes: contentBytes) }
+        try await emit(event)
     }
 
     private mutating func emit(_ event: ContentBatch.Event) async throws {
@@ -273,8 +297,7 @@ struct ItemProducer {
             if !archivePath.isEmpty, state.committed[archivePath]?.kind != .directory {
                 try claim(archivePath)
                 let attributes = extendedAttributes(of: .name(name, in: parent), display: display)
-                try await prepareForItem(packable: true)
-                try await emit(
+                try await emitEntry(packable: true,
                     .entry(ArchiveEntry(pathBytes: archivePath, kind: .directory, status: status, extendedAttributes: attributes)))
             }
         case .directory:
@@ -289,8 +312,7 @@ struct ItemProducer {
             if !archivePath.isEmpty, state.committed[archivePath]?.kind != .directory {
                 try claim(archivePath)
                 let attributes = extendedAttributes(of: .descriptor(directory), display: display)
-                try await prepareForItem(packable: true)
-                try await emit(
+                try await emitEntry(packable: true,
                     .entry(
                         ArchiveEntry(pathBytes: archivePath, kind: .directory, status: status, extendedAttributes: attributes)))
             }
@@ -325,8 +347,7 @@ struct ItemProducer {
             }
             try claim(archivePath)
             let attributes = extendedAttributes(of: .name(name, in: parent), display: display)
-            try await prepareForItem(packable: true)
-            try await emit(
+            try await emitEntry(packable: true,
                 .entry(
                     ArchiveEntry(
                         pathBytes: archivePath, kind: .symlink, status: status, linkTarget: target,
@@ -354,8 +375,7 @@ struct ItemProducer {
             }
             if status.linkCount > 1, let first = state.hardLinks[key] {
                 try claim(archivePath)
-                try await prepareForItem(packable: true)
-                try await emit(
+                try await emitEntry(packable: true,
                     .entry(
                         ArchiveEntry(pathBytes: archivePath, kind: .hardLink, status: status, linkTarget: first)))
                 return
@@ -374,8 +394,7 @@ struct ItemProducer {
                 status.kind == .fifo ? .fifo : status.kind == .characterDevice ? .characterDevice : .blockDevice
             var entry = ArchiveEntry(pathBytes: archivePath, kind: kind, status: status, extendedAttributes: attributes)
             if kind.isDevice { entry.device = SpecialFiles.split(status.specialDevice) }
-            try await prepareForItem(packable: true)
-            try await emit(.entry(entry))
+            try await emitEntry(packable: true, .entry(entry))
         default:
             warn(CairnError(.unsupportedFileType, "\(status.kind.pluralDescription) are not archived; skipped", path: display))
         }
@@ -418,8 +437,7 @@ struct ItemProducer {
         } else {
             try claim(archivePath)
             let attributes = extendedAttributes(of: .descriptor(fd), display: display)
-            try await prepareForItem(packable: before.size <= packFileLimit, contentBytes: before.size)
-            try await emit(
+            try await emitEntry(packable: before.size <= packFileLimit, contentBytes: before.size,
                 .entry(
                     ArchiveEntry(
                         pathBytes: archivePath, kind: .file, status: before, size: before.size,
@@ -512,8 +530,7 @@ struct ItemProducer {
     mutating func appendStream<S: AsyncSequence>(_ bytes: S, entry: ArchiveEntry) async throws
     where S.Element == [UInt8] {
         try claim(entry.pathBytes)
-        try await prepareForItem(packable: false)
-        try await emit(.entry(entry))
+        try await emitEntry(packable: false, .entry(entry))
         pendingStart = used
         for try await piece in bytes {
             var offset = 0

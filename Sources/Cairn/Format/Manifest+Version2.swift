@@ -21,12 +21,17 @@
 extension Manifest {
     /// Raw bytes per manifest record before compression.
     package static let segmentLength = 4 * 1024 * 1024
-    /// The largest body a reader accepts: 1 GiB, and at most 256 times the stored manifest
-    /// plus 16 MiB, so a small forged manifest cannot make a reader allocate gigabytes.
+    /// The largest body a reader accepts: 1 GiB at most, and no more than 64 MiB or 256 times
+    /// the stored manifest, whichever is larger, so a small forged manifest cannot make a
+    /// reader allocate gigabytes (64 MiB covers honest manifests of highly compressible names
+    /// and attributes).
     package static let maximumBodyLength = 1 << 30
+    package static let bodyAllowance = 64 << 20
 
     package static func maximumBodyLength(storedLength: UInt64) -> Int {
-        Int(min(UInt64(maximumBodyLength), storedLength.multipliedReportingOverflow(by: 256).partialValue &+ 16 << 20))
+        let (scaled, overflow) = storedLength.multipliedReportingOverflow(by: 256)
+        guard !overflow, scaled < UInt64(maximumBodyLength) else { return maximumBodyLength }
+        return max(bodyAllowance, Int(scaled))
     }
 
     /// The body of the 2.0 manifest.
@@ -71,11 +76,11 @@ extension Manifest {
         previousPack = 0
         for row in entries {
             if let pack = row.pack {
-                w.varint(1)
+                w.u8(1)
                 w.varint(UInt64(pack - previousPack))
                 previousPack = pack
             } else {
-                w.varint(0)
+                w.u8(0)
                 w.varint(row.recordOffset &- previousOffset)
                 previousOffset = row.recordOffset
             }

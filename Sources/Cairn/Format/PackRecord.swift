@@ -137,6 +137,11 @@ package enum PackItemTable {
                 continue
             }
             let value = try r.varint("content")
+            // A packed file is one chunk, inline in a section of at most 8 MiB or a chunk of at
+            // most 8 MiB: a larger size is a lie, refused before any arithmetic on it.
+            guard entry.size <= UInt64(PackRecordPrefix.maximumSectionLength) else {
+                throw r.error("the packed file \(entry.path) declares \(entry.size) bytes, more than a pack can hold")
+            }
             if value == 0 {
                 items.append(PackItem(entry: entry, content: entry.size == 0 ? .none : .inline))
                 if entry.size > 0 { chunks += 1 }

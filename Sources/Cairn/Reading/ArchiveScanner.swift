@@ -91,10 +91,9 @@ package final class ArchiveScanner {
     /// cannot match, and the chain continues from the digest it records.
     private var damagedSinceCommit = false
 
-    /// Whether the chain digests are recomputed and checked. Resuming one's own interrupted write
-    /// turns this off too: CRC-32s find the torn tail, each commit's recorded digest is what the
-    /// chain continues from, and a later `verify` still checks every digest; finding the resume
-    /// point then costs little more than reading the file.
+    /// Whether the chain digests are recomputed and checked: by every reader that reads all the
+    /// bytes (resuming a write too, so a prefix changed after it was committed is not trusted);
+    /// off only for the seekable reader's structural walk, which skips chunk payloads.
     private let verifiesChainDigests: Bool
 
     /// Whether ``Event/chunk(id:payload:offset:)`` carries the payload (a copy per chunk).
@@ -388,8 +387,9 @@ package final class ArchiveScanner {
             manifestHasher?.update(record.framed)
             if reference == nil {
                 let segment = try Manifest.decodeSegment(record.payload, offset: offset, decompressor: decompressor)
-                guard manifestBody.count + segment.count <= Manifest.maximumBodyLength else {
-                    throw CairnError(.limitExceeded, "the manifest is over \(Manifest.maximumBodyLength) bytes", offset: offset)
+                let limit = Manifest.maximumBodyLength(storedLength: offset + UInt64(record.framed.count) - manifestOffset)
+                guard manifestBody.count + segment.count <= limit else {
+                    throw CairnError(.limitExceeded, "the manifest decompresses to more than \(limit) bytes", offset: offset)
                 }
                 manifestBody.append(contentsOf: segment)
             }
@@ -508,7 +508,7 @@ package final class ArchiveScanner {
                 position += length
             case .chunk(let k):
                 let target = Int(k)
-                guard expected.chunks[target].rawLength == UInt32(truncatingIfNeeded: length) else {
+                guard UInt64(expected.chunks[target].rawLength) == item.entry.size else {
                     throw CairnError(
                         .corrupted, "\(item.entry.path) is \(length) bytes, but the chunk it names has \(expected.chunks[target].rawLength)",
                         path: item.entry.path, offset: offset)

@@ -32,8 +32,11 @@ final class ChunkPrefetcher {
                         throw CairnError(.corrupted, "the record the manifest names as a pack is not one", path: path, offset: row.offset)
                     }
                     do throws(CairnError) {
+                        // Chunks before the pack: back past this pack's other inline chunks.
+                        var first = index
+                        while first > 0, chunks[first - 1].pack == row.pack { first -= 1 }
                         let pack = try PackContent.read(
-                            payload: record.payload, offset: row.offset, chunkCount: UInt64(index), using: decompressor)
+                            payload: record.payload, offset: row.offset, chunkCount: UInt64(first), using: decompressor)
                         cache = PackCache(offset: row.offset, content: pack.content)
                     } catch {
                         throw error.withPath(path)
