@@ -84,6 +84,8 @@ struct CaseResult {
     var operations: [OperationResult]
     /// The peers this case compared with (installed ones only).
     var peers: [Peer]
+    /// CPU profiles of Cairn's commands on this case (`--profile`, small-files case only).
+    var profiles: [Profile] = []
 
     func operation(_ tool: String, _ name: String) -> OperationResult? {
         operations.first { $0.tool == tool && $0.operation == name }
@@ -95,6 +97,7 @@ enum ToolName {
     static let read = "read (tar -c | cat)"
     static let cairnLZ4 = "cairn (lz4)"
     static let cairnZstd = "cairn (zstd:3)"
+    static let cairnNone = "cairn (none)"
     static let tarLZ4 = "tar | lz4 -1"
     static let tarZstd = "tar | zstd -T0 -3"
     static let casync = "casync"
@@ -122,6 +125,12 @@ struct EndToEnd {
     var pauseSeconds: Double
     /// `--peers`, or nil for each case's defaults.
     var peerChoice: [Peer]?
+    /// Whether the peers default to `--targets`' choice (see ``Peer/forCase(_:chosen:targets:)``).
+    var targets = false
+    /// Whether the corpus also gets `cairn list`, `verify` and the resume steps.
+    var corpusExtras = true
+    /// Whether Cairn's create and extract of the small-files case are profiled (`--profile`).
+    var profile = false
 
     var base: String { "\(work)/e2e" }
 
@@ -146,7 +155,9 @@ struct EndToEnd {
         let out = "out-\(round)"
 
         var list: [Tool] = []
-        list.append(
+        let baseline = benchCase.kind != .randomData && benchCase.kind != .largeFile
+        if baseline {
+            list.append(
             Tool(
                 name: ToolName.read, executables: ["tar"], versionCommand: ["tar", "--version"],
                 steps: [
@@ -154,8 +165,9 @@ struct EndToEnd {
                         operation: "read tree", kind: .read,
                         arguments: ["/bin/bash", "-c", "set -o pipefail; tar -cf - -C \(c) . | cat > /dev/null"])
                 ], note: "baseline: reading the tree through tar"))
+        }
 
-        func cairnTool(name: String, directory: String, compression: String, withResume: Bool) -> Tool {
+        func cairnTool(name: String, directory: String, compression: String, withResume: Bool, withExtract: Bool = true) -> Tool {
             let cd = dir(directory)
             let archive = "\(cd)/bench.cairn"
             let cout = "\(cd)/\(out)"
@@ -181,11 +193,13 @@ struct EndToEnd {
                 steps.append(.init(operation: "list", kind: .list, arguments: [cairn, "list", archive]))
                 steps.append(.init(operation: "verify", kind: .verify, arguments: [cairn, "verify", archive, "--json"]))
             }
-            steps.append(
-                .init(
-                    operation: "extract", kind: .extract, prepare: clean(cout),
-                    arguments: [cairn, "extract", archive, "-C", cout, "--json", "--no-progress"],
-                    inspect: extracted(cout), cleanUp: removeAfterwards(cout)))
+            if withExtract {
+                steps.append(
+                    .init(
+                        operation: "extract", kind: .extract, prepare: clean(cout),
+                        arguments: [cairn, "extract", archive, "-C", cout, "--json", "--no-progress"],
+                        inspect: extracted(cout), cleanUp: removeAfterwards(cout)))
+            }
             if withResume {
                 // Issue 4: an export killed at 90% of its archive, resumed; and a transfer cut
                 // at 90%, completed with verify --partial + truncate + cat.
@@ -223,8 +237,20 @@ struct EndToEnd {
             }
             return Tool(name: name, executables: [cairn], versionCommand: [cairn, "--version"], steps: steps)
         }
-        list.append(cairnTool(name: ToolName.cairnLZ4, directory: "cairn-lz4", compression: "lz4", withResume: benchCase.kind == .corpus))
-        list.append(cairnTool(name: ToolName.cairnZstd, directory: "cairn-zstd", compression: "zstd:3", withResume: false))
+        switch benchCase.kind {
+        case .randomData:
+            // Issue 9: incompressible chunks cost little; lz4 against storing, create only.
+            list.append(cairnTool(name: ToolName.cairnLZ4, directory: "cairn-lz4", compression: "lz4", withResume: false, withExtract: false))
+            list.append(cairnTool(name: ToolName.cairnNone, directory: "cairn-none", compression: "none", withResume: false, withExtract: false))
+        case .largeFile:
+            // Issue 9: peak RSS of the default compression's create and extract.
+            list.append(cairnTool(name: ToolName.cairnLZ4, directory: "cairn-lz4", compression: "lz4", withResume: false))
+        case .corpus, .smallFiles, .tree:
+            list.append(
+                cairnTool(
+                    name: ToolName.cairnLZ4, directory: "cairn-lz4", compression: "lz4", withResume: benchCase.kind == .corpus && corpusExtras))
+            list.append(cairnTool(name: ToolName.cairnZstd, directory: "cairn-zstd", compression: "zstd:3", withResume: false))
+        }
 
         if peers.contains(.tarLZ4) {
             let ld = dir("tar-lz4")
@@ -385,7 +411,7 @@ struct EndToEnd {
             let caseDirectory = "\(base)/\(slug)"
             let warm = benchCase.warm()
             log(String(format: "%@: warmed the page cache, %@ in %.2f s", slug, formatMiB(warm.bytes), warm.seconds))
-            let wanted = peerChoice ?? Peer.defaults(for: benchCase.kind)
+            let wanted = Peer.forCase(benchCase.kind, chosen: peerChoice, targets: targets)
             var available: [String] = []
             var usedPeers: [Peer] = []
             for tool in tools(for: benchCase, in: caseDirectory, peers: wanted, round: 1, runner: runner) {
@@ -456,8 +482,11 @@ struct EndToEnd {
                     }
                 }
             }
-            outcome.cases.append(
-                CaseResult(benchCase: benchCase, warmRead: warm, operations: order.compactMap { results[$0] }, peers: usedPeers))
+            var caseResult = CaseResult(benchCase: benchCase, warmRead: warm, operations: order.compactMap { results[$0] }, peers: usedPeers)
+            if profile, benchCase.kind == .smallFiles {
+                caseResult.profiles = Profiler(runner: runner).profileCairn(on: benchCase, in: "\(caseDirectory)/profile", cairn: cairn)
+            }
+            outcome.cases.append(caseResult)
             if !keep { try? removeTree(caseDirectory) }
         }
         if !keep { try? removeTree(base) }
@@ -470,6 +499,7 @@ func dirName(_ tool: String) -> String {
     switch tool {
     case ToolName.cairnLZ4: "cairn-lz4"
     case ToolName.cairnZstd: "cairn-zstd"
+    case ToolName.cairnNone: "cairn-none"
     case ToolName.tarLZ4: "tar-lz4"
     case ToolName.tarZstd: "tar-zstd"
     case ToolName.read: "read"
