@@ -78,9 +78,10 @@ struct RatioPair: Equatable, Sendable {
         ]
     }()
 
-    /// Cairn / peer in each round of `1...runs` where both operations succeeded (and the
-    /// peer's figure is positive), in round order; nil when `result` lacks either operation.
-    func perRound(in result: CaseResult, runs: Int) -> [Double]? {
+    /// Cairn / peer in each round of `1...runs` where both operations succeeded (and both
+    /// figures are positive), in round order, or peer / Cairn when `inverted`; nil when
+    /// `result` lacks either operation.
+    func perRound(in result: CaseResult, runs: Int, inverted: Bool = false) -> [Double]? {
         guard let c = result.operation(cairnTool, cairnOperation), let p = result.operation(peerTool, peerOperation) else {
             return nil
         }
@@ -89,7 +90,7 @@ struct RatioPair: Equatable, Sendable {
             let pair: (Double?, Double?) =
                 measure == .wallTime
                 ? (c.wall(round: round), p.wall(round: round)) : (c.archiveBytes(round: round), p.archiveBytes(round: round))
-            if let a = pair.0, let b = pair.1, b > 0 { values.append(a / b) }
+            if let a = pair.0, let b = pair.1, a > 0, b > 0 { values.append(inverted ? b / a : a / b) }
         }
         return values
     }

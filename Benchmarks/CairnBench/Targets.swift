@@ -32,7 +32,7 @@ struct TargetSpec {
         case .ratio(let pair):
             return pair.perRound(in: result, runs: runs)
         case .speed(let pair):
-            return pair.perRound(in: result, runs: runs)?.filter { $0 > 0 }.map { 1 / $0 }
+            return pair.perRound(in: result, runs: runs, inverted: true)
         case .peakRSS(let tool, let operation):
             guard let op = result.operation(tool, operation) else { return nil }
             return op.successful.map { Double($0.result.peakRSSBytes) / 1_048_576 }
