@@ -86,6 +86,8 @@ struct CaseResult {
     var peers: [Peer]
     /// CPU profiles of Cairn's commands on this case (`--profile`, small-files case only).
     var profiles: [Profile] = []
+    /// Whether every extracted tree was kept until the case ended (``ExtractedTrees``).
+    var extractedTreesKept = false
 
     func operation(_ tool: String, _ name: String) -> OperationResult? {
         operations.first { $0.tool == tool && $0.operation == name }
@@ -136,9 +138,15 @@ struct EndToEnd {
 
     /// The tools of one case in round `round`. Every extraction goes into a directory of its
     /// own (`out-<round>`) that no earlier run used, and is removed after it is measured.
-    func tools(for benchCase: BenchCase, in caseDirectory: String, peers: [Peer], round: Int, runner: ProcessRunner) -> [Tool] {
+    ///
+    /// With `keepExtractedTrees`, an extracted tree stays until the case ends (see
+    /// ``ExtractedTrees``); otherwise it is removed right after it is measured.
+    func tools(
+        for benchCase: BenchCase, in caseDirectory: String, peers: [Peer], round: Int, runner: ProcessRunner,
+        keepExtractedTrees: Bool = false
+    ) -> [Tool] {
         let c = shellQuoted(benchCase.path)
-        let keep = keep
+        let keep = keep || keepExtractedTrees
         func dir(_ tool: String) -> String { "\(caseDirectory)/\(tool)" }
         func clean(_ paths: String...) -> () throws -> Void {
             { for p in paths { try removeTree(p) } }
@@ -400,7 +408,10 @@ struct EndToEnd {
         if pauseSeconds > 0 { usleep(useconds_t(pauseSeconds * 1_000_000)) }
     }
 
-    /// Runs every available tool on every case, `runs` rounds per case.
+    /// Runs every available tool on every case, `runs` rounds per case. Extracted trees of a
+    /// case with many files are kept until the case ends when there is room, then removed, and
+    /// the next case waits until ext4 no longer counts their inodes as recently deleted
+    /// (``ExtractedTrees``).
     func run(cases: [BenchCase]) throws -> Outcome {
         try FileManager.default.createDirectory(atPath: "\(base)/logs", withIntermediateDirectories: true)
         var runner = ProcessRunner(logDirectory: "\(base)/logs")
@@ -428,10 +439,18 @@ struct EndToEnd {
                     outcome.versions[tool.name] = text.map(String.init) ?? "?"
                 }
             }
+            let extractors = tools(for: benchCase, in: caseDirectory, peers: wanted, round: 1, runner: runner)
+                .filter { available.contains($0.name) && $0.steps.contains { $0.kind == .extract } }.count
+            let keepTrees = ExtractedTrees.keepUntilCaseEnd(
+                benchCase, trees: extractors * runs, freeBytes: ExtractedTrees.freeBytes(in: work))
+            if ExtractedTrees.matters(for: benchCase), !keepTrees {
+                log("\(slug): not enough room to keep \(extractors * runs) extracted trees until the case ends; removing each after it is measured")
+            }
             var results: [String: OperationResult] = [:]
             var order: [String] = []
             for round in 1...runs {
-                let tools = tools(for: benchCase, in: caseDirectory, peers: wanted, round: round, runner: runner)
+                let tools = tools(
+                    for: benchCase, in: caseDirectory, peers: wanted, round: round, runner: runner, keepExtractedTrees: keepTrees)
                 for tool in tools where available.contains(tool.name) {
                     let toolDirectory = "\(caseDirectory)/\(dirName(tool.name))"
                     try FileManager.default.createDirectory(atPath: toolDirectory, withIntermediateDirectories: true)
@@ -483,11 +502,20 @@ struct EndToEnd {
                 }
             }
             var caseResult = CaseResult(benchCase: benchCase, warmRead: warm, operations: order.compactMap { results[$0] }, peers: usedPeers)
+            caseResult.extractedTreesKept = keepTrees
             if profile, benchCase.kind == .smallFiles {
                 caseResult.profiles = Profiler(runner: runner).profileCairn(on: benchCase, in: "\(caseDirectory)/profile", cairn: cairn)
             }
             outcome.cases.append(caseResult)
-            if !keep { try? removeTree(caseDirectory) }
+            if !keep {
+                try? removeTree(caseDirectory)
+                if ExtractedTrees.matters(for: benchCase), caseIndex + 1 < cases.count {
+                    let seconds = ExtractedTrees.recentlyDeletedSeconds()
+                    log("\(slug): removed its trees; waiting \(seconds) s until ext4 no longer counts their inodes as recently deleted")
+                    sync()
+                    sleep(UInt32(seconds))
+                }
+            }
         }
         if !keep { try? removeTree(base) }
         return outcome
@@ -552,4 +580,47 @@ func sameFile(_ a: String, _ b: String) -> Bool {
         return false
     }
     return x == y
+}
+
+/// When extracted trees are removed. ext4 skips inodes freed in the last
+/// `dirty_expire_centisecs / 100 + 5` seconds (30 + 5 by default) when it allocates new ones
+/// (`recently_deleted()` in fs/ext4/ialloc.c), and on a tree of 100,000 files that scan made an
+/// extraction right after another tree's removal take 60 s instead of a few. So in a case with
+/// many files every extracted tree is kept until the case ends (when the disk has room), then
+/// all are removed together and the next case waits that long before its first step.
+enum ExtractedTrees {
+    /// Cases with fewer regular files than this free too few inodes to matter.
+    static let manyFiles = 1000
+
+    /// Whether removing the case's extracted trees can slow the next extraction down.
+    static func matters(for benchCase: BenchCase) -> Bool { benchCase.fileCount >= manyFiles }
+
+    /// Bytes `trees` extracted copies of `benchCase` take: content plus one 4 KiB block per file
+    /// for rounding and inodes.
+    static func bytesNeeded(_ benchCase: BenchCase, trees: Int) -> UInt64 {
+        UInt64(max(0, trees)) * (benchCase.totalBytes + UInt64(benchCase.fileCount) * 4096)
+    }
+
+    /// Whether to keep all `trees` extracted trees of `benchCase` until the case ends: the case
+    /// has many files and they fit in `freeBytes` with 2 GiB to spare.
+    static func keepUntilCaseEnd(_ benchCase: BenchCase, trees: Int, freeBytes: UInt64) -> Bool {
+        matters(for: benchCase) && bytesNeeded(benchCase, trees: trees) + (2 << 30) <= freeBytes
+    }
+
+    /// Free bytes for unprivileged users on the file system of `path` (`statvfs(3)`); 0 when
+    /// it cannot be read.
+    static func freeBytes(in path: String) -> UInt64 {
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return 0 }
+        return UInt64(info.f_bavail) * UInt64(info.f_frsize)
+    }
+
+    /// Seconds for which ext4 counts a freed inode as recently deleted, plus 1:
+    /// `vm.dirty_expire_centisecs` / 100 + 5 + 1 (36 by default).
+    static func recentlyDeletedSeconds(
+        centisecs: String? = try? String(contentsOfFile: "/proc/sys/vm/dirty_expire_centisecs", encoding: .utf8)
+    ) -> Int {
+        let value = centisecs.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 3000
+        return min(max(value, 0), 60_000) / 100 + 6
+    }
 }

@@ -150,10 +150,16 @@ struct Report {
 
     /// How extraction (and every create) is timed, in words, for the report and the JSON.
     var settlingMethod: String {
-        "every extraction writes into a new directory (`out-<round>`) that no earlier run used; trees of earlier runs are "
-            + "removed after they are measured, outside the timed window; before every timed create and extract, for every "
-            + "tool alike, the harness calls sync(2) and sleeps \(String(format: "%g", pauseSeconds)) s, so ext4's handling "
-            + "of recently deleted inodes does not land on the next measurement"
+        let kept = cases.filter(\.extractedTreesKept).map(\.benchCase.title)
+        let removal =
+            kept.isEmpty
+            ? "extracted trees are removed after they are measured, outside the timed window"
+            : "in cases with many files (\(kept.joined(separator: ", "))) every extracted tree is kept until the case ends, then "
+                + "all are removed and the next case waits until ext4 no longer counts their inodes as recently deleted "
+                + "(\(ExtractedTrees.recentlyDeletedSeconds()) s); elsewhere a tree is removed after it is measured, outside the timed window"
+        return "every extraction writes into a new directory (`out-<round>`) that no earlier run used; \(removal); before every "
+            + "timed create and extract, for every tool alike, the harness calls sync(2) and sleeps "
+            + "\(String(format: "%g", pauseSeconds)) s"
     }
 
     /// The report in Markdown; `chartName` is the SVG's file name beside it, if one is written.
@@ -404,7 +410,7 @@ struct Report {
             return [
                 "kind": b.kind.rawValue, "title": b.title, "path": b.path, "generated": b.generated,
                 "seed": b.seed.map { $0 as Any } ?? NSNull(), "fileCount": b.fileCount, "directoryCount": b.directoryCount,
-                "totalBytes": b.totalBytes, "peers": result.peers.map(\.rawValue),
+                "totalBytes": b.totalBytes, "peers": result.peers.map(\.rawValue), "extractedTreesKept": result.extractedTreesKept,
                 "warmRead": ["bytes": result.warmRead.bytes, "seconds": result.warmRead.seconds],
                 "operations": result.operations.map { r -> [String: Any] in
                     var o: [String: Any] = [

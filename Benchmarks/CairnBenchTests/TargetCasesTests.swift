@@ -118,4 +118,38 @@ struct TargetCasesTests {
         }
         #expect(same)
     }
+
+    @Test("extracted trees of a case with many files stay until the case ends when they fit; the wait follows vm.dirty_expire_centisecs")
+    func extractedTrees() throws {
+        var many = Fixture.benchCase(.smallFiles, bytes: 160_000_000)
+        many.fileCount = 100_000
+        var fewFiles = Fixture.benchCase(.largeFile, bytes: 4 << 30)
+        fewFiles.fileCount = 1
+        let needed = ExtractedTrees.bytesNeeded(many, trees: 20)
+        #expect(needed == 20 * (160_000_000 + 100_000 * 4096))
+        #expect(ExtractedTrees.keepUntilCaseEnd(many, trees: 20, freeBytes: needed + (2 << 30)))
+        #expect(!ExtractedTrees.keepUntilCaseEnd(many, trees: 20, freeBytes: needed + (2 << 30) - 1), "no room: removed as measured")
+        #expect(!ExtractedTrees.keepUntilCaseEnd(fewFiles, trees: 5, freeBytes: 1 << 50), "one file: nothing to wait for")
+        #expect(ExtractedTrees.recentlyDeletedSeconds(centisecs: "3000\n") == 36)
+        #expect(ExtractedTrees.recentlyDeletedSeconds(centisecs: "500") == 11)
+        #expect(ExtractedTrees.recentlyDeletedSeconds(centisecs: nil) == 36)
+
+        let directory = try TemporaryDirectory(prefix: "cairn-bench-trees")
+        defer { directory.remove() }
+        let e2e = EndToEnd(cairn: "/bin/cairn", work: directory.path, runs: 5, keep: false, pauseSeconds: 0, peerChoice: nil)
+        let runner = ProcessRunner(logDirectory: directory.path)
+        for keepTrees in [true, false] {
+            let tools = e2e.tools(
+                for: many, in: directory.appending("case"), peers: [.tarLZ4], round: 1, runner: runner, keepExtractedTrees: keepTrees)
+            for tool in tools {
+                for step in tool.steps where step.kind == .extract {
+                    let out = "\(directory.appending("case"))/\(dirName(tool.name))/out-1"
+                    try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+                    step.cleanUp()
+                    #expect(FileManager.default.fileExists(atPath: out) == keepTrees, "\(tool.name), keep \(keepTrees)")
+                    try? FileManager.default.removeItem(atPath: out)
+                }
+            }
+        }
+    }
 }
