@@ -137,10 +137,10 @@ struct EndToEnd {
     var base: String { "\(work)/e2e" }
 
     /// The tools of one case in round `round`. Every extraction goes into a directory of its
-    /// own (`out-<round>`) that no earlier run used, and is removed after it is measured.
-    ///
-    /// With `keepExtractedTrees`, an extracted tree stays until the case ends (see
-    /// ``ExtractedTrees``); otherwise it is removed right after it is measured.
+    /// own (`out-<round>`) that no earlier run used. With `keepExtractedTrees` (or `--keep`) it
+    /// stays until the case ends (see ``ExtractedTrees``); otherwise it is removed right after
+    /// it is measured. The random-data case gets Cairn's lz4 and `none` creates only, the
+    /// large-file case Cairn's lz4 create and extract only, neither the read baseline.
     func tools(
         for benchCase: BenchCase, in caseDirectory: String, peers: [Peer], round: Int, runner: ProcessRunner,
         keepExtractedTrees: Bool = false
@@ -166,13 +166,13 @@ struct EndToEnd {
         let baseline = benchCase.kind != .randomData && benchCase.kind != .largeFile
         if baseline {
             list.append(
-            Tool(
-                name: ToolName.read, executables: ["tar"], versionCommand: ["tar", "--version"],
-                steps: [
-                    .init(
-                        operation: "read tree", kind: .read,
-                        arguments: ["/bin/bash", "-c", "set -o pipefail; tar -cf - -C \(c) . | cat > /dev/null"])
-                ], note: "baseline: reading the tree through tar"))
+                Tool(
+                    name: ToolName.read, executables: ["tar"], versionCommand: ["tar", "--version"],
+                    steps: [
+                        .init(
+                            operation: "read tree", kind: .read,
+                            arguments: ["/bin/bash", "-c", "set -o pipefail; tar -cf - -C \(c) . | cat > /dev/null"])
+                    ], note: "baseline: reading the tree through tar"))
         }
 
         func cairnTool(name: String, directory: String, compression: String, withResume: Bool, withExtract: Bool = true) -> Tool {
