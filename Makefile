@@ -2,24 +2,29 @@
 #
 #   make demo    install the libraries if missing, build release, run `cairn demo`
 #   make test    install the libraries if missing, run the test suite
-#   make bench   also install the peer tools, build release, run the benchmark harness
+#   make bench   also install the peer tools and perf, build release, run the benchmark harness
+#                on issue 9's target set (--targets --profile); it ends with the verdict table
 #   make deps    only install the libraries (apt-get update runs only when one is missing)
 #   make fuzz    TARGET=records|manifest|extract FUZZ_SECONDS=600: libFuzzer on one parser
 #   make fuzz-smoke  every fuzz target briefly (CI)
 #
 # Variables: SCRATCH (SwiftPM scratch path, default .build), DEMO_ARGS (e.g. --size-mib 64),
-# BENCH_ARGS (arguments for cairn-bench).
+# BENCH_ARGS (arguments for cairn-bench, default `--targets --profile`; every target including
+# the opt-in 4 GiB file: BENCH_ARGS="--targets --profile --large-file"; see Benchmarks/README.md).
 
 SHELL := /bin/bash
 SWIFT ?= swift
 SCRATCH ?= .build
 DEMO_ARGS ?=
-BENCH_ARGS ?=
+BENCH_ARGS ?= --targets --profile
 
 # Build dependencies: the C libraries Cairn links and pkg-config to find them.
 DEB_PACKAGES := zlib1g-dev liblz4-dev libzstd-dev libssl-dev pkg-config
 # The tools the benchmark compares Cairn with.
 PEER_PACKAGES := lz4 zstd casync borgbackup restic libarchive-tools hyperfine
+# perf for `cairn-bench --profile` (Debian's name; where it cannot be installed the harness
+# says "perf not available" instead of a profile, so a failure here does not stop the bench).
+PERF_PACKAGES := linux-perf
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -47,6 +52,7 @@ deps:
 
 bench-deps: deps
 	$(call apt_install,$(PEER_PACKAGES))
+	-$(call apt_install,$(PERF_PACKAGES))
 
 demo: deps
 	$(SWIFT) build -c release --scratch-path $(SCRATCH) --product cairn

@@ -5,21 +5,36 @@ struct BenchOptions {
     enum Selection: String { case all, stages, endToEnd = "end-to-end" }
 
     static let usage = """
-        usage: cairn-bench [--size-mib N] [--seed S] [--corpus DIR] [--small-files N] [--tree PATH]...
-                           [--peers LIST] [--runs R] [--pause S] [--work DIR] [--out DIR]
+        usage: cairn-bench [--targets] [--size-mib N] [--seed S] [--corpus DIR] [--small-files N]
+                           [--tree PATH]... [--random-mib N] [--large-file] [--large-file-mib N]
+                           [--profile] [--peers LIST] [--runs R] [--pause S] [--work DIR] [--out DIR]
                            [--only stages|end-to-end] [--cairn PATH] [--keep]
 
+          --targets        issue 9's target set: the corpus, the small files, /usr/share/man and
+                           /usr/lib/python3 (the Swift toolchain's usr/lib/swift for a missing
+                           one), a random-data tree, tar-lz4 and tar-zstd as peers, 5 rounds, and
+                           no list/verify/resume steps; ends with the verdict table
           --size-mib N     size of the generated app-data corpus in MiB (default 1024)
           --seed S         seed of the generated corpora (default 1)
           --corpus DIR     benchmark an existing directory instead of the generated corpus
           --small-files N  files in the generated small-files case, 0.2-3 KB of text each
                            (default 100000, about 160 MB; 0 skips the case)
           --tree PATH      also benchmark an existing tree (repeatable), e.g. /usr/share/man
+          --random-mib N   size of the random-data tree, cairn lz4 against --compression none
+                           (default 512 with --targets, else 0: no such case)
+          --large-file     add the large-file case: one 4 GiB file of mixed content, generated
+                           once under --work (refused when the disk lacks room), peak RSS of
+                           cairn create and extract
+          --large-file-mib N  size of that file in MiB (default 4096; implies --large-file)
+          --profile        perf record / perf report of cairn create and extract of the
+                           small-files case, top symbols saved in the results
           --peers LIST     comma-separated peers: tar-lz4, tar-zstd, casync, borg, restic, all
                            or none (default: every installed peer on the corpus, tar-lz4 and
-                           tar-zstd on the other cases)
+                           tar-zstd on the other trees; --targets: tar-lz4 and tar-zstd
+                           everywhere; never on the random-data and large-file cases)
           --runs R         interleaved rounds of every measurement; medians and min-max are
-                           reported, verdicts only from 3 rounds up (default 3)
+                           reported (default 3, 5 with --targets); an issue 9 target counts
+                           from 5 successful rounds, with fewer its verdict is indicative
           --pause S        seconds to sleep after sync(2) before every timed create and extract
                            (default 3)
           --work DIR       scratch space for corpora, archives, repositories (default /tmp/cairn-bench)
@@ -37,7 +52,15 @@ struct BenchOptions {
     var trees: [String] = []
     /// Peers chosen with `--peers`; nil means the defaults of each case.
     var peers: [Peer]?
-    var runs = 3
+    /// `--targets`: issue 9's target set (see ``usage``).
+    var targets = false
+    /// `--runs`; nil means ``runs``' default.
+    var runsGiven: Int?
+    /// `--random-mib`; nil means ``randomMiB``'s default.
+    var randomMiBGiven: Int?
+    /// `--large-file-mib` (or 4096 with `--large-file`); nil means no large-file case.
+    var largeFileMiB: Int?
+    var profile = false
     var pauseSeconds = 3.0
     var work = "/tmp/cairn-bench"
     /// `--out`; nil means ``defaultOutputDirectory(environment:)``.
@@ -87,7 +110,7 @@ struct BenchOptions {
             case "--peers": peers = try Peer.parseList(try take())
             case "--runs":
                 guard let n = Int(try take()), n > 0 else { throw UsageError(description: "--runs takes a positive number") }
-                runs = n
+                runsGiven = n
             case "--pause":
                 guard let s = Double(try take()), s >= 0, s <= 60 else {
                     throw UsageError(description: "--pause takes seconds from 0 to 60")
@@ -103,6 +126,19 @@ struct BenchOptions {
                 selection = s
             case "--cairn": cairn = try take()
             case "--keep": keep = true
+            case "--targets": targets = true
+            case "--profile": profile = true
+            case "--random-mib":
+                guard let n = Int(try take()), n >= 0, n <= 1 << 20 else {
+                    throw UsageError(description: "--random-mib takes a number of MiB from 0 to 1048576")
+                }
+                randomMiBGiven = n
+            case "--large-file": largeFileMiB = largeFileMiB ?? Self.defaultLargeFileMiB
+            case "--large-file-mib":
+                guard let n = Int(try take()), n > 0, n <= 1 << 20 else {
+                    throw UsageError(description: "--large-file-mib takes a positive number of MiB up to 1048576")
+                }
+                largeFileMiB = n
             case "-h", "--help":
                 print(Self.usage)
                 exit(0)
@@ -111,6 +147,22 @@ struct BenchOptions {
             }
         }
     }
+
+    /// Issue 9's file: 4 GiB.
+    static let defaultLargeFileMiB = 4096
+    /// The random-data tree of `--targets`.
+    static let defaultTargetsRandomMiB = 512
+
+    /// Interleaved rounds: `--runs`, else 5 with `--targets` (issue 9 asks for the median of at
+    /// least 5), else 3.
+    var runs: Int { runsGiven ?? (targets ? TargetSpec.issue9Rounds : 3) }
+
+    /// MiB of the random-data tree, 0 for none: `--random-mib`, else 512 with `--targets`.
+    var randomMiB: Int { randomMiBGiven ?? (targets ? Self.defaultTargetsRandomMiB : 0) }
+
+    /// Whether the corpus also gets `cairn list`, `verify` and the resume steps (not with
+    /// `--targets`, which measures only what issue 9's targets need).
+    var corpusExtras: Bool { !targets }
 
     var runsStages: Bool { selection != .endToEnd }
     var runsEndToEnd: Bool { selection != .stages }
@@ -134,10 +186,14 @@ enum Peer: String, CaseIterable {
     case tarZstd = "tar-zstd"
     case casync, borg, restic
 
-    /// The peers of a case that `--peers` did not choose: all of them on the main corpus, the
-    /// two tar pipelines elsewhere (to keep the run short).
-    static func defaults(for kind: BenchCase.Kind) -> [Peer] {
-        kind == .corpus ? allCases : [.tarLZ4, .tarZstd]
+    /// The peers of a case: none on the random-data and large-file cases (their targets compare
+    /// Cairn with itself or with a limit); else `chosen` (`--peers`) when given; else all of
+    /// them on the main corpus and the two tar pipelines elsewhere, or the two tar pipelines
+    /// everywhere with `--targets` (to keep the run short).
+    static func forCase(_ kind: BenchCase.Kind, chosen: [Peer]?, targets: Bool) -> [Peer] {
+        if kind == .randomData || kind == .largeFile { return [] }
+        if let chosen { return chosen }
+        return kind == .corpus && !targets ? allCases : [.tarLZ4, .tarZstd]
     }
 
     /// Parses "tar-lz4,borg", "all" or "none".

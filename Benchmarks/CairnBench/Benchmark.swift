@@ -18,10 +18,13 @@ func runBenchmark(options: BenchOptions, arguments: [String]) throws -> Int32 {
         }
         log("using \(cairn)")
         try FileManager.default.createDirectory(atPath: options.work, withIntermediateDirectories: true)
-        let cases = try BenchCase.prepareAll(options: options)
-        let e2e = EndToEnd(
+        let cases = try BenchCase.prepareAll(options: options, notes: &report.caseNotes)
+        var e2e = EndToEnd(
             cairn: cairn, work: options.work, runs: options.runs, keep: options.keep, pauseSeconds: options.pauseSeconds,
             peerChoice: options.peers)
+        e2e.targets = options.targets
+        e2e.corpusExtras = options.corpusExtras
+        e2e.profile = options.profile
         let outcome = try e2e.run(cases: cases)
         report.cases = outcome.cases
         report.versions = outcome.versions

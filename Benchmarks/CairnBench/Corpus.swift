@@ -5,7 +5,13 @@ import Glibc
 /// One tree every tool reads, with what the report says about it: the generated app-data
 /// corpus (or `--corpus DIR`), the generated small-files case, or a `--tree PATH`.
 struct BenchCase {
-    enum Kind: String { case corpus, smallFiles = "small-files", tree }
+    enum Kind: String, CaseIterable {
+        case corpus, smallFiles = "small-files", tree
+        /// Seeded random bytes: incompressible chunks (issue 9's `--compression none` target).
+        case randomData = "random-data"
+        /// One large generated file of mixed content (issue 9's 4 GiB peak-RSS target).
+        case largeFile = "large-file"
+    }
     var kind: Kind
     /// A short title for the report ("app-data corpus", "100,000 small files", the tree's path).
     var title: String
@@ -23,6 +29,8 @@ struct BenchCase {
         switch kind {
         case .corpus: base = "corpus"
         case .smallFiles: base = "small-files"
+        case .randomData: base = "random-data"
+        case .largeFile: base = "large-file"
         case .tree:
             base = "tree-" + String(path.map { $0.isLetter || $0.isNumber ? $0 : "-" }).trimmingCharacters(in: CharacterSet(charactersIn: "-"))
         }
@@ -30,17 +38,59 @@ struct BenchCase {
     }
 
     /// The cases `options` asks for, in order: the main corpus, the small files (unless
-    /// `--small-files 0`), then every `--tree`. Generated trees are written under `--work` once
-    /// and reused by later runs.
+    /// `--small-files 0`), the trees nobody here wrote (with `--targets`, see
+    /// ``SystemTrees``), every `--tree`, the random-data tree (`--random-mib`, or with
+    /// `--targets`), the large file (`--large-file`). Generated trees are written under
+    /// `--work` once and reused by later runs. The large file's free space is checked before
+    /// anything is generated. `notes` receives a line for each tree that was looked for and
+    /// skipped.
     ///
-    /// - Throws: ``BenchError`` naming a `--corpus` or `--tree` that is not a directory, or a
-    ///   generator's error.
-    static func prepareAll(options: BenchOptions) throws -> [BenchCase] {
+    /// - Throws: ``BenchError`` naming a `--corpus` or `--tree` that is not a directory, a
+    ///   work directory without room for the large file, or a generator's error.
+    static func prepareAll(options: BenchOptions, notes: inout [String]) throws -> [BenchCase] {
+        if let mebibytes = options.largeFileMiB {
+            let name = largeFileName(mebibytes: mebibytes, seed: options.seed)
+            try FileManager.default.createDirectory(atPath: options.work, withIntermediateDirectories: true)
+            try LargeFile.checkFreeSpace(
+                in: options.work, fileBytes: UInt64(mebibytes) << 20,
+                alreadyGenerated: FileManager.default.fileExists(atPath: "\(options.work)/\(name).complete"))
+        }
         var cases = [try prepareCorpus(options: options)]
         if options.smallFiles > 0 { cases.append(try prepareSmallFiles(options: options)) }
-        for tree in options.trees { cases.append(try existing(tree, kind: .tree, option: "--tree")) }
+        var trees: [String] = []
+        if options.targets {
+            let chosen = SystemTrees.choose { path in
+                var isDirectory: ObjCBool = false
+                return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+            }
+            for note in chosen.notes { log(note) }
+            notes += chosen.notes
+            trees += chosen.paths
+        }
+        trees += options.trees
+        for tree in trees { cases.append(try existing(tree, kind: .tree, option: "--tree")) }
+        if options.randomMiB > 0 {
+            let generator = RandomTree(totalBytes: options.randomMiB << 20, seed: options.seed)
+            cases.append(
+                try generated(
+                    name: "random-\(options.randomMiB)MiB-seed\(options.seed)", kind: .randomData,
+                    title: "\(options.randomMiB) MiB of random data", seed: options.seed, work: options.work,
+                    describe: "\(options.randomMiB) MiB of random data (seed \(options.seed))"
+                ) { path in try generator.generate(at: path) })
+        }
+        if let mebibytes = options.largeFileMiB {
+            let generator = LargeFile(mebibytes: mebibytes, seed: options.seed)
+            cases.append(
+                try generated(
+                    name: largeFileName(mebibytes: mebibytes, seed: options.seed), kind: .largeFile,
+                    title: "one \(mebibytes.isMultiple(of: 1024) ? "\(mebibytes / 1024) GiB" : "\(mebibytes) MiB") file of mixed content",
+                    seed: options.seed, work: options.work, describe: "a \(mebibytes) MiB file of mixed content (seed \(options.seed))"
+                ) { path in try generator.generate(at: path) })
+        }
         return cases
     }
+
+    static func largeFileName(mebibytes: Int, seed: UInt64) -> String { "large-file-\(mebibytes)MiB-seed\(seed)" }
 
     /// An existing directory, tallied.
     static func existing(_ given: String, kind: Kind, option: String) throws -> BenchCase {
@@ -126,6 +176,36 @@ struct BenchCase {
             }
         }
         return (total, monotonicSeconds() - started)
+    }
+}
+
+/// The trees nobody here wrote that `--targets` benchmarks in place (never modified): issue
+/// 9 names `/usr/share/man` and `/usr/lib/python3`, with the Swift toolchain's
+/// `/opt/swift/usr/lib/swift` in place of a missing one.
+enum SystemTrees {
+    static let preferred = ["/usr/share/man", "/usr/lib/python3"]
+    static let fallback = "/opt/swift/usr/lib/swift"
+
+    /// The trees to benchmark, given which directories exist, and a line for each one skipped
+    /// or replaced (the report and the log say them).
+    static func choose(isDirectory: (String) -> Bool) -> (paths: [String], notes: [String]) {
+        var paths: [String] = []
+        var notes: [String] = []
+        for tree in preferred {
+            if isDirectory(tree) {
+                paths.append(tree)
+            } else if !paths.contains(fallback), isDirectory(fallback) {
+                paths.append(fallback)
+                notes.append("\(tree) is missing: benchmarking \(fallback) in its place")
+            } else {
+                notes.append("\(tree) is missing" + (paths.contains(fallback) ? " (\(fallback) already stands in for another)" : "") + ": skipped")
+            }
+        }
+        if paths.isEmpty {
+            notes.append(
+                "no tree nobody here wrote exists (\((preferred + [fallback]).joined(separator: ", "))): the tree targets are not measured")
+        }
+        return (paths, notes)
     }
 }
 

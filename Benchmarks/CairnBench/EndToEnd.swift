@@ -84,6 +84,10 @@ struct CaseResult {
     var operations: [OperationResult]
     /// The peers this case compared with (installed ones only).
     var peers: [Peer]
+    /// CPU profiles of Cairn's commands on this case (`--profile`, small-files case only).
+    var profiles: [Profile] = []
+    /// Whether every extracted tree was kept until the case ended (``ExtractedTrees``).
+    var extractedTreesKept = false
 
     func operation(_ tool: String, _ name: String) -> OperationResult? {
         operations.first { $0.tool == tool && $0.operation == name }
@@ -95,6 +99,7 @@ enum ToolName {
     static let read = "read (tar -c | cat)"
     static let cairnLZ4 = "cairn (lz4)"
     static let cairnZstd = "cairn (zstd:3)"
+    static let cairnNone = "cairn (none)"
     static let tarLZ4 = "tar | lz4 -1"
     static let tarZstd = "tar | zstd -T0 -3"
     static let casync = "casync"
@@ -122,14 +127,26 @@ struct EndToEnd {
     var pauseSeconds: Double
     /// `--peers`, or nil for each case's defaults.
     var peerChoice: [Peer]?
+    /// Whether the peers default to `--targets`' choice (see ``Peer/forCase(_:chosen:targets:)``).
+    var targets = false
+    /// Whether the corpus also gets `cairn list`, `verify` and the resume steps.
+    var corpusExtras = true
+    /// Whether Cairn's create and extract of the small-files case are profiled (`--profile`).
+    var profile = false
 
     var base: String { "\(work)/e2e" }
 
     /// The tools of one case in round `round`. Every extraction goes into a directory of its
-    /// own (`out-<round>`) that no earlier run used, and is removed after it is measured.
-    func tools(for benchCase: BenchCase, in caseDirectory: String, peers: [Peer], round: Int, runner: ProcessRunner) -> [Tool] {
+    /// own (`out-<round>`) that no earlier run used. With `keepExtractedTrees` (or `--keep`) it
+    /// stays until the case ends (see ``ExtractedTrees``); otherwise it is removed right after
+    /// it is measured. The random-data case gets Cairn's lz4 and `none` creates only, the
+    /// large-file case Cairn's lz4 create and extract only, neither the read baseline.
+    func tools(
+        for benchCase: BenchCase, in caseDirectory: String, peers: [Peer], round: Int, runner: ProcessRunner,
+        keepExtractedTrees: Bool = false
+    ) -> [Tool] {
         let c = shellQuoted(benchCase.path)
-        let keep = keep
+        let keep = keep || keepExtractedTrees
         func dir(_ tool: String) -> String { "\(caseDirectory)/\(tool)" }
         func clean(_ paths: String...) -> () throws -> Void {
             { for p in paths { try removeTree(p) } }
@@ -146,16 +163,19 @@ struct EndToEnd {
         let out = "out-\(round)"
 
         var list: [Tool] = []
-        list.append(
-            Tool(
-                name: ToolName.read, executables: ["tar"], versionCommand: ["tar", "--version"],
-                steps: [
-                    .init(
-                        operation: "read tree", kind: .read,
-                        arguments: ["/bin/bash", "-c", "set -o pipefail; tar -cf - -C \(c) . | cat > /dev/null"])
-                ], note: "baseline: reading the tree through tar"))
+        let baseline = benchCase.kind != .randomData && benchCase.kind != .largeFile
+        if baseline {
+            list.append(
+                Tool(
+                    name: ToolName.read, executables: ["tar"], versionCommand: ["tar", "--version"],
+                    steps: [
+                        .init(
+                            operation: "read tree", kind: .read,
+                            arguments: ["/bin/bash", "-c", "set -o pipefail; tar -cf - -C \(c) . | cat > /dev/null"])
+                    ], note: "baseline: reading the tree through tar"))
+        }
 
-        func cairnTool(name: String, directory: String, compression: String, withResume: Bool) -> Tool {
+        func cairnTool(name: String, directory: String, compression: String, withResume: Bool, withExtract: Bool = true) -> Tool {
             let cd = dir(directory)
             let archive = "\(cd)/bench.cairn"
             let cout = "\(cd)/\(out)"
@@ -181,11 +201,13 @@ struct EndToEnd {
                 steps.append(.init(operation: "list", kind: .list, arguments: [cairn, "list", archive]))
                 steps.append(.init(operation: "verify", kind: .verify, arguments: [cairn, "verify", archive, "--json"]))
             }
-            steps.append(
-                .init(
-                    operation: "extract", kind: .extract, prepare: clean(cout),
-                    arguments: [cairn, "extract", archive, "-C", cout, "--json", "--no-progress"],
-                    inspect: extracted(cout), cleanUp: removeAfterwards(cout)))
+            if withExtract {
+                steps.append(
+                    .init(
+                        operation: "extract", kind: .extract, prepare: clean(cout),
+                        arguments: [cairn, "extract", archive, "-C", cout, "--json", "--no-progress"],
+                        inspect: extracted(cout), cleanUp: removeAfterwards(cout)))
+            }
             if withResume {
                 // Issue 4: an export killed at 90% of its archive, resumed; and a transfer cut
                 // at 90%, completed with verify --partial + truncate + cat.
@@ -223,8 +245,20 @@ struct EndToEnd {
             }
             return Tool(name: name, executables: [cairn], versionCommand: [cairn, "--version"], steps: steps)
         }
-        list.append(cairnTool(name: ToolName.cairnLZ4, directory: "cairn-lz4", compression: "lz4", withResume: benchCase.kind == .corpus))
-        list.append(cairnTool(name: ToolName.cairnZstd, directory: "cairn-zstd", compression: "zstd:3", withResume: false))
+        switch benchCase.kind {
+        case .randomData:
+            // Issue 9: incompressible chunks cost little; lz4 against storing, create only.
+            list.append(cairnTool(name: ToolName.cairnLZ4, directory: "cairn-lz4", compression: "lz4", withResume: false, withExtract: false))
+            list.append(cairnTool(name: ToolName.cairnNone, directory: "cairn-none", compression: "none", withResume: false, withExtract: false))
+        case .largeFile:
+            // Issue 9: peak RSS of the default compression's create and extract.
+            list.append(cairnTool(name: ToolName.cairnLZ4, directory: "cairn-lz4", compression: "lz4", withResume: false))
+        case .corpus, .smallFiles, .tree:
+            list.append(
+                cairnTool(
+                    name: ToolName.cairnLZ4, directory: "cairn-lz4", compression: "lz4", withResume: benchCase.kind == .corpus && corpusExtras))
+            list.append(cairnTool(name: ToolName.cairnZstd, directory: "cairn-zstd", compression: "zstd:3", withResume: false))
+        }
 
         if peers.contains(.tarLZ4) {
             let ld = dir("tar-lz4")
@@ -374,7 +408,10 @@ struct EndToEnd {
         if pauseSeconds > 0 { usleep(useconds_t(pauseSeconds * 1_000_000)) }
     }
 
-    /// Runs every available tool on every case, `runs` rounds per case.
+    /// Runs every available tool on every case, `runs` rounds per case. Extracted trees of a
+    /// case with many files are kept until the case ends when there is room, then removed, and
+    /// the next case waits until ext4 no longer counts their inodes as recently deleted
+    /// (``ExtractedTrees``).
     func run(cases: [BenchCase]) throws -> Outcome {
         try FileManager.default.createDirectory(atPath: "\(base)/logs", withIntermediateDirectories: true)
         var runner = ProcessRunner(logDirectory: "\(base)/logs")
@@ -385,7 +422,7 @@ struct EndToEnd {
             let caseDirectory = "\(base)/\(slug)"
             let warm = benchCase.warm()
             log(String(format: "%@: warmed the page cache, %@ in %.2f s", slug, formatMiB(warm.bytes), warm.seconds))
-            let wanted = peerChoice ?? Peer.defaults(for: benchCase.kind)
+            let wanted = Peer.forCase(benchCase.kind, chosen: peerChoice, targets: targets)
             var available: [String] = []
             var usedPeers: [Peer] = []
             for tool in tools(for: benchCase, in: caseDirectory, peers: wanted, round: 1, runner: runner) {
@@ -402,10 +439,18 @@ struct EndToEnd {
                     outcome.versions[tool.name] = text.map(String.init) ?? "?"
                 }
             }
+            let extractors = tools(for: benchCase, in: caseDirectory, peers: wanted, round: 1, runner: runner)
+                .filter { available.contains($0.name) && $0.steps.contains { $0.kind == .extract } }.count
+            let keepTrees = ExtractedTrees.keepUntilCaseEnd(
+                benchCase, trees: extractors * runs, freeBytes: ExtractedTrees.freeBytes(in: work))
+            if ExtractedTrees.matters(for: benchCase), !keepTrees {
+                log("\(slug): not enough room to keep \(extractors * runs) extracted trees until the case ends; removing each after it is measured")
+            }
             var results: [String: OperationResult] = [:]
             var order: [String] = []
             for round in 1...runs {
-                let tools = tools(for: benchCase, in: caseDirectory, peers: wanted, round: round, runner: runner)
+                let tools = tools(
+                    for: benchCase, in: caseDirectory, peers: wanted, round: round, runner: runner, keepExtractedTrees: keepTrees)
                 for tool in tools where available.contains(tool.name) {
                     let toolDirectory = "\(caseDirectory)/\(dirName(tool.name))"
                     try FileManager.default.createDirectory(atPath: toolDirectory, withIntermediateDirectories: true)
@@ -456,9 +501,21 @@ struct EndToEnd {
                     }
                 }
             }
-            outcome.cases.append(
-                CaseResult(benchCase: benchCase, warmRead: warm, operations: order.compactMap { results[$0] }, peers: usedPeers))
-            if !keep { try? removeTree(caseDirectory) }
+            var caseResult = CaseResult(benchCase: benchCase, warmRead: warm, operations: order.compactMap { results[$0] }, peers: usedPeers)
+            caseResult.extractedTreesKept = keepTrees
+            if profile, benchCase.kind == .smallFiles {
+                caseResult.profiles = Profiler(runner: runner).profileCairn(on: benchCase, in: "\(caseDirectory)/profile", cairn: cairn)
+            }
+            outcome.cases.append(caseResult)
+            if !keep {
+                try? removeTree(caseDirectory)
+                if ExtractedTrees.matters(for: benchCase), caseIndex + 1 < cases.count {
+                    let seconds = ExtractedTrees.recentlyDeletedSeconds()
+                    log("\(slug): removed its trees; waiting \(seconds) s until ext4 no longer counts their inodes as recently deleted")
+                    sync()
+                    sleep(UInt32(seconds))
+                }
+            }
         }
         if !keep { try? removeTree(base) }
         return outcome
@@ -470,6 +527,7 @@ func dirName(_ tool: String) -> String {
     switch tool {
     case ToolName.cairnLZ4: "cairn-lz4"
     case ToolName.cairnZstd: "cairn-zstd"
+    case ToolName.cairnNone: "cairn-none"
     case ToolName.tarLZ4: "tar-lz4"
     case ToolName.tarZstd: "tar-zstd"
     case ToolName.read: "read"
@@ -522,4 +580,47 @@ func sameFile(_ a: String, _ b: String) -> Bool {
         return false
     }
     return x == y
+}
+
+/// When extracted trees are removed. ext4 skips inodes freed in the last
+/// `dirty_expire_centisecs / 100 + 5` seconds (30 + 5 by default) when it allocates new ones
+/// (`recently_deleted()` in fs/ext4/ialloc.c), and on a tree of 100,000 files that scan made an
+/// extraction right after another tree's removal take 60 s instead of a few. So in a case with
+/// many files every extracted tree is kept until the case ends (when the disk has room), then
+/// all are removed together and the next case waits that long before its first step.
+enum ExtractedTrees {
+    /// Cases with fewer regular files than this free too few inodes to matter.
+    static let manyFiles = 1000
+
+    /// Whether removing the case's extracted trees can slow the next extraction down.
+    static func matters(for benchCase: BenchCase) -> Bool { benchCase.fileCount >= manyFiles }
+
+    /// Bytes `trees` extracted copies of `benchCase` take: content plus one 4 KiB block per file
+    /// for rounding and inodes.
+    static func bytesNeeded(_ benchCase: BenchCase, trees: Int) -> UInt64 {
+        UInt64(max(0, trees)) * (benchCase.totalBytes + UInt64(benchCase.fileCount) * 4096)
+    }
+
+    /// Whether to keep all `trees` extracted trees of `benchCase` until the case ends: the case
+    /// has many files and they fit in `freeBytes` with 2 GiB to spare.
+    static func keepUntilCaseEnd(_ benchCase: BenchCase, trees: Int, freeBytes: UInt64) -> Bool {
+        matters(for: benchCase) && bytesNeeded(benchCase, trees: trees) + (2 << 30) <= freeBytes
+    }
+
+    /// Free bytes for unprivileged users on the file system of `path` (`statvfs(3)`); 0 when
+    /// it cannot be read.
+    static func freeBytes(in path: String) -> UInt64 {
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return 0 }
+        return UInt64(info.f_bavail) * UInt64(info.f_frsize)
+    }
+
+    /// Seconds for which ext4 counts a freed inode as recently deleted, plus 1:
+    /// `vm.dirty_expire_centisecs` / 100 + 5 + 1 (36 by default).
+    static func recentlyDeletedSeconds(
+        centisecs: String? = try? String(contentsOfFile: "/proc/sys/vm/dirty_expire_centisecs", encoding: .utf8)
+    ) -> Int {
+        let value = centisecs.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 3000
+        return min(max(value, 0), 60_000) / 100 + 6
+    }
 }

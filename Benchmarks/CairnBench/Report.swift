@@ -39,61 +39,61 @@ struct Machine {
 }
 
 /// A Cairn/peer comparison the report computes per case: wall time or archive size.
-struct RatioPair: Sendable {
-    enum Measure: String { case wallTime = "wall time", archiveSize = "archive size" }
+struct RatioPair: Equatable, Sendable {
+    enum Measure: String, Sendable { case wallTime = "wall time", archiveSize = "archive size" }
     var cairnTool: String
     var cairnOperation: String
     var peerTool: String
     var peerOperation: String
     var measure: Measure
-    /// The target for a case of this kind, if an issue sets one.
-    var target: @Sendable (BenchCase.Kind) -> Target?
 
-    static let issue3 = "issue 3"
-    static let issue9 = "issue 9"
+    static func wall(_ cairnTool: String, _ cairnOperation: String, _ peerTool: String, _ peerOperation: String) -> RatioPair {
+        RatioPair(cairnTool: cairnTool, cairnOperation: cairnOperation, peerTool: peerTool, peerOperation: peerOperation, measure: .wallTime)
+    }
 
-    /// Every pair, in report order. Targets: issue 9's "Targets" (create ≤ 0.45× `tar | lz4`
-    /// on the corpus and ≤ 0.6× on the small files, extract ≤ 0.5× on both, archives no
-    /// larger than `tar | lz4` / `tar | zstd -3` on every case) and issue 3's peer targets.
+    static func size(_ cairnTool: String, _ peerTool: String, peerOperation: String = "create") -> RatioPair {
+        RatioPair(cairnTool: cairnTool, cairnOperation: "create", peerTool: peerTool, peerOperation: peerOperation, measure: .archiveSize)
+    }
+
+    /// Every pair, in report order; the targets some of them have are in ``TargetSpec/all``.
     static let all: [RatioPair] = {
-        func wall(_ c: String, _ co: String, _ p: String, _ po: String, _ t: @escaping @Sendable (BenchCase.Kind) -> Target? = { _ in nil })
-            -> RatioPair
-        {
-            RatioPair(cairnTool: c, cairnOperation: co, peerTool: p, peerOperation: po, measure: .wallTime, target: t)
-        }
-        func corpusOnly(_ limit: Double, _ source: String) -> @Sendable (BenchCase.Kind) -> Target? {
-            { $0 == .corpus ? Target(limit: limit, source: source) : nil }
-        }
         let lz4 = ToolName.cairnLZ4
         let zstd = ToolName.cairnZstd
         return [
-            wall(lz4, "create", ToolName.tarLZ4, "create") {
-                switch $0 {
-                case .corpus: Target(limit: 0.45, source: issue9)
-                case .smallFiles: Target(limit: 0.6, source: issue9)
-                case .tree: nil
-                }
-            },
+            wall(lz4, "create", ToolName.tarLZ4, "create"),
             wall(lz4, "create", ToolName.tarLZ4, "create + fsync"),
             wall(zstd, "create", ToolName.tarZstd, "create"),
-            wall(lz4, "extract", ToolName.tarLZ4, "extract") { $0 == .tree ? nil : Target(limit: 0.5, source: issue9) },
+            wall(lz4, "extract", ToolName.tarLZ4, "extract"),
             wall(zstd, "extract", ToolName.tarZstd, "extract"),
-            wall(lz4, "create", ToolName.casync, "make", corpusOnly(0.25, issue3)),
-            wall(lz4, "create", ToolName.borg, "create", corpusOnly(0.5, issue3)),
-            wall(lz4, "create", ToolName.restic, "backup", corpusOnly(0.5, issue3)),
+            wall(lz4, "create", ToolName.casync, "make"),
+            wall(lz4, "create", ToolName.borg, "create"),
+            wall(lz4, "create", ToolName.restic, "backup"),
             wall(lz4, "extract", ToolName.casync, "extract"),
             wall(lz4, "extract", ToolName.borg, "extract"),
             wall(lz4, "extract", ToolName.restic, "restore"),
             wall(lz4, "create --resume (cut at 90%)", lz4, "create"),
             wall(lz4, "transfer resume (cut at 90%)", lz4, "create"),
-            RatioPair(
-                cairnTool: lz4, cairnOperation: "create", peerTool: ToolName.tarLZ4, peerOperation: "create", measure: .archiveSize,
-                target: { _ in Target(limit: 1.0, source: issue9) }),
-            RatioPair(
-                cairnTool: zstd, cairnOperation: "create", peerTool: ToolName.tarZstd, peerOperation: "create",
-                measure: .archiveSize, target: { _ in Target(limit: 1.0, source: issue9) }),
+            size(lz4, ToolName.tarLZ4),
+            size(zstd, ToolName.tarZstd),
         ]
     }()
+
+    /// Cairn / peer in each round of `1...runs` where both operations succeeded (and both
+    /// figures are positive), in round order, or peer / Cairn when `inverted`; nil when
+    /// `result` lacks either operation.
+    func perRound(in result: CaseResult, runs: Int, inverted: Bool = false) -> [Double]? {
+        guard let c = result.operation(cairnTool, cairnOperation), let p = result.operation(peerTool, peerOperation) else {
+            return nil
+        }
+        var values: [Double] = []
+        for round in 1...max(1, runs) {
+            let pair: (Double?, Double?) =
+                measure == .wallTime
+                ? (c.wall(round: round), p.wall(round: round)) : (c.archiveBytes(round: round), p.archiveBytes(round: round))
+            if let a = pair.0, let b = pair.1, a > 0, b > 0 { values.append(inverted ? b / a : a / b) }
+        }
+        return values
+    }
 }
 
 /// One computed ratio: the per-round ratios and their median and spread.
@@ -107,22 +107,15 @@ struct Ratio {
 
     var spread: Spread? { Spread(perRound) }
 
-    /// Ratios of every pair whose two operations `result` has, over rounds `1...runs`.
+    /// Ratios of every pair whose two operations `result` has, over rounds `1...runs`, each
+    /// with the target ``TargetSpec/all`` sets for it on a case of this kind.
     static func all(in result: CaseResult, runs: Int) -> [Ratio] {
         RatioPair.all.compactMap { pair in
-            guard let c = result.operation(pair.cairnTool, pair.cairnOperation),
-                let p = result.operation(pair.peerTool, pair.peerOperation)
-            else { return nil }
-            var perRound: [Double] = []
-            for round in 1...max(1, runs) {
-                let values: (Double?, Double?) =
-                    pair.measure == .wallTime
-                    ? (c.wall(round: round), p.wall(round: round)) : (c.archiveBytes(round: round), p.archiveBytes(round: round))
-                if let a = values.0, let b = values.1, b > 0 { perRound.append(a / b) }
-            }
+            guard let perRound = pair.perRound(in: result, runs: runs) else { return nil }
             return Ratio(
                 cairn: "\(pair.cairnTool) \(pair.cairnOperation)", peer: "\(pair.peerTool) \(pair.peerOperation)",
-                measure: pair.measure, perRound: perRound, target: pair.target(result.benchCase.kind))
+                measure: pair.measure, perRound: perRound,
+                target: TargetSpec.target(for: pair, on: result.benchCase.kind))
         }
     }
 }
@@ -137,6 +130,8 @@ struct Report {
     var cases: [CaseResult] = []
     var versions: [String: String] = [:]
     var skipped: [String: String] = [:]
+    /// Lines about cases that were looked for and skipped or replaced (a missing system tree).
+    var caseNotes: [String] = []
     var notes: [String: String] = [:]
     var stages: [StageResult] = []
     var loadAtStart = Machine.loadAverage()
@@ -155,10 +150,16 @@ struct Report {
 
     /// How extraction (and every create) is timed, in words, for the report and the JSON.
     var settlingMethod: String {
-        "every extraction writes into a new directory (`out-<round>`) that no earlier run used; trees of earlier runs are "
-            + "removed after they are measured, outside the timed window; before every timed create and extract, for every "
-            + "tool alike, the harness calls sync(2) and sleeps \(String(format: "%g", pauseSeconds)) s, so ext4's handling "
-            + "of recently deleted inodes does not land on the next measurement"
+        let kept = cases.filter(\.extractedTreesKept).map(\.benchCase.title)
+        let removal =
+            kept.isEmpty
+            ? "extracted trees are removed after they are measured, outside the timed window"
+            : "in cases with many files (\(kept.joined(separator: ", "))) every extracted tree is kept until the case ends, then "
+                + "all are removed and the next case waits until ext4 no longer counts their inodes as recently deleted "
+                + "(\(ExtractedTrees.recentlyDeletedSeconds()) s); elsewhere a tree is removed after it is measured, outside the timed window"
+        return "every extraction writes into a new directory (`out-<round>`) that no earlier run used; \(removal); before every "
+            + "timed create and extract, for every tool alike, the harness calls sync(2) and sleeps "
+            + "\(String(format: "%g", pauseSeconds)) s"
     }
 
     /// The report in Markdown; `chartName` is the SVG's file name beside it, if one is written.
@@ -174,11 +175,14 @@ struct Report {
             lines.append(
                 "- Runs: \(runs) interleaved rounds per case (every tool once per round, A B C A B C …). Every figure is the "
                     + "**median** over the rounds with its spread (min–max) in brackets; a Cairn/peer ratio is the median of the "
-                    + "per-round ratios. Verdicts against a target are stated only from \(roundsForVerdict) rounds up, and are "
-                    + "about the median.")
-            if runs < roundsForVerdict {
-                lines.append("- **Verdicts**: no verdict (fewer than \(roundsForVerdict) runs); targets are shown as targets only.")
+                    + "per-round ratios. A verdict is about the median: PASS or FAIL from the rounds the target asks for "
+                    + "(issue 9: \(TargetSpec.issue9Rounds), issue 3: 3), \"indicative\" below that.")
+            if runs < TargetSpec.issue9Rounds {
+                lines.append(
+                    "- **Verdicts**: \(counted(runs, "round")), fewer than issue 9's \(TargetSpec.issue9Rounds): its verdicts are "
+                        + "indicative only (a sanity run, not a result).")
             }
+            for note in caseNotes { lines.append("- Cases: \(note).") }
             lines.append(
                 "- **Warm cache**: each tree is read once before its rounds; the page cache is not dropped (shared machine).")
             lines.append("- **Extraction and create timing**: \(settlingMethod).")
@@ -195,6 +199,8 @@ struct Report {
             lines += toolList()
         }
         if !stages.isEmpty { lines += stageTable() }
+        if cases.contains(where: { !$0.profiles.isEmpty }) { lines += profileSection() }
+        if !cases.isEmpty { lines += verdictTable() }
         return lines.joined(separator: "\n")
     }
 
@@ -240,10 +246,11 @@ struct Report {
                 let s = r.spread
                 let median = s.map { String(format: "%.2f", $0.median) } ?? "–"
                 let spread = s.map { String(format: "%.2f–%.2f", $0.minimum, $0.maximum) } ?? "–"
-                let target = r.target.map { String(format: "≤ %.2f (%@)", $0.limit, $0.source) } ?? ""
+                let target = r.target.map { "\($0.formatted()) (\($0.source))" } ?? ""
+                let verdict = r.target.map { Verdict(s, target: $0).text } ?? ""
                 lines.append(
                     "| \(index + 1) | \(r.measure.rawValue) | \(markdownEscaped(r.cairn)) | \(markdownEscaped(r.peer)) | \(median) | \(spread) | "
-                        + "\(r.perRound.count) | \(target) | \(verdict(ratio: s, target: r.target, runs: runs)) |")
+                        + "\(r.perRound.count) | \(target) | \(verdict) |")
             }
         }
         lines.append("")
@@ -291,6 +298,65 @@ struct Report {
         return lines
     }
 
+    /// Issue 9's targets, one row per target and case, with PASS / FAIL: the report's last section.
+    func verdictTable() -> [String] {
+        let rows = VerdictRow.rows(for: cases, runs: runs)
+        var lines = ["## Issue 9 targets: verdicts", ""]
+        lines.append("| case | target | median | spread (min–max) | rounds | threshold | verdict |")
+        lines.append("|---|---|--:|--:|--:|--:|---|")
+        for row in rows {
+            let s = row.spread
+            let format = row.spec.unit == "MiB" ? "%.0f" : "%.2f"
+            let median = s.map { String(format: format, $0.median) + " " + row.spec.unit } ?? "–"
+            let spread = s.map { String(format: "\(format)–\(format)", $0.minimum, $0.maximum) } ?? "–"
+            let threshold = row.spec.target.formatted(format, unit: row.spec.unit)
+            lines.append(
+                "| \(markdownEscaped(row.caseTitle ?? row.spec.kind.rawValue)) | \(markdownEscaped(row.spec.title)) | \(median) | \(spread) | "
+                    + "\(row.values.count) | \(threshold) | \(markdownEscaped(row.verdict.text)) |")
+        }
+        let counts = Dictionary(grouping: rows, by: { $0.verdict.status }).mapValues(\.count)
+        let summary = ["pass", "fail", "indicative-pass", "indicative-fail", "not-measured"].compactMap { key in
+            counts[key].map { "\($0) \(key)" }
+        }
+        lines.append("")
+        lines.append(
+            "Issue 9 targets: \(summary.joined(separator: ", ")). A ratio is Cairn / peer per round (× of the peer's wall time "
+                + "or archive bytes); the create speed is `--compression none`'s wall time / lz4's; peak RSS is `cairn (lz4)`'s, "
+                + "MiB. PASS and FAIL need \(TargetSpec.issue9Rounds) successful rounds.")
+        lines.append("")
+        return lines
+    }
+
+    /// Where Cairn's CPU seconds go: perf's shares by object and its top symbols.
+    private func profileSection() -> [String] {
+        var lines = ["## Where the CPU seconds go (perf)", ""]
+        for (index, result) in cases.enumerated() {
+            for p in result.profiles {
+                lines.append("### Case \(index + 1): \(markdownEscaped(p.label))")
+                lines.append("")
+                lines.append("- Command: `perf record -e cpu-clock -F 999 -- \(p.command)`")
+                if let reason = p.unavailable {
+                    lines.append("- \(reason)")
+                    lines.append("")
+                    continue
+                }
+                if let w = p.wallSeconds, let c = p.cpuSeconds {
+                    lines.append(String(format: "- Under perf: %.2f s wall, %.2f s CPU, ", w, c) + "\(p.samples.map(String.init) ?? "?") samples")
+                }
+                lines.append("- By object: " + p.objects.prefix(8).map { String(format: "%.1f%% ", $0.percent) + "`\($0.object)`" }.joined(separator: ", "))
+                lines.append("")
+                lines.append("| share | object | symbol |")
+                lines.append("|--:|---|---|")
+                for s in p.symbols {
+                    let symbol = s.symbol.count > 140 ? String(s.symbol.prefix(137)) + "…" : s.symbol
+                    lines.append(String(format: "| %.2f%% | ", s.percent) + "\(markdownEscaped(s.object)) | `\(symbol.replacingOccurrences(of: "`", with: "'"))` |")
+                }
+                lines.append("")
+            }
+        }
+        return lines
+    }
+
     private func toolList() -> [String] {
         guard !versions.isEmpty || !skipped.isEmpty else { return [] }
         var lines = ["## Tools", ""]
@@ -330,7 +396,7 @@ struct Report {
         }
         var object: [String: Any] = [
             "date": timestampString, "command": command, "runs": runs, "reported": "median and min-max over interleaved rounds",
-            "verdictFromRounds": roundsForVerdict, "cache": "warm cache: each tree read once before timing; page cache not dropped",
+            "verdictFromRounds": ["issue 9": TargetSpec.issue9Rounds, "issue 3": 3], "caseNotes": caseNotes, "cache": "warm cache: each tree read once before timing; page cache not dropped",
             "settling": settlingMethod, "pauseSeconds": pauseSeconds,
             "machine": [
                 "nproc": machine.processors, "cpuModel": machine.cpuModel, "kernel": machine.kernel, "memoryMiB": machine.memoryMiB,
@@ -344,7 +410,7 @@ struct Report {
             return [
                 "kind": b.kind.rawValue, "title": b.title, "path": b.path, "generated": b.generated,
                 "seed": b.seed.map { $0 as Any } ?? NSNull(), "fileCount": b.fileCount, "directoryCount": b.directoryCount,
-                "totalBytes": b.totalBytes, "peers": result.peers.map(\.rawValue),
+                "totalBytes": b.totalBytes, "peers": result.peers.map(\.rawValue), "extractedTreesKept": result.extractedTreesKept,
                 "warmRead": ["bytes": result.warmRead.bytes, "seconds": result.warmRead.seconds],
                 "operations": result.operations.map { r -> [String: Any] in
                     var o: [String: Any] = [
@@ -367,17 +433,38 @@ struct Report {
                     if let f = r.failure { o["failure"] = f }
                     return o
                 },
+                "profiles": result.profiles.map { p -> [String: Any] in
+                    func lines(_ list: [Profile.Line]) -> [[String: Any]] {
+                        list.map { ["percent": $0.percent, "object": $0.object, "symbol": $0.symbol] as [String: Any] }
+                    }
+                    var o: [String: Any] = ["label": p.label, "command": p.command, "objects": lines(p.objects), "symbols": lines(p.symbols)]
+                    if let n = p.samples { o["samples"] = n }
+                    if let w = p.wallSeconds { o["wallSeconds"] = w }
+                    if let c = p.cpuSeconds { o["cpuSeconds"] = c }
+                    if let u = p.unavailable { o["unavailable"] = u }
+                    return o
+                },
                 "ratios": Ratio.all(in: result, runs: runs).map { r -> [String: Any] in
                     var o: [String: Any] = [
                         "cairn": r.cairn, "peer": r.peer, "measure": r.measure.rawValue, "perRound": r.perRound, "ratio": spread(r.spread),
                     ]
                     if let t = r.target {
-                        o["target"] = ["limit": t.limit, "source": t.source] as [String: Any]
-                        o["verdict"] = verdict(ratio: r.spread, target: t, runs: runs)
+                        o["target"] = ["limit": t.limit, "source": t.source, "comparison": t.comparison.rawValue] as [String: Any]
+                        o["verdict"] = Verdict(r.spread, target: t).text
                     }
                     return o
                 },
             ]
+        }
+        if !cases.isEmpty {
+            object["verdicts"] = VerdictRow.rows(for: cases, runs: runs).map { row -> [String: Any] in
+                [
+                    "case": row.caseTitle.map { $0 as Any } ?? NSNull(), "caseKind": row.spec.kind.rawValue, "target": row.spec.title,
+                    "unit": row.spec.unit, "perRound": row.values, "measured": spread(row.spread), "limit": row.spec.target.limit,
+                    "comparison": row.spec.target.comparison.rawValue, "source": row.spec.target.source,
+                    "minimumRounds": row.spec.target.minimumRounds, "verdict": row.verdict.text, "status": row.verdict.status,
+                ]
+            }
         }
         object["stages"] = stages.map { s -> [String: Any] in
             var o: [String: Any] = [

@@ -18,9 +18,9 @@ struct CasesTests {
         #expect(try BenchOptions(["--peers", "none"]).peers == [])
         #expect(throws: BenchOptions.UsageError.self) { try BenchOptions(["--peers", "zip"]) }
         #expect(throws: BenchOptions.UsageError.self) { try BenchOptions(["--runs", "0"]) }
-        #expect(Peer.defaults(for: .corpus) == Peer.allCases)
-        #expect(Peer.defaults(for: .smallFiles) == [.tarLZ4, .tarZstd])
-        #expect(Peer.defaults(for: .tree) == [.tarLZ4, .tarZstd])
+        #expect(Peer.forCase(.corpus, chosen: nil, targets: false) == Peer.allCases)
+        #expect(Peer.forCase(.smallFiles, chosen: nil, targets: false) == [.tarLZ4, .tarZstd])
+        #expect(Peer.forCase(.tree, chosen: nil, targets: false) == [.tarLZ4, .tarZstd])
     }
 
     @Test("the small-files case: seeded, deterministic, 200–3000 bytes of text per file, 1,000 to a directory")

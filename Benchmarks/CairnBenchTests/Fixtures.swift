@@ -13,11 +13,13 @@ enum Fixture {
     /// An operation with one measurement per round: `walls[i]` is round i + 1's wall time, nil
     /// for a failed run (exit 1).
     static func operation(
-        _ tool: String, _ name: String, _ kind: OperationResult.Kind, walls: [Double?], archiveBytes: UInt64? = nil
+        _ tool: String, _ name: String, _ kind: OperationResult.Kind, walls: [Double?], archiveBytes: UInt64? = nil,
+        rssMiB: [UInt64] = []
     ) -> OperationResult {
         var result = OperationResult(tool: tool, operation: name, kind: kind, command: "\(tool) \(name)")
         for (index, wall) in walls.enumerated() {
-            let p = wall.map { process(wall: $0, cpu: $0 * 1.5) } ?? process(wall: 9, status: 1)
+            let rss = (index < rssMiB.count ? rssMiB[index] : 64) << 20
+            let p = wall.map { process(wall: $0, cpu: $0 * 1.5, rss: rss) } ?? process(wall: 9, status: 1)
             result.measurements.append(Measurement(round: index + 1, result: p, archiveBytes: wall == nil ? nil : archiveBytes))
         }
         return result

@@ -23,7 +23,7 @@ struct StatisticsTests {
         #expect(ratio.perRound == [0.5, 1.0, 0.25, 2.0])
         let spread = try #require(ratio.spread)
         #expect(spread.median == 0.75 && spread.minimum == 0.25 && spread.maximum == 2.0)
-        #expect(ratio.target == Target(limit: 0.45, source: "issue 9"), "issue 9: create ≤ 0.45× tar | lz4 on the corpus")
+        #expect(ratio.target == Target(limit: 0.45, source: "issue 9", minimumRounds: 5), "issue 9: create ≤ 0.45× tar | lz4 on the corpus")
     }
 
     @Test("archive sizes are compared in bytes, per round")
@@ -34,20 +34,24 @@ struct StatisticsTests {
         #expect(op.archiveBytes?.median == 207_000_000, "bytes as a number, not reinterpreted bits")
         let size = try #require(Ratio.all(in: result, runs: 3).first { $0.measure == .archiveSize })
         #expect(abs((size.spread?.median ?? 0) - 207.0 / 108.0) < 1e-12)
-        #expect(size.target == Target(limit: 1.0, source: "issue 9"))
+        #expect(size.target == Target(limit: 1.0, source: "issue 9", minimumRounds: 5))
     }
 
-    @Test("no verdict from fewer than 3 runs; from 3 up, within or over target by the median")
+    @Test("a verdict is about the median: PASS or FAIL from the target's rounds, indicative below, ≤ and ≥ alike")
     func verdicts() throws {
-        let target = Target(limit: 0.5, source: "issue 9")
-        let low = Spread([0.4, 0.45, 0.9])
-        let high = Spread([0.4, 0.55, 0.6])
-        #expect(verdict(ratio: Spread([0.1]), target: target, runs: 1) == "no verdict (fewer than 3 runs)")
-        #expect(verdict(ratio: Spread([0.1, 0.2]), target: target, runs: 2) == "no verdict (fewer than 3 runs)")
-        #expect(verdict(ratio: low, target: target, runs: 3) == "within target (median)")
-        #expect(verdict(ratio: high, target: target, runs: 3) == "over target (median)")
-        #expect(verdict(ratio: Spread([0.1, 0.2]), target: target, runs: 3) == "no verdict (fewer than 3 successful rounds)")
-        #expect(verdict(ratio: low, target: nil, runs: 3) == "")
+        let atMost = Target(limit: 0.5, source: "issue 9", minimumRounds: 5)
+        #expect(Verdict(Spread([0.4, 0.45, 0.9, 0.1, 0.5]), target: atMost) == .pass, "median 0.45")
+        #expect(Verdict(Spread([0.4, 0.55, 0.6, 0.1, 0.7]), target: atMost) == .fail, "median 0.55")
+        #expect(Verdict(Spread([0.5, 0.5, 0.5, 0.5, 0.5]), target: atMost) == .pass, "the limit itself meets ≤")
+        #expect(Verdict(Spread([0.1, 0.2, 0.9]), target: atMost) == .indicative(met: true, rounds: 3, needed: 5))
+        #expect(Verdict(Spread([0.9]), target: atMost).text == "fail (indicative: 1 round, needs 5)")
+        #expect(Verdict(nil, target: atMost) == .notMeasured("no successful round"))
+        let atLeast = Target(limit: 0.9, source: "issue 9", comparison: .atLeast, minimumRounds: 5)
+        #expect(Verdict(Spread([0.95, 0.91, 0.8, 1.2, 0.9]), target: atLeast) == .pass, "median 0.91 ≥ 0.9")
+        #expect(Verdict(Spread([0.85, 0.91, 0.8, 1.2, 0.7]), target: atLeast) == .fail, "median 0.85 < 0.9")
+        #expect(atLeast.formatted() == "≥ 0.90" && Target(limit: 64, source: "issue 9").formatted("%.0f", unit: "MiB") == "≤ 64 MiB")
+        let issue3 = Target(limit: 0.25, source: "issue 3")
+        #expect(Verdict(Spread([0.1, 0.2, 0.3]), target: issue3) == .pass, "issue 3's targets count from 3 rounds")
     }
 
     @Test("only operations that read the content have a throughput")
