@@ -148,13 +148,13 @@ public final class Archiver {
         var producer = ItemProducer.State()
         producer.nextChunkOrdinal = 1
         for row in state.manifest.entries {
-            producer.paths.insert(row.entry.pathBytes)
-            producer.committed[row.entry.pathBytes] = .init(
+            producer.paths.insert(PathKey(row.entry.pathBytes))
+            producer.committed[PathKey(row.entry.pathBytes)] = .init(
                 kind: row.entry.kind, size: row.entry.size, modificationTime: row.entry.modificationTime)
         }
         if let open = state.openFile {
             let entry = state.manifest.entries[open.index].entry
-            producer.committed[entry.pathBytes] = nil
+            producer.committed[PathKey(entry.pathBytes)] = nil
             producer.openFileToContinue = .init(
                 path: entry.pathBytes, size: entry.size, modificationTime: entry.modificationTime,
                 committedBytes: open.bytes)

@@ -11,7 +11,7 @@ struct ItemProducer {
         /// (device, inode) of files with several links → their path in archive.
         var hardLinks: [HardLinkKey: [UInt8]] = [:]
         /// Paths already used, to refuse duplicates.
-        var paths: Set<[UInt8]> = []
+        var paths: Set<PathKey> = []
         var warnings: [CairnError] = []
         var nextBatch: UInt64 = 0
         var nextChunkOrdinal: UInt64 = 0
@@ -20,7 +20,7 @@ struct ItemProducer {
         /// Files never to archive: the archive being written, when it lies inside the tree.
         var excluded: Set<HardLinkKey> = []
         /// Resuming: entries already committed in the archive, by path.
-        var committed: [[UInt8]: CommittedItem] = [:]
+        var committed: [PathKey: CommittedItem] = [:]
         /// Resuming: the file left open by the last commit, to be continued if unchanged.
         var openFileToContinue: OpenFileToContinue?
     }
@@ -233,8 +233,8 @@ struct ItemProducer {
     private mutating func discardOpenFile() {
         guard let open = state.openFileToContinue else { return }
         state.openFileToContinue = nil
-        state.committed[open.path] = nil
-        state.paths.remove(open.path)
+        state.committed[PathKey(open.path)] = nil
+        state.paths.remove(PathKey(open.path))
         events.append(.discardOpenFile(nil))
     }
 
@@ -294,7 +294,7 @@ struct ItemProducer {
         switch status.kind {
         case .directory where options.staysOnOneFileSystem && status.device != device:
             // Another file system: keep the directory's entry, not what is below it (tar).
-            if !archivePath.isEmpty, state.committed[archivePath]?.kind != .directory {
+            if !archivePath.isEmpty, state.committed[PathKey(archivePath)]?.kind != .directory {
                 try claim(archivePath)
                 let attributes = extendedAttributes(of: .name(name, in: parent), display: display)
                 try await emitEntry(packable: true,
@@ -309,7 +309,7 @@ struct ItemProducer {
                 return
             }
             defer { _ = try? directory.close() }
-            if !archivePath.isEmpty, state.committed[archivePath]?.kind != .directory {
+            if !archivePath.isEmpty, state.committed[PathKey(archivePath)]?.kind != .directory {
                 try claim(archivePath)
                 let attributes = extendedAttributes(of: .descriptor(directory), display: display)
                 try await emitEntry(packable: true,
@@ -337,7 +337,7 @@ struct ItemProducer {
                     archivePath: PathBytes.join(archivePath, child), device: device)
             }
         case .symlink:
-            if state.committed[archivePath] != nil { return }
+            if state.committed[PathKey(archivePath)] != nil { return }
             let target: [UInt8]
             do {
                 target = try FileSystem.readSymlink(name, in: parent, display: display)
@@ -366,7 +366,7 @@ struct ItemProducer {
                 }
                 discardOpenFile()
             }
-            if let committed = state.committed[archivePath] {
+            if let committed = state.committed[PathKey(archivePath)] {
                 if committed.kind == .file, status.linkCount > 1 { state.hardLinks[key] = archivePath }
                 if committed.kind == .file, committed.size != status.size || committed.modificationTime != status.modificationTime {
                     warn(CairnError(.sourceChanged, "changed since it was archived; the archived copy is kept", path: display))
@@ -387,7 +387,7 @@ struct ItemProducer {
             }
         case .fifo, .characterDevice, .blockDevice:
             // Recorded as entries (format 2.0), as tar does; sockets are not (below).
-            if state.committed[archivePath] != nil { return }
+            if state.committed[PathKey(archivePath)] != nil { return }
             try claim(archivePath)
             let attributes = extendedAttributes(of: .name(name, in: parent), display: display)
             let kind: ArchiveEntry.Kind =
@@ -497,7 +497,7 @@ struct ItemProducer {
             // A short file must never look complete: leave the whole file out. The writer goes
             // back to the commit before its entry (and cuts back what reached the sink).
             pendingStart = used
-            state.paths.remove(archivePath)
+            state.paths.remove(PathKey(archivePath))
             try await emit(.discardOpenFile(display))
             warn(
                 CairnError(
@@ -568,7 +568,7 @@ struct ItemProducer {
     }
 
     private mutating func claim(_ path: [UInt8]) throws(CairnError) {
-        guard state.paths.insert(path).inserted else {
+        guard state.paths.insert(PathKey(path)).inserted else {
             throw CairnError(.alreadyExists, "path is already in the archive", path: PathBytes.display(path))
         }
     }

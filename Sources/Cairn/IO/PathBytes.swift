@@ -12,6 +12,10 @@ package enum PathBytes {
     /// Escapes `bytes` reversibly: `\\` for a backslash, `\xHH` for control bytes, DEL and bytes
     /// that are not part of valid UTF-8; everything else is kept.
     package static func escaped(_ bytes: [UInt8]) -> String {
+        // Most names are printable ASCII without a backslash: one scan, one copy.
+        if !bytes.contains(where: { $0 < 0x20 || $0 >= 0x7F || $0 == 0x5C }) {
+            return String(decoding: bytes, as: UTF8.self)
+        }
         var out = ""
         out.reserveCapacity(bytes.count)
         var i = 0

@@ -16,14 +16,14 @@
 /// - Complexity: O(depth) dictionary operations per entry; memory O(entries + directories).
 package struct EntryRules {
     /// Every path admitted so far and its kind.
-    private var kinds: [[UInt8]: ArchiveEntry.Kind] = [:]
+    private var kinds: [PathKey: ArchiveEntry.Kind] = [:]
     /// Every proper ancestor of an admitted path (directories implied by the entries so far).
-    private var implied: Set<[UInt8]> = []
+    private var implied: Set<PathKey> = []
 
     package init() {}
 
     /// The kind of the admitted entry at `path`, if any.
-    package func kind(of path: [UInt8]) -> ArchiveEntry.Kind? { kinds[path] }
+    package func kind(of path: [UInt8]) -> ArchiveEntry.Kind? { kinds[PathKey(path)] }
 
     /// Checks `entry` against the entries admitted before it and admits it.
     ///
@@ -34,27 +34,29 @@ package struct EntryRules {
         if let problem = PathValidator.problem(with: path) {
             throw CairnError(.unsafePath, "entry path \(problem)", path: entry.path, offset: offset)
         }
-        guard kinds[path] == nil else {
+        let key = PathKey(path)
+        guard kinds[key] == nil else {
             throw CairnError(.unsafePath, "entry path appears twice", path: entry.path, offset: offset)
         }
-        if entry.kind != .directory, implied.contains(path) {
+        if entry.kind != .directory, implied.contains(key) {
             throw CairnError(
                 .unsafePath, "\(entry.kind.words) entry would replace the directory that earlier entries are stored in",
                 path: entry.path, offset: offset)
         }
         var parent = PathValidator.parent(path)
-        var newAncestors: [[UInt8]] = []
+        var newAncestors: [PathKey] = []
         while !parent.isEmpty {
-            if let kind = kinds[parent], kind != .directory {
+            let parentKey = PathKey(parent)
+            if let kind = kinds[parentKey], kind != .directory {
                 throw CairnError(
                     .unsafePath, "entry would be written through the \(kind.noun) \(PathBytes.display(parent))",
                     path: entry.path, offset: offset)
             }
-            if implied.contains(parent) { break }  // its ancestors were checked when it was implied
-            newAncestors.append(parent)
+            if implied.contains(parentKey) { break }  // its ancestors were checked when it was implied
+            newAncestors.append(parentKey)
             parent = PathValidator.parent(parent)
         }
-        if entry.kind == .hardLink, kinds[entry.linkTarget] != .file {
+        if entry.kind == .hardLink, kinds[PathKey(entry.linkTarget)] != .file {
             throw CairnError(
                 .unsafePath, "hard link target \(entry.linkTargetDisplay) is not an earlier file of this archive",
                 path: entry.path, offset: offset)
@@ -63,6 +65,6 @@ package struct EntryRules {
             throw CairnError(.corrupted, "symlink target is empty or contains NUL", path: entry.path, offset: offset)
         }
         for ancestor in newAncestors { implied.insert(ancestor) }
-        kinds[path] = entry.kind
+        kinds[key] = entry.kind
     }
 }
