@@ -11,9 +11,8 @@ for index in 1..<Int(CommandLine.argc) {
     rawArguments.append(Array(UnsafeBufferPointer(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: strlen(pointer))))
 }
 let status = await CommandLineTool.run(rawArguments)
-// `_exit` after flushing, not `exit`: after a signal, hashing and compression tasks may still
+// `_exit` after flushing every stream (`fflush(NULL)`), not `exit`: after a signal, hashing and compression tasks may still
 // be running, and `exit`'s handlers (libcrypto's cleanup among them) would pull the library out
 // from under them: a crash after the right message and status.
-fflush(stdout)
-fflush(stderr)
+fflush(nil)
 _exit(status.rawValue)
