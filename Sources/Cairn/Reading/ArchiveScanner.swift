@@ -69,8 +69,18 @@ package final class ArchiveScanner {
     /// Format 2.0: the body of the manifest read so far.
     private var manifestBody: [UInt8] = []
     private let decompressor = ChunkDecompressor()
+    /// The manifest rebuilt from the records. With a reference manifest, whose rows are each
+    /// checked as their records arrive, only its references and packs are kept (rows would be
+    /// a second copy of the manifest), and ``entryCount``, ``chunkCount`` and ``openRow`` count
+    /// and hold the rest.
     private var expected = Manifest()
     private var decoded = Manifest()
+    private var entryCount = 0
+    private var chunkCount = 0
+    /// The open file's row, completed at its file end.
+    private var openRow: Manifest.EntryRow?
+    /// Whether ``expected`` keeps every row (no reference manifest).
+    private var keepsRows: Bool { reference == nil }
     private var manifestHasher: SHA256?
     private var manifestOffset: UInt64 = 0
     private var rules = EntryRules()
@@ -130,7 +140,7 @@ package final class ArchiveScanner {
 
     /// The manifest rebuilt from the records seen so far (entries, chunks and references,
     /// including any not yet committed).
-    package var manifestSoFar: Manifest { expected }
+    package var manifestSoFar: Manifest { expected }  // rows only without a reference manifest
 
     /// The open file's entry index and content bytes so far, if a file is open.
     package var openFileProgress: (index: Int, bytes: UInt64)? { openFile.map { ($0.index, $0.bytes) } }
@@ -230,14 +240,15 @@ package final class ArchiveScanner {
                 id: prefix.id, offset: offset, rawLength: UInt32(prefix.rawLength),
                 storedLength: UInt32(payloadCount - ChunkRecordPrefix.length), codec: prefix.codec)
             if let reference {
-                let index = expected.chunks.count
+                let index = chunkCount
                 guard index < reference.chunks.count, reference.chunks[index] == row else {
                     throw CairnError(.corrupted, "the manifest's chunk row \(index) disagrees with this chunk record", offset: offset)
                 }
             }
-            chunks[prefix.id] = (expected.chunks.count, prefix.rawLength)
+            chunks[prefix.id] = (chunkCount, prefix.rawLength)
             chunkIDs.append(prefix.id)
-            expected.chunks.append(row)
+            if keepsRows { expected.chunks.append(row) }
+            chunkCount += 1
             if let damage = record.crcFailure {
                 damagedChunks.append(damage)
                 damagedSinceCommit = true
@@ -259,19 +270,21 @@ package final class ArchiveScanner {
                 entry = try EntryCodec.decodeRecord(&r)
             }
             try rules.admit(entry, offset: offset)
-            let index = expected.entries.count
+            let index = entryCount
             var row = Manifest.EntryRow(
                 recordOffset: offset, firstReference: UInt64(expected.references.count), referenceCount: 0,
                 contentDigest: .zero, entry: entry)
             if entry.kind == .file {
                 openFile = (index, 0, 0, SHA256())
+                openRow = row
                 totals.files += 1
             } else {
                 row.entry.size = 0
                 try checkAgainstReference(row, index: index, offset: offset)
                 awaitingCommit = ("\(entry.kind.noun) entry", offset)
             }
-            expected.entries.append(row)
+            if keepsRows { expected.entries.append(row) }
+            entryCount += 1
             totals.entries += 1
             try hashChain(record.framed)
             try emit(.entry(index: index, entry: entry, offset: offset))
@@ -302,7 +315,7 @@ package final class ArchiveScanner {
             try hashChain(record.framed)
             try emit(.references(entryIndex: file.index, references))
         case .fileEnd:
-            guard let file = openFile else { throw CairnError(.corrupted, "file end outside a file", offset: offset) }
+            guard let file = openFile, var row = openRow else { throw CairnError(.corrupted, "file end outside a file", offset: offset) }
             var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "file end record")
             let end = try FileEndRecord.decode(&r)
             let digest = try file.digest.finalize()
@@ -310,19 +323,23 @@ package final class ArchiveScanner {
                 end.contentDigest == digest
             else {
                 throw CairnError(
-                    .corrupted, "file end of \(PathBytes.display(expected.entries[file.index].entry.pathBytes)) does not match its content",
+                    .corrupted, "file end of \(PathBytes.display(row.entry.pathBytes)) does not match its content",
                     offset: offset)
             }
-            expected.entries[file.index].referenceCount = file.references
-            expected.entries[file.index].contentDigest = digest
-            expected.entries[file.index].entry.size = file.bytes
-            expected.entries[file.index].entry.contentDigest = digest
-            expected.entries[file.index].entry.chunkCount = Int(file.references)
-            try checkAgainstReference(expected.entries[file.index], index: file.index, offset: offset)
+            row.referenceCount = file.references
+            row.contentDigest = digest
+            row.entry.size = file.bytes
+            row.entry.contentDigest = digest
+            row.entry.chunkCount = Int(file.references)
+            try checkAgainstReference(row, index: file.index, offset: offset)
+            if keepsRows { expected.entries[file.index] = row }
+            openRow = nil
             if let reference {
-                let row = expected.entries[file.index]
                 let start = Int(row.firstReference)
-                guard expected.references[start...].elementsEqual(reference.references[start..<(start + Int(row.referenceCount))]) else {
+                let end = start + Int(row.referenceCount)
+                guard end <= reference.references.count,
+                    expected.references[start...].elementsEqual(reference.references[start..<end])
+                else {
                     throw CairnError(
                         .corrupted, "the manifest's references of \(row.entry.path) disagree with its chunk-references records",
                         offset: offset)
@@ -346,7 +363,7 @@ package final class ArchiveScanner {
             guard commit.chainDigest == digest else {
                 throw CairnError(.checksumMismatch, "commit \(commit.sequence) chain digest does not match the bytes before it", offset: offset)
             }
-            guard commit.entryCount == UInt64(expected.entries.count), commit.chunkCount == UInt64(expected.chunks.count),
+            guard commit.entryCount == UInt64(entryCount), commit.chunkCount == UInt64(chunkCount),
                 commit.contentBytes == totals.contentBytes, commit.storedBytes == totals.storedBytes,
                 commit.openEntry == (open.map { UInt64($0.index) } ?? CommitRecord.noOpenEntry),
                 commit.openEntryBytes == (open?.bytes ?? 0)
@@ -417,7 +434,7 @@ package final class ArchiveScanner {
             else {
                 throw CairnError(.corrupted, "the footer does not describe the manifest before it", offset: offset)
             }
-            guard footer.entryCount == UInt64(expected.entries.count), footer.chunkCount == UInt64(expected.chunks.count),
+            guard footer.entryCount == UInt64(entryCount), footer.chunkCount == UInt64(chunkCount),
                 footer.referenceCount == UInt64(expected.references.count), footer.contentBytes == totals.contentBytes,
                 footer.storedBytes == totals.storedBytes
             else {
@@ -454,7 +471,7 @@ package final class ArchiveScanner {
         let table = try PackContent.section(
             payload, PackRecordPrefix.length..<tableEnd, codec: prefix.tableCodec, rawLength: prefix.tableRawLength,
             what: "item table", using: decompressor, offset: offset)
-        let items = try PackItemTable.decode(table, baseOffset: offset, chunkCount: UInt64(expected.chunks.count))
+        let items = try PackItemTable.decode(table, baseOffset: offset, chunkCount: UInt64(chunkCount))
         let inlineTotal = items.reduce(0) { $0 + ($1.content == .inline ? Int($1.entry.size) : 0) }
         guard inlineTotal == prefix.contentRawLength else {
             throw CairnError(
@@ -472,14 +489,15 @@ package final class ArchiveScanner {
         }
         var nextInline = 0
         let packIndex = expected.packs.count
-        let firstEntry = expected.entries.count
+        let firstEntry = entryCount
         let firstReference = expected.references.count
-        let firstChunk = expected.chunks.count
+        let firstChunk = chunkCount
+        var packedRows: [Manifest.ChunkRow] = []
         var position = 0
         var events: [Event] = []
         for item in items {
             try rules.admit(item.entry, offset: offset)
-            let index = expected.entries.count
+            let index = entryCount
             var row = Manifest.EntryRow(
                 recordOffset: offset, firstReference: UInt64(expected.references.count), referenceCount: 0,
                 contentDigest: .zero, entry: item.entry, pack: packIndex)
@@ -498,19 +516,22 @@ package final class ArchiveScanner {
                         events.append(.packedChunk(id: id, bytes: Array(content[position..<(position + length)]), offset: offset))
                     }
                 }
-                chunkIndex = expected.chunks.count
-                expected.chunks.append(
-                    Manifest.ChunkRow(
-                        id: .zero, offset: offset, rawLength: UInt32(truncatingIfNeeded: length), storedLength: 0, codec: .none,
-                        pack: packIndex, packOffset: position))
+                chunkIndex = chunkCount
+                let chunkRow = Manifest.ChunkRow(
+                    id: .zero, offset: offset, rawLength: UInt32(truncatingIfNeeded: length), storedLength: 0, codec: .none,
+                    pack: packIndex, packOffset: position)
+                packedRows.append(chunkRow)
+                if keepsRows { expected.chunks.append(chunkRow) }
+                chunkCount += 1
                 chunkIDs.append(id)
                 totals.chunks += 1
                 position += length
             case .chunk(let k):
                 let target = Int(k)
-                guard UInt64(expected.chunks[target].rawLength) == item.entry.size else {
+                let targetLength = try chunkLength(target, offset: offset)
+                guard UInt64(targetLength) == item.entry.size else {
                     throw CairnError(
-                        .corrupted, "\(item.entry.path) is \(length) bytes, but the chunk it names has \(expected.chunks[target].rawLength)",
+                        .corrupted, "\(item.entry.path) is \(length) bytes, but the chunk it names has \(targetLength)",
                         path: item.entry.path, offset: offset)
                 }
                 chunkIndex = target
@@ -528,7 +549,8 @@ package final class ArchiveScanner {
                 events.append(.fileEnd(index: index, size: UInt64(length)))
             }
             try checkAgainstReference(row, index: index, offset: offset)
-            expected.entries.append(row)
+            if keepsRows { expected.entries.append(row) }
+            entryCount += 1
             totals.entries += 1
         }
         let pack = Manifest.PackRow(
@@ -538,8 +560,8 @@ package final class ArchiveScanner {
             guard packIndex < reference.packs.count, reference.packs[packIndex] == pack,
                 expected.references[firstReference...].elementsEqual(
                     reference.references.dropFirst(firstReference).prefix(expected.references.count - firstReference)),
-                reference.chunks.count >= expected.chunks.count,
-                reference.chunks[firstChunk..<expected.chunks.count].elementsEqual(expected.chunks[firstChunk...])
+                reference.chunks.count >= chunkCount,
+                reference.chunks[firstChunk..<chunkCount].elementsEqual(packedRows)
             else {
                 throw CairnError(.corrupted, "the manifest's rows for pack \(packIndex) disagree with its record", offset: offset)
             }
@@ -549,6 +571,16 @@ package final class ArchiveScanner {
         awaitingCommit = ("pack", offset)
         try hashChain(record.framed)
         for event in events { try emit(event) }
+    }
+
+    /// The raw length of chunk `index` (before the current record): from the rows kept, or from
+    /// the reference manifest, whose rows up to ``chunkCount`` were each checked.
+    private func chunkLength(_ index: Int, offset: UInt64) throws(CairnError) -> UInt32 {
+        if keepsRows { return expected.chunks[index].rawLength }
+        guard let reference, index < reference.chunks.count else {
+            throw CairnError(.corrupted, "the manifest has no row for chunk \(index)", offset: offset)
+        }
+        return reference.chunks[index].rawLength
     }
 
     private static func isManifest(_ type: RecordType) -> Bool {
@@ -615,9 +647,18 @@ package final class ArchiveScanner {
         }
     }
 
-    /// The manifest read must equal the one rebuilt from the stream.
+    /// The manifest read must equal the one rebuilt from the stream. With a reference manifest,
+    /// every row was compared as its record arrived: what is left is that it has no rows beyond.
     private func checkManifest(offset: UInt64) throws(CairnError) {
-        let decoded = reference ?? self.decoded
+        if let reference {
+            guard reference.entries.count == entryCount, reference.chunks.count == chunkCount, reference.packs == expected.packs,
+                reference.references == expected.references
+            else {
+                throw CairnError(.corrupted, "the manifest holds more than the records", offset: offset)
+            }
+            return
+        }
+        let decoded = self.decoded
         guard decoded.packs == expected.packs else {
             throw CairnError(.corrupted, "the manifest's pack table does not match the pack records", offset: offset)
         }
