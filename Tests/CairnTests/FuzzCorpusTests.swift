@@ -1,8 +1,10 @@
 import Foundation
 import Testing
 
-/// Replays the fuzz seed corpus and every kept crasher through the three fuzz targets with the
-/// plain build of `cairn-fuzz` (Tests/Fuzz/README.md), so a fixed crash stays fixed.
+/// Replays the fuzz seed corpus and every kept crasher through the four fuzz targets with the
+/// plain build of `cairn-fuzz` (Tests/Fuzz/README.md), so a fixed crash stays fixed: the 1.x
+/// seeds (`v1-*`, the 1.x reader's coverage) and the 2.0 seeds (`v2-*`, written by the 2.0
+/// `cairn`, and the 2.0 golden archive).
 @Suite("Fuzz corpus replay")
 struct FuzzCorpusTests {
     static var fuzzBinary: URL {
@@ -14,14 +16,20 @@ struct FuzzCorpusTests {
             .appendingPathComponent("Fuzz")
     }
 
-    @Test("Every seed and every kept crasher passes each target", arguments: ["records", "manifest", "extract"])
+    static func files(in directory: String) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
+    }
+
+    @Test("Every seed and every kept crasher passes each target", arguments: ["records", "manifest", "extract", "entries"])
     func replay(target: String) throws {
         let binary = Self.fuzzBinary
         try #require(FileManager.default.isExecutableFile(atPath: binary.path), "cairn-fuzz not built at \(binary.path)")
         let corpus = Self.fuzzDirectory.appendingPathComponent("Corpus").path
         let crashers = Self.fuzzDirectory.appendingPathComponent("Crashers").path
-        let seeds = try FileManager.default.contentsOfDirectory(atPath: corpus).filter { !$0.hasPrefix(".") }
-        #expect(seeds.count >= 5, "the seed corpus is missing")
+        let seeds = try Self.files(in: corpus)
+        let kept = try Self.files(in: crashers)
+        #expect(seeds.filter { $0.hasPrefix("v1-") }.count >= 8, "the 1.x seeds are missing: \(seeds)")
+        #expect(seeds.filter { $0.hasPrefix("v2-") }.count >= 10, "the 2.0 seeds are missing: \(seeds)")
         let process = Process()
         process.executableURL = binary
         process.arguments = [corpus, crashers]
@@ -35,6 +43,32 @@ struct FuzzCorpusTests {
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0, "\(text)")
-        #expect(text.contains("replayed"), "\(text)")
+        // Every file of both directories went through the target (none skipped).
+        #expect(text.contains("\(target): replayed \(seeds.count + kept.count) inputs"), "\(text)")
+    }
+
+    @Test("the seed corpus holds every kind of 2.0 seed Tests/Fuzz/README.md lists")
+    func seedsOfVersion2() throws {
+        let corpus = Self.fuzzDirectory.appendingPathComponent("Corpus")
+        let seeds = Set(try Self.files(in: corpus.path))
+        for name in [
+            "v2-none.cairn", "v2-lz4.cairn", "v2-zstd.cairn", "v2-zlib.cairn", "v2-fixed-zstd.cairn", "v2-not-compressible.cairn",
+            "v2-special.cairn", "v2-cut-mid-pack.cairn", "v2-incomplete.cairn.partial", "v2-golden.cairn", "v1-golden.cairn",
+        ] {
+            #expect(seeds.contains(name), "\(name)")
+        }
+        // Every 2.0 seed starts with the 2.0 prelude; the 1.x ones with 1.x.
+        for name in seeds where name.hasPrefix("v1-") || name.hasPrefix("v2-") {
+            let bytes = Array(try Data(contentsOf: corpus.appendingPathComponent(name)).prefix(12))
+            #expect(bytes.count == 12 && bytes[8] == (name.hasPrefix("v2-") ? 2 : 1), "\(name)")
+        }
+        // The golden seeds are the test fixtures themselves, so a regenerated fixture is seen.
+        let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+        #expect(
+            try Data(contentsOf: corpus.appendingPathComponent("v2-golden.cairn"))
+                == Data(contentsOf: fixtures.appendingPathComponent("golden-v2.cairn")), "copy Fixtures/golden-v2.cairn to Corpus/v2-golden.cairn")
+        #expect(
+            try Data(contentsOf: corpus.appendingPathComponent("v1-golden.cairn"))
+                == Data(contentsOf: fixtures.appendingPathComponent("golden-v1.cairn")))
     }
 }

@@ -18,10 +18,23 @@ enum FuzzTarget: String, CaseIterable {
     /// Whole extraction into a scratch directory, seekable and streaming; afterwards nothing may
     /// exist outside the scratch directory.
     case extract
+    /// The format 2.0 decoders on their own, in memory: the input as an entry list and an entry
+    /// record (`EntryCodec`), a pack item table (`PackItemTable`), a pack prefix and whole pack
+    /// payload (`PackRecordPrefix`, `PackContent.read`), a manifest body and a manifest record
+    /// payload (`Manifest.decodeBody`, `Manifest.decodeSegment`). If the input is an archive,
+    /// each of its entry, pack and manifest records' payloads (whatever their CRCs say) and the
+    /// manifest body they form go through the same decoders, so archive seeds reach them too.
+    case entries
 
     func run(_ data: UnsafeRawBufferPointer) {
+        if self == .entries {
+            EntryDecoders.run(Array(data))
+            return
+        }
         let input = FuzzScratch.shared.write(data)
         switch self {
+        case .entries:
+            return
         case .records:
             FuzzScratch.blocking { _ = try? await Extractor.verifyArchive(atPath: input) }
             FuzzScratch.blocking { _ = try? await Extractor.verifyPrefix(atPath: input) }
@@ -57,6 +70,74 @@ enum FuzzTarget: String, CaseIterable {
             }
             FuzzScratch.shared.checkNothingEscaped()
         }
+    }
+}
+
+/// The `entries` target: every 2.0 decoder that takes bytes, fed directly.
+enum EntryDecoders {
+    /// The most records of an archive input whose payloads are decoded.
+    static let maximumRecords = 256
+
+    static func run(_ bytes: [UInt8]) {
+        // One per input (its contexts are made on first use): nothing carries over between inputs.
+        let decompressor = ChunkDecompressor()
+        decodeAll(bytes, using: decompressor)
+        guard bytes.count >= 12, Array(bytes[0..<8]) == Prelude.magic else { return }
+        // Walk the framing (Spec §3.1) without checking CRCs, so a mutated payload still
+        // reaches its decoder.
+        var offset = 12
+        var body: [UInt8] = []
+        var chunks: UInt64 = 0
+        var count = 0
+        while offset + RecordFraming.overhead <= bytes.count, count < maximumRecords {
+            let type = bytes[offset]
+            let length = (0..<4).reduce(0) { $0 | Int(bytes[offset + 4 + $1]) << (8 * $1) }
+            guard length <= bytes.count - offset - RecordFraming.overhead else { break }
+            let payload = Array(bytes[(offset + RecordFraming.headerLength)..<(offset + RecordFraming.headerLength + length)])
+            switch RecordType(rawValue: type) {
+            case .entry?:
+                var r = ByteReader(payload, baseOffset: UInt64(offset), what: "entry record")
+                _ = try? EntryCodec.decodeRecord(&r)
+            case .chunk?:
+                chunks += 1
+            case .pack?:
+                if let pack = try? PackContent.read(payload: payload, offset: UInt64(offset), chunkCount: chunks, using: decompressor) {
+                    chunks += UInt64(pack.items.filter { $0.content == .inline }.count)
+                }
+            case .manifest?:
+                if let segment = try? Manifest.decodeSegment(payload, offset: UInt64(offset), decompressor: decompressor) {
+                    body += segment
+                }
+            default:
+                break
+            }
+            offset += RecordFraming.overhead + length
+            count += 1
+        }
+        if !body.isEmpty {
+            _ = try? Manifest.decodeBody(body, offset: 0)
+            // Single-byte damage in the body (which the CRCs of real records hide from the
+            // other targets): flip one byte chosen by the input's length.
+            var damaged = body
+            damaged[bytes.count % damaged.count] ^= 0x01
+            _ = try? Manifest.decodeBody(damaged, offset: 0)
+        }
+    }
+
+    /// The input as each decoder's whole input.
+    static func decodeAll(_ bytes: [UInt8], using decompressor: ChunkDecompressor) {
+        var r = ByteReader(bytes, baseOffset: 0, what: "entry list")
+        _ = try? EntryCodec.decode(&r)
+        r = ByteReader(bytes, baseOffset: 0, what: "entry record")
+        _ = try? EntryCodec.decodeRecord(&r)
+        for chunkCount: UInt64 in [0, 3, 1 << 40] {
+            _ = try? PackItemTable.decode(bytes, baseOffset: 0, chunkCount: chunkCount)
+        }
+        r = ByteReader(bytes, baseOffset: 0, what: "pack record")
+        _ = try? PackRecordPrefix.decode(&r, payloadLength: bytes.count)
+        _ = try? PackContent.read(payload: bytes, offset: 0, chunkCount: 2, using: decompressor)
+        _ = try? Manifest.decodeBody(bytes, offset: 0)
+        _ = try? Manifest.decodeSegment(bytes, offset: 0, decompressor: decompressor)
     }
 }
 
