@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+import Cairn
+
 /// Replays the fuzz seed corpus and every kept crasher through the four fuzz targets with the
 /// plain build of `cairn-fuzz` (Tests/Fuzz/README.md), so a fixed crash stays fixed: the 1.x
 /// seeds (`v1-*`, the 1.x reader's coverage) and the 2.0 seeds (`v2-*`, written by the 2.0
@@ -70,5 +72,29 @@ struct FuzzCorpusTests {
         #expect(
             try Data(contentsOf: corpus.appendingPathComponent("v1-golden.cairn"))
                 == Data(contentsOf: fixtures.appendingPathComponent("golden-v1.cairn")))
+    }
+
+    @Test("a packed file over 8 MiB is corrupted, not a trap: sizes of 2^63 and two of 2^62 (Crashers/*-pack-*)")
+    func packedFileSizeLimit() async throws {
+        let crashers = Self.fuzzDirectory.appendingPathComponent("Crashers")
+        let payload = Array(try Data(contentsOf: crashers.appendingPathComponent("entries-pack-file-size-over-int.bin")))
+        let error = #expect(throws: CairnError.self) {
+            _ = try PackContent.read(payload: payload, offset: 0, chunkCount: 0, using: ChunkDecompressor())
+        }
+        #expect(error?.code == .corrupted)
+        #expect(error?.message.contains("declares 9223372036854775808 bytes") == true, "\(String(describing: error))")
+        for name in ["records-pack-file-size-over-int.cairn", "records-pack-inline-sizes-overflow.cairn"] {
+            let path = crashers.appendingPathComponent(name).path
+            let failure = await #expect(throws: CairnError.self) { _ = try await Extractor.verifyArchive(atPath: path) }
+            #expect(failure?.code == .corrupted, "\(name): \(String(describing: failure))")
+        }
+        // The largest packed file the format allows (8 MiB, one chunk: a section or a chunk at
+        // most) still decodes; one byte more does not.
+        for (size, decodes) in [(UInt64(8 << 20), true), (UInt64(8 << 20) + 1, false)] {
+            let entry = ArchiveEntry(pathBytes: Array("big".utf8), kind: .file, permissions: 0o644, modificationTime: 0, size: size)
+            let table = PackItemTable.encode([PackItem(entry: entry, content: .chunk(0))])
+            let items = try? PackItemTable.decode(table, baseOffset: 0, chunkCount: 1)
+            #expect((items?.first?.entry.size == size) == decodes, "\(size)")
+        }
     }
 }
