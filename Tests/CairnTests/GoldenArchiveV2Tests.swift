@@ -251,6 +251,34 @@ struct GoldenArchiveV2Tests {
         #expect(packs.first.map { bytes[$0.offset + 9] } == ChunkCodec.lz4.rawValue)
     }
 
+    @Test("each packed file's content is stored as intended: inline, or naming an earlier chunk of this pack, of an earlier pack, or a chunk record (Spec §7.5)")
+    func packItemPlacements() throws {
+        let bytes = try GoldenArchiveV2.fixtureBytes()
+        let packs = try GoldenArchiveV2.records(bytes).filter { $0.type == 11 }
+        let extractor = try Extractor(path: GoldenArchiveV2.fixturePath())
+        defer { extractor.close() }
+        let chunks = extractor.reader.manifest.chunks
+        var placements: [[UInt8]: GoldenArchiveV2.Placement] = [:]
+        for (index, record) in packs.enumerated() {
+            let payload = Array(bytes[(record.offset + 8)..<(record.offset + 8 + record.length)])
+            let before = UInt64(chunks.filter { $0.offset < UInt64(record.offset) }.count)
+            let pack = try PackContent.read(payload: payload, offset: UInt64(record.offset), chunkCount: before, using: ChunkDecompressor())
+            for item in pack.items {
+                switch item.content {
+                case .inline: placements[item.entry.pathBytes] = .inline
+                case .chunk(let k):
+                    let row = try #require(chunks.indices.contains(Int(k)) ? chunks[Int(k)] : nil, "\(item.entry.path) names chunk \(k)")
+                    #expect(row.rawLength == UInt32(item.entry.size), "\(item.entry.path)")
+                    placements[item.entry.pathBytes] = row.pack == nil ? .chunkRecord : row.pack == index ? .samePack : .earlierPack
+                case .none: break
+                }
+            }
+        }
+        for item in try GoldenArchiveV2.items() where item.pack != nil {
+            #expect(placements[item.entry.pathBytes] == item.placement, "\(item.entry.path)")
+        }
+    }
+
     // MARK: (f) every reader gives the written contents
 
     @Test("verify reads the fixture front to back and counts what was written (Spec §13.2)")
