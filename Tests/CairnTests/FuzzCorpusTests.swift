@@ -56,6 +56,8 @@ struct FuzzCorpusTests {
         for name in [
             "v2-none.cairn", "v2-lz4.cairn", "v2-zstd.cairn", "v2-zlib.cairn", "v2-fixed-zstd.cairn", "v2-not-compressible.cairn",
             "v2-special.cairn", "v2-cut-mid-pack.cairn", "v2-incomplete.cairn.partial", "v2-golden.cairn", "v1-golden.cairn",
+            "entries-entry-record.bin", "entries-pack-payload.bin", "entries-pack-table.bin", "entries-manifest-segment.bin",
+            "entries-manifest-body.bin",
         ] {
             #expect(seeds.contains(name), "\(name)")
         }

@@ -8,8 +8,8 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
-CAIRN=${1:-.build/debug/cairn}
-CORPUS=Tests/Fuzz/Corpus
+CAIRN=$(realpath "${1:-.build/debug/cairn}")
+CORPUS=$(realpath Tests/Fuzz/Corpus)
 WORK=$(mktemp -d /tmp/cairn-seeds-XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 
@@ -49,12 +49,14 @@ os.symlink("f01.txt", root + "/docs/link")
 os.link(files[2][0], root + "/data/hard")
 os.setxattr(files[1][0], "user.cairn.seed", b"1")
 os.setxattr(root + "/data", "user.cairn.dir", b"\x00\xff")
+for top, dirs, names in os.walk(root):
+    for name in dirs + names:
+        os.utime(os.path.join(top, name), ns=(0, 1_700_000_000_500_000_000), follow_symlinks=False)
+os.utime(root, ns=(0, 1_700_000_000_500_000_000))
 for n, (path, _) in enumerate(files):
     os.utime(path, ns=(0, 1_700_000_000_000_000_000 + n * 1_000_000_007))
 os.utime(files[7][0], ns=(0, -1_000_000_001))
 EOF
-for d in "$WORK/small" "$WORK/small/docs" "$WORK/small/docs/deep" "$WORK/small/data"; do touch -h -d @1700000000.5 "$d"; done
-touch -h -d @1700000000 "$WORK/small/docs/link" "$WORK/small/empty" "$WORK/small/large.bin" "$WORK/small/caf"$'\xe9'".txt"
 
 # FIFOs and device nodes.
 mkdir -p "$WORK/special/tree"
@@ -64,15 +66,18 @@ mknod -m 0600 "$WORK/special/tree/null" c 1 3 2>/dev/null || true
 mknod -m 0600 "$WORK/special/tree/disk" b 7 200 2>/dev/null || true
 touch -h -d @1700000000 "$WORK/special/tree"/* "$WORK/special/tree"
 
+# Relative sources: the archive's metadata names them (cairn.sources), so no temporary path.
 CDC=cdc:2k:8k:32k
+cd "$WORK"
 for codec in none lz4 zstd zlib:6; do
     name=${codec%%:*}
-    "$CAIRN" create -q -f -o "$CORPUS/v2-$name.cairn" --compression "$codec" --chunking "$CDC" "$WORK/small"
+    "$CAIRN" create -q -f -o "$CORPUS/v2-$name.cairn" --compression "$codec" --chunking "$CDC" small
 done
-"$CAIRN" create -q -f -o "$CORPUS/v2-fixed-zstd.cairn" --compression zstd:3 --chunking fixed:4k "$WORK/small"
+"$CAIRN" create -q -f -o "$CORPUS/v2-fixed-zstd.cairn" --compression zstd:3 --chunking fixed:4k small
 "$CAIRN" create -q -f -o "$CORPUS/v2-not-compressible.cairn" --not-compressible --chunking "$CDC" \
-    --resources-version seed-2 --app-id org.cairn.seed --meta purpose=fuzz "$WORK/small"
-"$CAIRN" create -q -f -o "$CORPUS/v2-special.cairn" --chunking "$CDC" "$WORK/special/tree"
+    --resources-version seed-2 --app-id org.cairn.seed --meta purpose=fuzz small
+(cd special && "$CAIRN" create -q -f -o "$CORPUS/v2-special.cairn" --chunking "$CDC" tree)
+cd - >/dev/null
 
 # A copy cut in the middle of the second pack record, and a .partial that stops after a commit
 # with bytes of the next record after it (what an interrupted create leaves).
@@ -92,6 +97,29 @@ commits = [r for r in records if r[1] == 6]
 last = commits[len(commits) // 2]
 end = last[0] + 12 + last[2]
 open(f"{corpus}/v2-incomplete.cairn.partial", "wb").write(data[:end + 20])
+EOF
+
+# Payloads for the entries target, straight from an archive whose sections are all stored raw:
+# an entry record, a pack record (item table and content), its item table alone, a manifest
+# record's payload and the manifest body.
+python3 - "$CORPUS" <<'EOF'
+import struct, sys
+corpus = sys.argv[1]
+data = open(f"{corpus}/v2-not-compressible.cairn", "rb").read()
+records, offset = [], 12
+while offset < len(data):
+    length = struct.unpack_from("<I", data, offset + 4)[0]
+    records.append((data[offset], data[offset + 8:offset + 8 + length]))
+    offset += 12 + length
+entry = next(p for t, p in records if t == 3)
+pack = [p for t, p in records if t == 11][1]
+manifest = next(p for t, p in records if t == 12)
+assert manifest[0] == 0 and pack[0] == 0 and pack[1] == 0, "sections should be stored raw"
+open(f"{corpus}/entries-entry-record.bin", "wb").write(entry)
+open(f"{corpus}/entries-pack-payload.bin", "wb").write(pack)
+open(f"{corpus}/entries-pack-table.bin", "wb").write(pack[48:48 + struct.unpack_from("<I", pack, 8)[0]])
+open(f"{corpus}/entries-manifest-segment.bin", "wb").write(manifest)
+open(f"{corpus}/entries-manifest-body.bin", "wb").write(manifest[8:])
 EOF
 
 cp Tests/CairnTests/Fixtures/golden-v2.cairn "$CORPUS/v2-golden.cairn"
