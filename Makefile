@@ -5,7 +5,7 @@
 #   make bench   also install the peer tools and perf, build release, run the benchmark harness
 #                on issue 9's target set (--targets --profile); it ends with the verdict table
 #   make deps    only install the libraries (apt-get update runs only when one is missing)
-#   make fuzz    TARGET=records|manifest|extract FUZZ_SECONDS=600: libFuzzer on one parser
+#   make fuzz    TARGET=records|manifest|extract|entries FUZZ_SECONDS=600: libFuzzer on one parser
 #   make fuzz-smoke  every fuzz target briefly (CI)
 #
 # Variables: SCRATCH (SwiftPM scratch path, default .build), DEMO_ARGS (e.g. --size-mib 64),
@@ -77,7 +77,7 @@ fuzz: fuzz-build
 	    $(FUZZ_WORK)/$(TARGET) Tests/Fuzz/Corpus
 
 fuzz-smoke: fuzz-build
-	for t in records manifest extract; do \
+	for t in records manifest extract entries; do \
 	  mkdir -p $(FUZZ_WORK)/$$t && \
 	  CAIRN_FUZZ_TARGET=$$t .build-fuzz/debug/cairn-fuzz -max_total_time=20 -rss_limit_mb=4096 \
 	      -timeout=60 -artifact_prefix=$(FUZZ_WORK)/ $(FUZZ_WORK)/$$t Tests/Fuzz/Corpus || exit 1; \

@@ -144,6 +144,15 @@ struct SpecialFileAndTimeTests {
         }
     }
 
+    @Test("a time reads as seconds and nanoseconds summed, before 1970 too")
+    func timestampDescription() {
+        #expect(Timestamp(seconds: 1_700_000_000, nanoseconds: 123).description == "1700000000.000000123")
+        #expect(Timestamp(nanosecondsSinceEpoch: -1_250_000_000).description == "-1.250000000")
+        #expect(Timestamp(seconds: -11_676_096_000, nanoseconds: 123_456_789).description == "-11676095999.876543211")
+        #expect(Timestamp(seconds: -5).description == "-5.000000000")
+        #expect(Timestamp(seconds: .min, nanoseconds: 1).description == "-9223372036854775807.999999999")
+    }
+
     @Test("the entry encoding round-trips the extremes of every field and refuses what is out of range")
     func entryCodecLimits() throws {
         let extremes = [

@@ -98,7 +98,12 @@ package struct ArchiveRecovery {
     private func boundary(at checkpoint: Checkpoint) -> ArchiveWriter.Boundary {
         let commit = checkpoint.commit
         let chunkCount = min(Int(clamping: commit.chunkCount), manifest.chunks.count)
-        let uniqueBytes = manifest.chunks.prefix(chunkCount).reduce(UInt64(0)) { $0 + UInt64($1.rawLength) }
+        // Distinct ids: a chunk stored packed and again as a record is one chunk of content.
+        var seen = Set<Digest>()
+        var uniqueBytes: UInt64 = 0
+        for (row, id) in zip(manifest.chunks.prefix(chunkCount), chunkIDs) where seen.insert(id).inserted {
+            uniqueBytes += UInt64(row.rawLength)
+        }
         let entryCount = min(Int(clamping: commit.entryCount), manifest.entries.count)
         return ArchiveWriter.Boundary(
             entryCount: entryCount, chunkCount: chunkCount, packCount: manifest.packs.prefix { $0.firstEntry < entryCount }.count,

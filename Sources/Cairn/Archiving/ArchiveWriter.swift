@@ -152,9 +152,13 @@ package final class ArchiveWriter {
         chunkIDs = state.chunkIDs
         for (index, row) in manifest.chunks.enumerated() {
             let id = chunkIDs[index]
-            if chunkIndex[id] == nil { chunkIndex[id] = UInt32(truncatingIfNeeded: index) }
+            if chunkIndex[id] == nil {
+                chunkIndex[id] = UInt32(truncatingIfNeeded: index)
+                uniqueBytes += UInt64(row.rawLength)
+            } else {
+                storedTwice.insert(id)
+            }
             if row.pack == nil { recordChunkIndex[id] = UInt32(truncatingIfNeeded: index) }
-            uniqueBytes += UInt64(row.rawLength)
         }
         contentBytes = state.contentBytes
         storedBytes = state.storedBytes
@@ -286,10 +290,15 @@ package final class ArchiveWriter {
                 id: id, offset: takenBytes + UInt64(offset), rawLength: UInt32(truncatingIfNeeded: rawLength),
                 storedLength: UInt32(truncatingIfNeeded: storedLength), codec: codec))
         chunkIDs.append(id)
-        if chunkIndex[id] == nil { chunkIndex[id] = index } else { storedTwice.insert(id) }
-        recordChunkIndex[id] = index
         storedBytes += UInt64(storedLength)
-        uniqueBytes += UInt64(rawLength)
+        if chunkIndex[id] == nil {
+            chunkIndex[id] = index
+            uniqueBytes += UInt64(rawLength)
+        } else {
+            // Already packed: stored again as a record (§8.5), but not new content.
+            storedTwice.insert(id)
+        }
+        recordChunkIndex[id] = index
         return index
     }
 

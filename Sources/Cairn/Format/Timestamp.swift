@@ -48,9 +48,15 @@ public struct Timestamp: Sendable, Hashable, Comparable, ExpressibleByIntegerLit
         (a.seconds, a.nanoseconds) < (b.seconds, b.nanoseconds)
     }
 
-    /// `seconds.nanoseconds`, e.g. `1700000000.000000123`.
+    /// The time in seconds as a decimal, e.g. `1700000000.000000123`; before 1970 the value is
+    /// `seconds + nanoseconds / 10⁹` too: `-1.250000000` is 1.25 s before the epoch.
     public var description: String {
-        let fraction = String(nanoseconds)
-        return "\(seconds).\(String(repeating: "0", count: 9 - fraction.count))\(fraction)"
+        func padded(_ value: UInt32) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: 9 - text.count) + text
+        }
+        guard seconds < 0, nanoseconds > 0 else { return "\(seconds).\(padded(nanoseconds))" }
+        // (seconds + 1) is ≤ 0 here, so its magnitude fits an Int64 even for Int64.min.
+        return "-\(-(seconds + 1)).\(padded(1_000_000_000 - nanoseconds))"
     }
 }
