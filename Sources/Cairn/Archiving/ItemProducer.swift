@@ -89,6 +89,8 @@ struct ItemProducer {
     private var acquired = 0
     /// Whether the current batch is a pack (§7.5): small items only, written as one pack record.
     private var packOpen = false
+    /// Whether the file being read goes into a pack as one chunk (set before its entry).
+    private var wholeFileChunk = false
     private var packItems = 0
     private var packContentBytes: UInt64 = 0
 
@@ -96,10 +98,11 @@ struct ItemProducer {
     package static let packContentTarget: UInt64 = 1 << 20
     /// ... or before it holds this many items (so its events stay under a batch's 4096).
     package static let packItemLimit = 1024
-    /// Files up to this size go into packs: at most the chunking minimum, so such a file is one
-    /// chunk; below the maximum, so it holds no hole (holes are at least one maximum chunk,
-    /// `Spec/0002 §8`); and at most 64 KiB.
-    private var packFileLimit: UInt64 { UInt64(max(0, min(chunker.minimum, chunker.maximum - 1, 64 << 10))) }
+    /// Files up to this size go into packs, each as one chunk, the whole file, whatever the cut
+    /// points (`Spec/0002 §9`): at most 64 KiB, and below the chunking maximum, so the chunk is
+    /// within the policy's lengths and the file holds no hole (holes are at least one maximum
+    /// chunk, `Spec/0002 §8`).
+    private var packFileLimit: UInt64 { UInt64(max(0, min(chunker.maximum - 1, 64 << 10))) }
     /// A pack is also closed before its entries' names, targets and extended attributes pass
     /// this (1 MiB), so its item table stays far below the 8 MiB limit (§7.5); an item with more
     /// than ``packMetadataLimit`` of them is not packed at all.
@@ -427,6 +430,7 @@ struct ItemProducer {
             return false
         }
         var readTotal: UInt64 = 0
+        wholeFileChunk = false
         if let committedBytes = continuingAfter {
             // The writer holds this file open after its last commit: continue right after the
             // committed bytes, which end on a chunk boundary, so the chunks come out the same.
@@ -437,7 +441,8 @@ struct ItemProducer {
         } else {
             try claim(archivePath)
             let attributes = extendedAttributes(of: .descriptor(fd), display: display)
-            try await emitEntry(packable: before.size <= packFileLimit, contentBytes: before.size,
+            wholeFileChunk = before.size <= packFileLimit
+            try await emitEntry(packable: wholeFileChunk, contentBytes: before.size,
                 .entry(
                     ArchiveEntry(
                         pathBytes: archivePath, kind: .file, status: before, size: before.size,
@@ -487,7 +492,16 @@ struct ItemProducer {
             if readError != nil { break }
             let shortRead = n < want
             let atRunEnd = shortRead || readTotal >= dataEnd
-            cutChunks(isFinal: atRunEnd)
+            if wholeFileChunk {
+                // A packed file is one chunk: the whole file.
+                if atRunEnd, used > pendingStart {
+                    events.append(.chunk(pendingStart..<used))
+                    chunksInBatch += 1
+                    pendingStart = used
+                }
+            } else {
+                cutChunks(isFinal: atRunEnd)
+            }
             if shortRead || readTotal >= limit { break }
             onProgress(state.contentBytes)
             if !atRunEnd { try await flushBatch() }
