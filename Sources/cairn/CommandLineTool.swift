@@ -45,7 +45,7 @@ enum CommandLineTool {
             Output.out(usage)
             return .success
         case "--version":
-            Output.out("cairn 0.1.0 (format 1.0)")
+            Output.out("cairn 0.1.0 (writes format \(FormatVersion.current), reads 1.x and 2.x)")
             return .success
         default:
             Output.err("cairn: unknown command '\(command)'\n\n\(usage)")

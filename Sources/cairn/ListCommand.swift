@@ -71,7 +71,8 @@ enum ListCommand {
         let mode = String(entry.permissions, radix: 8)
         let padded = String(repeating: "0", count: max(0, 4 - mode.count)) + mode
         let size = String(entry.size)
-        let seconds = entry.modificationTime.secondsSinceEpoch
+        // Whole seconds, truncated as `ls` does (floor: 0.9 s before 1970 shows 23:59:59).
+        let seconds = Double(entry.modificationTime.seconds)
         let date = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: seconds))
         var line = "\(kind) \(padded) \(String(repeating: " ", count: max(0, 12 - size.count)))\(size) \(date) \(entry.path)"
         if entry.kind == .symlink { line += " -> \(entry.linkTargetDisplay)" }

@@ -83,6 +83,31 @@ struct SpecialFileAndTimeTests {
         #expect(!RawFileSystem.exists(Array((destination + "/tree/socket").utf8)))
     }
 
+    @Test("diff finds an extracted FIFO and device node the same as archived, and names a changed device number")
+    func diffOfSpecialFiles() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-special-diff")
+        defer { work.remove() }
+        let madeDevice = try Self.makeTree(at: work.path)
+        unlink(work.appending("tree/socket"))
+        let archive = work.appending("a.cairn")
+        _ = try await RoundTrip.archive(path: work.appending("tree"), to: archive)
+        let extractor = try Extractor(path: archive)
+        defer { extractor.close() }
+        try await extractor.extractAll(to: work.url(appending: "out"))
+        let entries = try extractor.entriesWithContentDigests()
+        let root = Array(work.appending("out").utf8)
+        let same = try ArchiveDiff.compare(entries: entries, chunking: extractor.header.chunking, with: root)
+        #expect(same.isEmpty, "\(same)")
+        guard madeDevice else { return }
+        let node = work.appending("out/tree/null")
+        unlink(node)
+        #expect(mknod(node, S_IFCHR | 0o600, dev_t(SpecialFiles.join(.init(major: 1, minor: 5)))) == 0)
+        let changed = try ArchiveDiff.compare(entries: entries, chunking: extractor.header.chunking, with: root)
+        let difference = try #require(changed.first { $0.path == Array("tree/null".utf8) })
+        #expect(difference.aspects.contains(.device), "\(changed)")
+        #expect(difference.details.contains { $0.contains("device 1, 3 in the archive, 1, 5 here") }, "\(changed)")
+    }
+
     @Test("the CLI archives a FIFO, warns about a socket by name and exits 3; the archive verifies and lists the FIFO")
     func socketWarningOnTheCommandLine() throws {
         let work = try TemporaryDirectory(prefix: "cairn-special-cli")

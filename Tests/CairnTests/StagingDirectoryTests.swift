@@ -219,6 +219,32 @@ struct StagingDirectoryTests {
 
     // MARK: - Nothing left where nothing verified
 
+    @Test("a staging directory left by a kill before its first journal line is replaced, with or without --resume")
+    func killedBeforeTheFirstLine() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-staging-killed-early")
+        defer { work.remove() }
+        let destination = work.appending("dest")
+        for resume in [false, true] {
+            // As a kill leaves it: renamed into place, journal empty, nothing staged, lock gone.
+            let killed = try StagingDirectory(for: Self.bytes(destination))
+            #expect(killed.journal().isEmpty)
+            killed.abandonForTesting()
+            #expect(RawFileSystem.exists(StagingDirectory.location(for: Self.bytes(destination))))
+            let again = try StagingDirectory(for: Self.bytes(destination), resume: resume)
+            #expect(!again.isResumed, "nothing verified was staged, so there is nothing to resume")
+            try again.appendJournal("cairn-journal 1 stream")
+            again.discard()
+            try Self.expectNoStaging(destination, in: work)
+        }
+        // A directory at the staging name that is not a staging directory is never removed.
+        let location = StagingDirectory.location(for: Self.bytes(destination))
+        try FileManager.default.createDirectory(atPath: String(decoding: location, as: UTF8.self), withIntermediateDirectories: true)
+        try RawFileSystem.writeFile(location + Array("/keep".utf8), Array("mine".utf8))
+        let beside = try StagingDirectory(for: Self.bytes(destination))
+        beside.discard()
+        #expect(RawFileSystem.exists(location + Array("/keep".utf8)))
+    }
+
     @Test("release() keeps a staging directory that holds something and removes one that holds nothing")
     func releaseOfNothing() throws {
         let work = try TemporaryDirectory(prefix: "cairn-staging-release")

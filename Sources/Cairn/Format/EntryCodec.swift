@@ -129,7 +129,7 @@ package enum EntryCodec {
     package static func decodeRecord(_ r: inout ByteReader) throws(CairnError) -> ArchiveEntry {
         let entries = try decode(&r, maximumCount: 1)
         guard let entry = entries.first, entries.count == 1 else { throw r.error("an entry record holds no entry") }
-        guard r.isAtEnd else { throw r.error("\(r.remaining) bytes after the last field") }
+        guard r.isAtEnd else { throw r.error("\(r.remaining) byte\(r.remaining == 1 ? "" : "s") after the last field") }
         return entry
     }
 

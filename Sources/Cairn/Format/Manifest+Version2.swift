@@ -263,7 +263,7 @@ extension Manifest {
             m.entries[index].contentDigest = digest
             m.entries[index].entry.contentDigest = digest
         }
-        guard r.isAtEnd else { throw r.error("\(r.remaining) bytes after the last field") }
+        guard r.isAtEnd else { throw r.error("\(r.remaining) byte\(r.remaining == 1 ? "" : "s") after the last field") }
         return m
     }
 }

@@ -153,7 +153,7 @@ package enum PackItemTable {
                 items.append(PackItem(entry: entry, content: .chunk(value - 1)))
             }
         }
-        guard r.isAtEnd else { throw r.error("\(r.remaining) bytes after the last field") }
+        guard r.isAtEnd else { throw r.error("\(r.remaining) byte\(r.remaining == 1 ? "" : "s") after the last field") }
         return items
     }
 }

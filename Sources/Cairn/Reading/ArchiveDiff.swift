@@ -27,6 +27,8 @@ package struct TreeDifference: Sendable, Equatable {
         case mtime
         /// A symlink's target, or which file a hard link is a link to.
         case linkTarget = "link target"
+        /// A device node's major and minor numbers.
+        case device
     }
 
     /// The path relative to the tree's root, which is the path in archive (raw bytes).
@@ -206,6 +208,9 @@ package enum ArchiveDiff {
             switch entry.kind {
             case .directory: expected = .directory
             case .symlink: expected = .symlink
+            case .fifo: expected = .fifo
+            case .characterDevice: expected = .characterDevice
+            case .blockDevice: expected = .blockDevice
             default: expected = .regular
             }
             guard status.kind == expected else {
@@ -243,6 +248,11 @@ package enum ArchiveDiff {
                 result.details.append(
                     "\(Self.time(entry.modificationTime)) in the archive, \(Self.time(status.modificationTime)) here")
             }
+            if let device = entry.device, SpecialFiles.split(status.specialDevice) != device {
+                let here = SpecialFiles.split(status.specialDevice)
+                result.aspects.append(.device)
+                result.details.append("device \(device.major), \(device.minor) in the archive, \(here.major), \(here.minor) here")
+            }
             if entry.kind == .symlink {
                 let target = try FileSystem.readSymlink(name, in: directory, display: display(path))
                 if target != entry.linkTarget {
@@ -271,7 +281,7 @@ package enum ArchiveDiff {
         }
 
         private static func words(_ kind: ArchiveEntry.Kind) -> String {
-            kind == .hardLink ? "hard link" : kind == .file ? "regular file" : "\(kind)"
+            kind == .file ? "regular file" : kind.isSpecial || kind == .hardLink ? kind.noun : "\(kind)"
         }
     }
 }

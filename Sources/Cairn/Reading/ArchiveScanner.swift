@@ -265,7 +265,7 @@ package final class ArchiveScanner {
             let entry: ArchiveEntry
             if version.isVersion1 {
                 entry = try ArchiveEntry.decodeVersion1(&r)
-                guard r.isAtEnd else { throw r.error("\(r.remaining) bytes after the last field") }
+                guard r.isAtEnd else { throw r.error("\(r.remaining) byte\(r.remaining == 1 ? "" : "s") after the last field") }
             } else {
                 entry = try EntryCodec.decodeRecord(&r)
             }

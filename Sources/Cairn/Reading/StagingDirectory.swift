@@ -107,13 +107,26 @@ final class StagingDirectory {
         do throws(CairnError) {
             if (try? FileStatus.of(chosen, relativeTo: container)) != nil {
                 // A staging directory is there: a running extraction's (locked) or an interrupted one.
-                directory = try FileSystem.openDirectory(chosen, in: container, display: stagingDisplay)
-                guard flock(directory.rawValue, LOCK_EX | LOCK_NB) == 0 else {
-                    _ = try? directory.close()
+                let found = try FileSystem.openDirectory(chosen, in: container, display: stagingDisplay)
+                guard flock(found.rawValue, LOCK_EX | LOCK_NB) == 0 else {
+                    _ = try? found.close()
                     throw CairnError(
                         .busy, "another cairn process is extracting into \(display); wait for it to finish",
                         path: stagingDisplay)
                 }
+                if (try? FileStatus.of(Self.journalName, relativeTo: found))?.kind == .regular,
+                    Self.journalLines(in: found).count <= 1
+                {
+                    // Killed before its first entry verified: it holds nothing worth resuming
+                    // (``holdsNothing``), so it is removed, under its lock, and a new one made.
+                    FileSystem.removeTree(chosen, in: container)
+                    _ = try? found.close()
+                    (directory, descriptor, journalDescriptor) = try Self.create(
+                        chosen, in: container, display: stagingDisplay, destination: display)
+                    isResumed = false
+                    return
+                }
+                directory = found
                 guard resume else {
                     _ = try? directory.close()
                     throw CairnError(
@@ -149,7 +162,10 @@ final class StagingDirectory {
 
     /// The journal's complete lines (empty for a new staging directory). A last line without
     /// `\n` (cut by a crash) is left out; at most 64 MiB are read.
-    func journal() -> [String] {
+    func journal() -> [String] { Self.journalLines(in: directory) }
+
+    /// The complete lines of the journal in the staging directory `directory`.
+    private static func journalLines(in directory: FileDescriptor) -> [String] {
         guard let fd = try? FileDescriptor.open(Self.journalName, flags: O_RDONLY, relativeTo: directory) else { return [] }
         defer { _ = try? fd.close() }
         var bytes: [UInt8] = []
@@ -302,6 +318,14 @@ final class StagingDirectory {
 
     /// Removes the staging directory and everything in it, read-only directories included
     /// (``FileSystem/removeTree(_:in:)``). The lock is held until it is gone.
+    /// Test hook: closes the staging directory without removing it or its journal, as a kill
+    /// would leave it.
+    package func abandonForTesting() {
+        guard state == .open else { return }
+        close(removing: false)
+        state = .discarded
+    }
+
     func discard() {
         guard state == .open else { return }
         close(removing: true)
