@@ -92,7 +92,15 @@ enum InfoCommand {
         ]
         if let reason = prefix.stopReason { lines.append("stopped at:        \(reason.description)") }
         if archive.hasSuffix(".partial") {
-            lines.append("continue it with:  cairn create --resume -o \(Shell.quoted(Array(archive.dropLast(8).utf8))) PATH...")
+            // The sources the interrupted run recorded (escaped as `list` prints names, one a line).
+            let recorded = prefix.header?.metadata[Archiver.sourcesMetadataKey].flatMap { value -> [String]? in
+                guard !value.hasPrefix("sha256:") else { return nil }
+                let paths = value.split(separator: "\n", omittingEmptySubsequences: false).map { PathBytes.unescaped(String($0)) }
+                guard !paths.isEmpty, paths.allSatisfy({ $0 != nil }) else { return nil }
+                return paths.compactMap { $0.map(Shell.quoted) }
+            }
+            let sources = recorded?.joined(separator: " ") ?? "PATH..."
+            lines.append("continue it with:  cairn create --resume -o \(Shell.quoted(Array(archive.dropLast(8).utf8))) \(sources)")
         }
         Output.out(lines.joined(separator: "\n"))
     }

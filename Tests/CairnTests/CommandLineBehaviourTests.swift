@@ -62,6 +62,22 @@ struct CommandLineBehaviourTests {
         }
     }
 
+    @Test("info on a cut ARCHIVE.partial names the create --resume that continues it, with the recorded sources")
+    func infoNamesTheResumeCommand() throws {
+        let work = try BehaviourFixture.work("info-partial")
+        defer { work.remove() }
+        try FileManager.default.createDirectory(atPath: work.appending("my dir"), withIntermediateDirectories: true)
+        for index in 0..<2000 { try RawFileSystem.writeFile(Array(work.appending("my dir/f\(index)").utf8), Array("\(index)\n".utf8)) }
+        let archive = work.appending("k.cairn")
+        #expect(try BehaviourCLI.run(["create", "-q", "-o", archive, "my dir"], in: work.path).status == 0)
+        let bytes = try RawFileSystem.contents(ofFile: Array(archive.utf8))
+        try RawFileSystem.writeFile(Array(work.appending("cut.cairn.partial").utf8), Array(bytes.prefix(bytes.count / 2)))
+        let info = try BehaviourCLI.run(["info", work.appending("cut.cairn.partial")])
+        #expect(info.status == 0, "\(info.stderr)")
+        #expect(info.stdout.contains("cairn create --resume -o ") && info.stdout.hasSuffix("'my dir'") || info.stdout.contains("'my dir'\n"), "\(info.stdout)")
+        #expect(!info.stdout.contains("PATH..."), "\(info.stdout)")
+    }
+
     @Test("a socket is called a 'socket' in the warning; a device is listed as a character device, not by its Swift case name")
     func fileKindsInWords() throws {
         let work = try BehaviourFixture.work("words")

@@ -71,6 +71,9 @@ public struct PrefixVerification: Sendable {
     public var contentBytes: UInt64
     /// Why verification stopped before the end of the file, if it did.
     public var stopReason: CairnError?
+    /// The archive's header, when it verified (its metadata names the sources of an
+    /// interrupted `create`, `cairn.sources`).
+    public var header: ArchiveHeader? = nil
 }
 
 extension Extractor {
@@ -133,6 +136,6 @@ extension Extractor {
             verifiedLength: scanner.verifiedLength,
             resumeToken: ResumeToken(length: scanner.verifiedLength, chainDigest: scanner.verifiedChainDigest),
             isComplete: complete, fileBytes: total, entryCount: committedEntries, contentBytes: committedContent,
-            stopReason: stopReason?.withPath(path))
+            stopReason: stopReason?.withPath(path), header: scanner.header)
     }
 }
