@@ -379,29 +379,13 @@ package final class ArchiveScanner {
             verifiedChainDigest = digest
             try emit(.commit(end: verifiedLength, record: commit))
         case .manifestChunks, .manifestReferences, .manifestEntries:
-            guard openFile == nil else { throw CairnError(.corrupted, "manifest inside a file", offset: offset) }
-            if manifestHasher == nil {
-                guard verifiedLength == offset else {
-                    throw CairnError(.corrupted, "the manifest does not start right after a commit", offset: offset)
-                }
-                manifestHasher = SHA256()
-                manifestOffset = offset
-            }
-            manifestHasher?.update(record.framed)
+            try beginManifestRecord(record)
             // A reference manifest was decoded from these very bytes (its digest is checked at
             // the footer): no need to decode it twice.
             if reference == nil { try decoded.add(type, payload: record.payload, offset: offset) }
             try hashChain(record.framed)
         case .manifest:
-            guard openFile == nil else { throw CairnError(.corrupted, "manifest inside a file", offset: offset) }
-            if manifestHasher == nil {
-                guard verifiedLength == offset else {
-                    throw CairnError(.corrupted, "the manifest does not start right after a commit", offset: offset)
-                }
-                manifestHasher = SHA256()
-                manifestOffset = offset
-            }
-            manifestHasher?.update(record.framed)
+            try beginManifestRecord(record)
             if reference == nil {
                 let segment = try Manifest.decodeSegment(record.payload, offset: offset, decompressor: decompressor)
                 let limit = Manifest.maximumBodyLength(storedLength: offset + UInt64(record.framed.count) - manifestOffset)
@@ -571,6 +555,21 @@ package final class ArchiveScanner {
         awaitingCommit = ("pack", offset)
         try hashChain(record.framed)
         for event in events { try emit(event) }
+    }
+
+    /// The rules every manifest record shares, 1.x tables and 2.0 segments alike (§11): not inside a
+    /// file; the first one right after the last commit; each hashed into the manifest digest.
+    private func beginManifestRecord(_ record: RecordStream.Record) throws(CairnError) {
+        let offset = record.offset
+        guard openFile == nil else { throw CairnError(.corrupted, "manifest inside a file", offset: offset) }
+        if manifestHasher == nil {
+            guard verifiedLength == offset else {
+                throw CairnError(.corrupted, "the manifest does not start right after a commit", offset: offset)
+            }
+            manifestHasher = SHA256()
+            manifestOffset = offset
+        }
+        manifestHasher?.update(record.framed)
     }
 
     /// The raw length of chunk `index` (before the current record): from the rows kept, or from
