@@ -233,10 +233,6 @@ package final class ArchiveWriter {
     /// compression).
     package func contains(_ id: Digest) -> Bool { recordChunkIndex[id] != nil }
 
-    /// Whether any chunk with this id is stored, as a chunk record or packed (so a packed file
-    /// with this content is a reference, not inline).
-    package func containsAnyChunk(_ id: Digest) -> Bool { chunkIndex[id] != nil }
-
     /// Appends one chunk of the open file. If `id` is new, a chunk record is written with
     /// `stored` (already compressed with `codec`); otherwise only a reference is added.
     ///

@@ -127,28 +127,6 @@ public struct ArchiveEntry: Sendable, Equatable {
     /// The link target for display, escaped like ``path``.
     public var linkTargetDisplay: String { PathBytes.escaped(linkTarget) }
 
-    /// Encodes the format 1.x entry record payload (`§6` of Spec 0001 version 1.0), for tests
-    /// that craft 1.x archives; writers write format 2.0 (``EntryCodec``). Times outside the
-    /// 1.x range saturate. The caller has validated the limits.
-    package func encodedVersion1() -> [UInt8] {
-        var w = ByteWriter(capacity: 48 + pathBytes.count + linkTarget.count)
-        w.u8(kind.rawValue)
-        w.zeros(3)
-        w.u32(permissions)
-        w.u32(userID)
-        w.u32(groupID)
-        w.i64(modificationTime.nanosecondsSinceEpoch ?? (modificationTime.seconds < 0 ? Int64.min : Int64.max))
-        w.u64(size)
-        w.string16(pathBytes)
-        w.string16(linkTarget)
-        w.u16(UInt16(truncatingIfNeeded: extendedAttributes.count))
-        for attribute in extendedAttributes {
-            w.string16(attribute.name)
-            w.string32(attribute.value)
-        }
-        return w.bytes
-    }
-
     /// Decodes a format 1.x entry payload, checking every length against its limit; the path's
     /// safety is checked by the extractor, not here, so `list` can show hostile names.
     package static func decodeVersion1(_ r: inout ByteReader) throws(CairnError) -> ArchiveEntry {

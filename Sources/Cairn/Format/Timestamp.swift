@@ -41,9 +41,6 @@ public struct Timestamp: Sendable, Hashable, Comparable, ExpressibleByIntegerLit
         return overflow2 ? nil : sum
     }
 
-    /// The time in seconds as a `Double` (for display; loses nanoseconds far from 1970).
-    public var secondsSinceEpoch: Double { Double(seconds) + Double(nanoseconds) / 1e9 }
-
     public static func < (a: Timestamp, b: Timestamp) -> Bool {
         (a.seconds, a.nanoseconds) < (b.seconds, b.nanoseconds)
     }
