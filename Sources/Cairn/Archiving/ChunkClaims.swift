@@ -113,10 +113,7 @@ package enum PackContentBuilder {
     package static func build(raw: [UInt8], inlineIDs: [Digest], compression: CompressionMethod) throws(CairnError)
         -> ArchiveWriter.PackContent
     {
-        var joined: [UInt8] = []
-        joined.reserveCapacity(32 * inlineIDs.count)
-        for id in inlineIDs { id.append(to: &joined) }
-        let digest = try SHA256.hash(joined)
+        let digest = try PackContent.digest(ofIDs: inlineIDs)
         var stored: [UInt8] = []
         var codec = ChunkCodec.none
         if !raw.isEmpty {

@@ -158,8 +158,29 @@ package enum PackItemTable {
     }
 }
 
-/// Reading a pack's content (§7.5), the same way for every reader.
+/// Reading a pack record (§7.5), the same way for every reader: the streaming checker, the
+/// seekable walk (which skipped the content) and the seekable extractor.
 package enum PackContent {
+    /// A pack record read back.
+    package struct Decoded {
+        package var prefix: PackRecordPrefix
+        package var items: [PackItem]
+        /// The decompressed content section, checked against the content digest; nil when the
+        /// caller skipped the stored content.
+        package var content: [UInt8]?
+        /// The ids of the inline chunks, in order (empty when the content was skipped).
+        package var inlineIDs: [Digest]
+    }
+
+    /// SHA-256 over the concatenated ids (§7.5.3): a pack's content digest (and the content
+    /// digest of a file, §8.3, over its chunk ids).
+    package static func digest(ofIDs ids: [Digest]) throws(CairnError) -> Digest {
+        var joined: [UInt8] = []
+        joined.reserveCapacity(32 * ids.count)
+        for id in ids { id.append(to: &joined) }
+        return try SHA256.hash(joined)
+    }
+
     /// The ids of the inline chunks of `content` (their lengths in order), after checking that
     /// SHA-256 over them is `expected`.
     ///
@@ -173,18 +194,14 @@ package enum PackContent {
         }
         var ids: [Digest] = []
         ids.reserveCapacity(lengths.count)
-        var joined: [UInt8] = []
-        joined.reserveCapacity(32 * lengths.count)
         var position = 0
         try content.withBytes { (raw) throws(CairnError) in
             for length in lengths {
-                let id = try SHA256.hash(UnsafeRawBufferPointer(rebasing: raw[position..<(position + length)]))
-                ids.append(id)
-                id.append(to: &joined)
+                ids.append(try SHA256.hash(UnsafeRawBufferPointer(rebasing: raw[position..<(position + length)])))
                 position += length
             }
         }
-        guard try SHA256.hash(joined) == expected else {
+        guard try digest(ofIDs: ids) == expected else {
             throw CairnError(.checksumMismatch, "the pack's content does not match its content digest", offset: offset)
         }
         return ids
@@ -205,24 +222,43 @@ package enum PackContent {
         }
     }
 
-    /// A whole pack record's payload read back: its items and its verified content.
+    /// Reads a pack record's payload: the prefix, the item table and, unless `readingContent` is
+    /// false, the content, checking everything §7.5 says a reader checks.
     ///
-    /// - Parameter chunkCount: chunks before the pack, for checking its references.
+    /// - Parameters:
+    ///   - payload: the payload, or only its prefix and stored item table when the content was
+    ///     skipped (`payloadLength` is then the whole payload's length).
+    ///   - chunkCount: chunks before the pack, for checking its references.
+    /// - Throws: `.truncated` when the item table runs past `payload`; `.corrupted` for a bad
+    ///   prefix, table or section, or inline sizes that do not total the content;
+    ///   `.checksumMismatch` when the content does not match its digest.
     package static func read(
-        payload: [UInt8], offset: UInt64, chunkCount: UInt64, using decompressor: ChunkDecompressor
-    ) throws(CairnError) -> (prefix: PackRecordPrefix, items: [PackItem], content: [UInt8]) {
+        payload: [UInt8], payloadLength: Int? = nil, offset: UInt64, chunkCount: UInt64, readingContent: Bool = true,
+        using decompressor: ChunkDecompressor
+    ) throws(CairnError) -> Decoded {
         var r = ByteReader(payload, baseOffset: offset + UInt64(RecordFraming.headerLength), what: "pack record")
-        let prefix = try PackRecordPrefix.decode(&r, payloadLength: payload.count)
+        let prefix = try PackRecordPrefix.decode(&r, payloadLength: payloadLength ?? payload.count)
         let tableEnd = PackRecordPrefix.length + prefix.tableStoredLength
+        guard payload.count >= tableEnd else {
+            throw CairnError(.truncated, "the pack record's item table runs past its end", offset: offset)
+        }
         let table = try section(
             payload, PackRecordPrefix.length..<tableEnd, codec: prefix.tableCodec, rawLength: prefix.tableRawLength,
             what: "item table", using: decompressor, offset: offset)
         let items = try PackItemTable.decode(table, baseOffset: offset, chunkCount: chunkCount)
+        // Sizes are at most 8 MiB each (``PackItemTable/decode``), so the sum cannot overflow.
+        let lengths = items.compactMap { $0.content == .inline ? Int($0.entry.size) : nil }
+        let inlineTotal = lengths.reduce(0, +)
+        guard inlineTotal == prefix.contentRawLength else {
+            throw CairnError(
+                .corrupted, "the pack's inline files hold \(inlineTotal) bytes, its content section \(prefix.contentRawLength)",
+                offset: offset)
+        }
+        guard readingContent else { return Decoded(prefix: prefix, items: items, content: nil, inlineIDs: []) }
         let content = try section(
             payload, tableEnd..<payload.count, codec: prefix.contentCodec, rawLength: prefix.contentRawLength, what: "content",
             using: decompressor, offset: offset)
-        let lengths = items.compactMap { $0.content == .inline ? Int($0.entry.size) : nil }
-        _ = try inlineIDs(of: content, lengths: lengths, expected: prefix.contentDigest, offset: offset)
-        return (prefix, items, content)
+        let ids = try inlineIDs(of: content, lengths: lengths, expected: prefix.contentDigest, offset: offset)
+        return Decoded(prefix: prefix, items: items, content: content, inlineIDs: ids)
     }
 }

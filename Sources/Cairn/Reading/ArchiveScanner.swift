@@ -445,32 +445,10 @@ package final class ArchiveScanner {
         let offset = record.offset
         guard openFile == nil else { throw CairnError(.corrupted, "pack record while a file is still open", offset: offset) }
         let payloadLength = record.header.length
-        let payload = record.payload
-        var r = ByteReader(payload, baseOffset: offset + UInt64(RecordFraming.headerLength), what: "pack record")
-        let prefix = try PackRecordPrefix.decode(&r, payloadLength: payloadLength)
-        let tableEnd = PackRecordPrefix.length + prefix.tableStoredLength
-        guard payload.count >= tableEnd else {
-            throw CairnError(.truncated, "the pack record's item table runs past its end", offset: offset)
-        }
-        let table = try PackContent.section(
-            payload, PackRecordPrefix.length..<tableEnd, codec: prefix.tableCodec, rawLength: prefix.tableRawLength,
-            what: "item table", using: decompressor, offset: offset)
-        let items = try PackItemTable.decode(table, baseOffset: offset, chunkCount: UInt64(chunkCount))
-        let inlineTotal = items.reduce(0) { $0 + ($1.content == .inline ? Int($1.entry.size) : 0) }
-        guard inlineTotal == prefix.contentRawLength else {
-            throw CairnError(
-                .corrupted, "the pack's inline files hold \(inlineTotal) bytes, its content section \(prefix.contentRawLength)", offset: offset)
-        }
-        var content: [UInt8]?
-        var inlineIDs: [Digest] = []
-        if !record.isPayloadSkipped {
-            let bytes = try PackContent.section(
-                payload, tableEnd..<payload.count, codec: prefix.contentCodec, rawLength: prefix.contentRawLength,
-                what: "content", using: decompressor, offset: offset)
-            let lengths = items.compactMap { $0.content == .inline ? Int($0.entry.size) : nil }
-            inlineIDs = try PackContent.inlineIDs(of: bytes, lengths: lengths, expected: prefix.contentDigest, offset: offset)
-            content = bytes
-        }
+        let pack = try PackContent.read(
+            payload: record.payload, payloadLength: payloadLength, offset: offset, chunkCount: UInt64(chunkCount),
+            readingContent: !record.isPayloadSkipped, using: decompressor)
+        let (prefix, items, content, inlineIDs) = (pack.prefix, pack.items, pack.content, pack.inlineIDs)
         var nextInline = 0
         let packIndex = expected.packs.count
         let firstEntry = entryCount
@@ -537,11 +515,11 @@ package final class ArchiveScanner {
             entryCount += 1
             totals.entries += 1
         }
-        let pack = Manifest.PackRow(
+        let packRow = Manifest.PackRow(
             offset: offset, entryCount: items.count, contentLength: prefix.contentRawLength, contentDigest: prefix.contentDigest,
             firstEntry: firstEntry)
         if let reference {
-            guard packIndex < reference.packs.count, reference.packs[packIndex] == pack,
+            guard packIndex < reference.packs.count, reference.packs[packIndex] == packRow,
                 expected.references[firstReference...].elementsEqual(
                     reference.references.dropFirst(firstReference).prefix(expected.references.count - firstReference)),
                 reference.chunks.count >= chunkCount,
@@ -550,7 +528,7 @@ package final class ArchiveScanner {
                 throw CairnError(.corrupted, "the manifest's rows for pack \(packIndex) disagree with its record", offset: offset)
             }
         }
-        expected.packs.append(pack)
+        expected.packs.append(packRow)
         totals.storedBytes += UInt64(prefix.contentStoredLength(payloadLength: payloadLength))
         awaitingCommit = ("pack", offset)
         try hashChain(record.framed)

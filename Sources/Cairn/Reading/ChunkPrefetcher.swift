@@ -37,7 +37,7 @@ final class ChunkPrefetcher {
                         while first > 0, chunks[first - 1].pack == row.pack { first -= 1 }
                         let pack = try PackContent.read(
                             payload: record.payload, offset: row.offset, chunkCount: UInt64(first), using: decompressor)
-                        cache = PackCache(offset: row.offset, content: pack.content)
+                        cache = PackCache(offset: row.offset, content: pack.content ?? [])
                     } catch {
                         throw error.withPath(path)
                     }
