@@ -129,6 +129,22 @@ extension Manifest {
         }
     }
 
+    /// Decodes one manifest record's segment and appends it to `body`, within the body limit for
+    /// a manifest of `storedLength` stored bytes (``maximumBodyLength(storedLength:)``): the
+    /// whole manifest's for the seekable reader, the bytes read so far for the streaming one.
+    ///
+    /// - Throws: as ``decodeSegment(_:offset:decompressor:)``; `.limitExceeded` past the limit.
+    package static func appendSegment(
+        _ payload: [UInt8], offset: UInt64, storedLength: UInt64, to body: inout [UInt8], decompressor: ChunkDecompressor
+    ) throws(CairnError) {
+        let segment = try decodeSegment(payload, offset: offset, decompressor: decompressor)
+        let limit = maximumBodyLength(storedLength: storedLength)
+        guard body.count + segment.count <= limit else {
+            throw CairnError(.limitExceeded, "the manifest decompresses to more than \(limit) bytes", offset: offset)
+        }
+        body.append(contentsOf: segment)
+    }
+
     /// Decodes a 2.0 manifest body, checking every row (§11.6).
     ///
     /// - Parameter offset: the manifest's offset, for messages.
@@ -289,7 +305,6 @@ extension Manifest {
     package static func decode(region: [UInt8], offset: UInt64, version: FormatVersion) throws(CairnError) -> (Manifest, Digest) {
         var manifest = Manifest()
         var body: [UInt8] = []
-        let bodyLimit = maximumBodyLength(storedLength: UInt64(region.count))
         let decompressor = ChunkDecompressor()
         var position = 0
         while position < region.count {
@@ -317,11 +332,7 @@ extension Manifest {
                 guard type == .manifest else {
                     throw CairnError(.corrupted, "\(RecordType.withArticle(type.name)) record in the manifest", offset: at)
                 }
-                let segment = try decodeSegment(payload, offset: at, decompressor: decompressor)
-                guard body.count + segment.count <= bodyLimit else {
-                    throw CairnError(.limitExceeded, "the manifest decompresses to more than \(bodyLimit) bytes", offset: at)
-                }
-                body.append(contentsOf: segment)
+                try appendSegment(payload, offset: at, storedLength: UInt64(region.count), to: &body, decompressor: decompressor)
             }
             position = end
         }

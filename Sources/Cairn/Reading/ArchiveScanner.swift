@@ -387,12 +387,9 @@ package final class ArchiveScanner {
         case .manifest:
             try beginManifestRecord(record)
             if reference == nil {
-                let segment = try Manifest.decodeSegment(record.payload, offset: offset, decompressor: decompressor)
-                let limit = Manifest.maximumBodyLength(storedLength: offset + UInt64(record.framed.count) - manifestOffset)
-                guard manifestBody.count + segment.count <= limit else {
-                    throw CairnError(.limitExceeded, "the manifest decompresses to more than \(limit) bytes", offset: offset)
-                }
-                manifestBody.append(contentsOf: segment)
+                try Manifest.appendSegment(
+                    record.payload, offset: offset, storedLength: offset + UInt64(record.framed.count) - manifestOffset,
+                    to: &manifestBody, decompressor: decompressor)
             }
             try hashChain(record.framed)
         case .pack:
