@@ -647,6 +647,32 @@ struct HostileArchiveTests {
         #expect(open?.code == .corrupted && open?.offset == UInt64(at), "\(String(describing: open))")
     }
 
+    @Test("a manifest of a few KB that decompresses past 64 MiB is limitExceeded for the seekable and the streaming reader")
+    func manifestBomb() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let original = try Self.smallArchive()
+        var footer = Self.footerPayload(original)
+        let manifestOffset = Int(Self.u64(footer, 0))
+        // 68 MiB of zeros in 4 MiB segments, zstd: a few KB stored.
+        var bomb: [UInt8] = []
+        Manifest.appendRecords(
+            body: [UInt8](repeating: 0, count: 68 << 20), compressor: ChunkCompressor(method: .zstd(level: 3)), to: &bomb)
+        #expect(bomb.count < 16 << 10, "\(bomb.count) bytes stored")
+        Self.put64(UInt64(bomb.count), into: &footer, at: 8)
+        footer.replaceSubrange(16..<48, with: try SHA256.hash(bomb).bytes)
+        var bytes = Array(original[0..<manifestOffset]) + bomb
+        RecordCodec.append(.footer, payload: footer, to: &bytes)
+        try Self.rechain(&bytes)
+        let path = try Self.write(bytes, "bomb.cairn", in: directory)
+        let open = #expect(throws: CairnError.self) { _ = try Extractor(path: path) }
+        #expect(open?.code == .limitExceeded, "\(String(describing: open))")
+        #expect(open?.message.contains("decompresses to more than") == true, "\(String(describing: open))")
+        let verify = await Self.verifyError(path)
+        #expect(verify?.code == .limitExceeded, "\(String(describing: verify))")
+        #expect((verify?.offset ?? 0) >= UInt64(manifestOffset), "\(String(describing: verify))")
+    }
+
     @Test("an unknown record type inside the manifest is corrupted even when skippable (§11.5)")
     func unknownRecordInManifest() async throws {
         let directory = try TemporaryDirectory()
