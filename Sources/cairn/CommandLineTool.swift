@@ -15,6 +15,9 @@ enum CommandLineTool {
           cat      ARCHIVE [--from-offset N] [--expect-token T]
                                                   send the rest of an archive (resume a transfer)
           diff     ARCHIVE DIR [--json]           what differs between an archive and a tree
+          fetch    URL -o FILE [--seed ARCHIVE]...
+                                                  download an archive, verified, resuming by
+                                                  itself, only what the seeds lack
           demo     [--size-mib N] [--keep DIR]    run create/list/verify/extract on sample data
 
         ARCHIVE may be - for standard input (verify, extract) or output (create).
@@ -41,6 +44,7 @@ enum CommandLineTool {
         case "demo": (handler, help) = (DemoCommand.run, DemoCommand.usage)
         case "cat": (handler, help) = (CatCommand.run, CatCommand.usage)
         case "diff": (handler, help) = (DiffCommand.run, DiffCommand.usage)
+        case "fetch": (handler, help) = (FetchCommand.run, FetchCommand.usage)
         case "-h", "--help", "help":
             Output.out(usage)
             return .success

@@ -117,6 +117,34 @@ public final class FileSink: ArchiveSink {
         try descriptor.seek(to: offset)
     }
 
+    /// Opens `<path>.partial` for a fetch to continue: created if missing, locked, and left as
+    /// it is (the caller finds its verified prefix and calls ``truncate(to:)``).
+    ///
+    /// - Throws: `.alreadyExists` when `path` exists and `overwrite` is false; `.busy` when
+    ///   another process is writing `<path>.partial`; `.io`.
+    package init(continuing path: String, overwrite: Bool) throws(CairnError) {
+        self.path = path
+        self.partialPath = path + ".partial"
+        self.overwrite = overwrite
+        if !overwrite, (try? FileStatus.of(Array(path.utf8))) != nil {
+            throw CairnError(.alreadyExists, "already exists (use --force to replace it)", path: path)
+        }
+        descriptor = try FileDescriptor.open(partialPath, flags: O_WRONLY | O_CREAT | O_NOFOLLOW, mode: 0o644)
+        try Self.lock(descriptor, path: partialPath)
+    }
+
+    /// Bytes in `<path>.partial` now.
+    package var partialLength: UInt64 {
+        get throws(CairnError) { try descriptor.status().size }
+    }
+
+    /// Appends bytes where the file's offset is (after ``truncate(to:)``), blocking.
+    ///
+    /// - Throws: `.io` naming ``partialPath`` (a full disk is `ENOSPC`).
+    package func append(_ bytes: UnsafeRawBufferPointer) throws(CairnError) {
+        try descriptor.writeAll(bytes)
+    }
+
     /// The device and inode of the file being written, so the archiver can leave it out when
     /// it lies inside the tree being archived.
     package var fileIdentity: (device: UInt64, inode: UInt64)? {

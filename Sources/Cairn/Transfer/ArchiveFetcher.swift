@@ -1,0 +1,391 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// Downloads an archive from an `http://` or `https://` URL into a local file, verifying it as
+/// it arrives, resuming by itself, and taking what it can from local seed archives
+/// (`Spec/0003-command-line.md §13`, `Spec/0001-container-format.md §14`).
+///
+/// ```swift
+/// let fetcher = ArchiveFetcher(url: "https://example.com/export.cairn",
+///                              options: FetchOptions(seeds: ["/backups/last-export.cairn"]))
+/// let report = try await fetcher.fetch(to: "/tmp/export.cairn")
+/// print(report.fetchedBytes, "of", report.archiveBytes)
+/// ```
+///
+/// - Bytes go to `<path>.partial` (locked with `flock(2)`), and the file appears at `path`
+///   only after the whole archive verified (every record's CRC-32, every chunk's SHA-256, every
+///   commit's chain digest, the manifest, the footer), by `fsync(2)` and rename.
+/// - A rerun after any interruption (cancellation, a killed process, a cut connection, a full
+///   disk) continues from the last verified commit of the partial file, not from its size:
+///   `Range: bytes=N-` with the validator kept beside it (`<path>.partial.fetch`) in
+///   `If-Range`. Only a 206 that starts exactly at N, of the expected total, is accepted.
+/// - An archive replaced on the server (a 200 to `If-Range`, another validator, another length,
+///   or bytes whose chain digests do not continue the partial's) restarts from zero, with the
+///   old partial kept as a seed (`<path>.partial.seed`, removed once the fetch succeeds): two
+///   archives are never spliced.
+/// - With seeds, the footer and manifest are read first and every record a seed holds is
+///   copied instead of downloaded (``DeltaPlan``); the result is byte-identical to the remote
+///   archive, which its chain digests prove.
+/// - Transient failures (`.network`, HTTP 408/429/5xx) are retried with exponential backoff,
+///   up to ``FetchOptions/retries`` times per run.
+public final class ArchiveFetcher: Sendable {
+    /// The archive's URL.
+    public let url: String
+    public let options: FetchOptions
+    /// Bytes of the archive present in the partial file (`totalUnitCount` is the archive's
+    /// length once the server said it).
+    public let progress = Progress(totalUnitCount: -1)
+
+    /// - Parameter url: `http://` or `https://`.
+    public init(url: String, options: FetchOptions = FetchOptions()) {
+        self.url = url
+        self.options = options
+    }
+
+    /// Whether `text` is an archive URL (`http://` or `https://`), as opposed to a path.
+    public static func isURL(_ text: String) -> Bool {
+        let lower = text.lowercased()
+        return lower.hasPrefix("http://") || lower.hasPrefix("https://")
+    }
+
+    /// Fetches the archive into `path`.
+    ///
+    /// - Returns: what was transferred.
+    /// - Throws: `CancellationError` (the partial file stays, resumable); `CairnError`:
+    ///   `.alreadyExists` when `path` exists (and ``FetchOptions/overwrite`` is false) or a
+    ///   `<path>.partial` not left by a fetch of this URL is there; `.busy` when another process
+    ///   writes it; `.httpStatus` (404, a 5xx after the retries) and `.network` naming the URL;
+    ///   `.sourceChanged` when the archive kept changing; `.corrupted`/`.checksumMismatch`
+    ///   naming the URL and offset when the remote archive itself fails verification; `.io`
+    ///   for the local file (a full disk).
+    nonisolated(nonsending) public func fetch(to path: String) async throws -> FetchReport {
+        guard Self.isURL(url) else {
+            throw CairnError(.invalidArgument, "not an http:// or https:// URL", path: url)
+        }
+        var configuration = HTTPClient.Configuration()
+        configuration.connectTimeout = options.connectTimeout
+        configuration.stallTimeout = options.stallTimeout
+        let client = HTTPClient(configuration: configuration)
+        let seeds = SeedIndex()
+        defer { seeds.close() }
+        for seed in options.seeds { try seeds.add(path: seed) }
+        if access(path + ".partial.seed", F_OK) == 0 { try? seeds.add(path: path + ".partial.seed") }
+
+        var output = try FileSink(continuing: path, overwrite: options.overwrite)
+        do {
+            return try await fetch(to: path, client: client, seeds: seeds, output: &output)
+        } catch {
+            // The partial file stays (synced and unlocked), to be resumed.
+            await output.abandon()
+            throw error
+        }
+    }
+
+    nonisolated(nonsending) private func fetch(
+        to path: String, client: HTTPClient, seeds: SeedIndex, output: inout FileSink
+    ) async throws -> FetchReport {
+        let oldPartial = path + ".partial.seed"
+        var report = FetchReport()
+        var rangesWork = true
+        var distrusted: Set<UInt64> = []
+        // The remote manifest of this run (read once unless the archive changes), and a
+        // verification failure of copied bytes in the last attempt: its offset and the copies.
+        var cachedRemote: RemoteManifest?
+        var failedCopies: (offset: UInt64, segments: [DeltaPlan.Segment])?
+        var restarts = 0
+        var retries = 0
+        var firstAttempt = true
+        while true {
+            try Task.checkCancellation()
+            // 1. How much of the partial file is good.
+            var start: UInt64 = 0
+            var state = FetchState.load(for: path)
+            if try output.partialLength > 0 {
+                if let known = state, known.url == url {
+                    start = try await Extractor.verifyPrefix(atPath: output.partialPath).verifiedLength
+                } else if firstAttempt && !options.overwrite {
+                    throw CairnError(
+                        .alreadyExists,
+                        "was not left by a fetch of \(url); move it away, or use --force to set it aside as a seed and start over",
+                        path: output.partialPath)
+                } else {
+                    output = try await setAside(output, path: path, seeds: seeds)
+                    cachedRemote = nil
+                    state = nil
+                }
+            }
+            try output.truncate(to: start)
+            if let failed = failedCopies {
+                // The copies between the last verified commit and the failure are the suspects.
+                for segment in failed.segments where segment.isCopy {
+                    let at = segment.range.lowerBound
+                    if at >= start, at <= failed.offset { distrusted.insert(at) }
+                }
+                failedCopies = nil
+            }
+            if firstAttempt { report.resumedFrom = start }
+            if start > 0 { options.onEvent?(.resuming(from: start)) }
+            firstAttempt = false
+
+            // 2. What to produce after it.
+            let validator = start > 0 ? state?.validator : nil
+            let job: FetchWriter.Job
+            var planned: DeltaPlan?
+            if seeds.seeds.isEmpty || !rangesWork {
+                job = .rest(from: start)
+            } else {
+                var remote: RemoteManifest
+                do throws(CairnError) {
+                    if let cachedRemote, start > 0 {
+                        remote = cachedRemote
+                    } else {
+                        remote = try RemoteManifest.fetch(client: client, url: url, validator: validator)
+                    }
+                } catch where error.code == .sourceChanged {
+                    if error.message.hasPrefix(RemoteManifest.noRangesMessage) {
+                        rangesWork = false
+                        options.onEvent?(.restarting(reason: error.message + "; downloading the whole archive without seeds"))
+                        continue
+                    }
+                    guard start > 0, restarts < 3 else { throw error }
+                    restarts += 1
+                    options.onEvent?(.restarting(reason: error.message))
+                    output = try await setAside(output, path: path, seeds: seeds)
+                    cachedRemote = nil
+                    continue
+                } catch where RetryPolicy.isTransient(error) && retries < options.retries {
+                    retries += 1
+                    options.onEvent?(.retrying(error, attempt: retries))
+                    try await Task.sleep(for: .milliseconds(Self.backoffMilliseconds(retries)))
+                    continue
+                } catch {
+                    throw error
+                }
+                cachedRemote = remote
+                if start == 0 || state == nil {
+                    state = FetchState(url: url, validator: remote.validator, length: remote.length)
+                    try state?.save(for: path)
+                }
+                progress.totalUnitCount = Int64(clamping: remote.length)
+                let plan = DeltaPlan(
+                    manifest: remote.manifest, manifestOffset: remote.footer.manifestOffset, start: start, seeds: seeds,
+                    distrusted: distrusted)
+                planned = plan
+                options.onEvent?(.planned(fetchBytes: plan.fetchBytes + UInt64(remote.tail.count), seedBytes: plan.seedBytes))
+                job = .plan(plan, tail: remote.tail, length: remote.length)
+            }
+            progress.completedUnitCount = Int64(clamping: start)
+
+            // 3. Write and verify at once.
+            let channel = try FetchChannel()
+            defer { channel.close() }
+            let url = self.url
+            let writer = FetchWriter(
+                client: client, url: url, output: output, channel: channel, seeds: seeds, progress: progress,
+                validator: validator, expectedLength: start > 0 ? state?.length : nil,
+                onFreshHead: { (head) throws(CairnError) in
+                    try FetchState(url: url, validator: head.strongValidator, length: head.resourceLength).save(for: path)
+                })
+            let completion = WriterCompletion()
+            let prefixLength = start
+            let thread = Thread {
+                do throws(CairnError) {
+                    try writer.run(prefixLength: prefixLength, job: job)
+                    completion.complete(nil)
+                } catch {
+                    completion.complete(error)
+                }
+            }
+            thread.stackSize = 1 << 20
+            thread.start()
+            var verifyError: Error?
+            var verified: VerificationReport?
+            do {
+                verified = try await withTaskCancellationHandler {
+                    try await Extractor.verify(descriptor: channel.reading, path: url, seekToStart: false)
+                } onCancel: {
+                    writer.cancel()
+                    channel.stopReading()
+                }
+            } catch {
+                verifyError = error
+            }
+            channel.stopReading()
+            let writerError = await completion.wait()
+            report.seedBytes += writer.seedBytes
+            report.rejectedCopies += writer.crcRejectedCopies
+
+            // 4. Done, or why not.
+            if let verified, verifyError == nil, writerError == nil {
+                try await output.finish()
+                FetchState.remove(for: path)
+                unlink(oldPartial)
+                report.archiveBytes = verified.archiveBytes
+                report.fetchedBytes = client.bytesReceived
+                report.requestCount = client.requestCount
+                report.restarts = restarts
+                report.retries = retries
+                progress.completedUnitCount = Int64(clamping: verified.archiveBytes)
+                return report
+            }
+            try Task.checkCancellation()
+            let writerCause = writerError.flatMap { $0.message == FetchChannel.readerStopped ? nil : $0 }
+            if let cause = writerCause {
+                if cause.code == .sourceChanged {
+                    guard restarts < 3 else { throw cause }
+                    restarts += 1
+                    if writer.sawNoRangeSupport { rangesWork = false }
+                    options.onEvent?(.restarting(reason: cause.message))
+                    output = try await setAside(output, path: path, seeds: rangesWork ? seeds : nil)
+                    cachedRemote = nil
+                    continue
+                }
+                if RetryPolicy.isTransient(cause), retries < options.retries {
+                    retries += 1
+                    options.onEvent?(.retrying(cause, attempt: retries))
+                    try await Task.sleep(for: .milliseconds(Self.backoffMilliseconds(retries)))
+                    continue
+                }
+                throw cause
+            }
+            guard let failure = verifyError as? CairnError else { throw verifyError ?? CairnError(.io, "the fetch stopped", path: url) }
+            // The rebuilt bytes failed verification at `offset`: a seed's record that only
+            // looked the same is downloaded next time; with none to blame, a resumed fetch may
+            // have continued another archive (same URL, no usable validator): start over once.
+            let offset = failure.offset ?? .max
+            let suspects = (planned?.segments ?? []).filter { segment in
+                segment.isCopy && segment.range.lowerBound >= start && segment.range.lowerBound <= offset
+                    && !distrusted.contains(segment.range.lowerBound)
+            }
+            if !suspects.isEmpty {
+                failedCopies = (offset, suspects)
+                report.rejectedCopies += 1
+                continue
+            }
+            if start > 0, restarts < 1, failure.code == .checksumMismatch || failure.code == .corrupted {
+                restarts += 1
+                options.onEvent?(.restarting(reason: "the bytes after offset \(start) do not continue the partial file: the archive changed"))
+                output = try await setAside(output, path: path, seeds: rangesWork ? seeds : nil)
+                cachedRemote = nil
+                continue
+            }
+            throw failure.withPath(url)
+        }
+    }
+
+    /// Moves the partial file aside as `<path>.partial.seed` (replacing an older one), indexes
+    /// it as a seed when `seeds` is given, and opens a new, empty partial file.
+    nonisolated(nonsending) private func setAside(_ output: FileSink, path: String, seeds: SeedIndex?) async throws -> FileSink {
+        FetchState.remove(for: path)
+        let seedPath = path + ".partial.seed"
+        if try output.partialLength > 0 {
+            try FileSystem.rename(Array(output.partialPath.utf8), to: Array(seedPath.utf8), display: seedPath)
+            try? seeds?.add(path: seedPath)
+        }
+        await output.abandon()
+        return try FileSink(continuing: path, overwrite: options.overwrite)
+    }
+
+    private static func backoffMilliseconds(_ attempt: Int) -> Int {
+        min(5000, 200 << min(attempt - 1, 5))
+    }
+}
+
+/// Options for ``ArchiveFetcher``.
+public struct FetchOptions: Sendable {
+    /// Local archives (complete or not) whose records are copied instead of downloaded.
+    public var seeds: [String]
+    /// Transient failures retried within one run (each after an exponential backoff). Default 5.
+    public var retries: Int
+    /// Whether an existing file at the destination may be replaced (at the final rename only),
+    /// and a partial file not left by a fetch of this URL set aside. Default false.
+    public var overwrite: Bool
+    /// Seconds to wait for a connection. Default 10.
+    public var connectTimeout: Double
+    /// Seconds without a byte before a transfer counts as cut. Default 30.
+    public var stallTimeout: Double
+    /// Told of resumes, retries and restarts as they happen (for `--progress` and logs).
+    public var onEvent: (@Sendable (FetchEvent) -> Void)?
+
+    public init(
+        seeds: [String] = [], retries: Int = 5, overwrite: Bool = false, connectTimeout: Double = 10, stallTimeout: Double = 30,
+        onEvent: (@Sendable (FetchEvent) -> Void)? = nil
+    ) {
+        self.seeds = seeds
+        self.retries = retries
+        self.overwrite = overwrite
+        self.connectTimeout = connectTimeout
+        self.stallTimeout = stallTimeout
+        self.onEvent = onEvent
+    }
+}
+
+/// What a fetch tells as it goes.
+public enum FetchEvent: Sendable {
+    /// Continuing after the partial file's verified prefix of this many bytes.
+    case resuming(from: UInt64)
+    /// A seeded plan: bytes to download (including the manifest and footer) and to copy.
+    case planned(fetchBytes: UInt64, seedBytes: UInt64)
+    /// A transient failure; trying again (attempt counts from 1).
+    case retrying(CairnError, attempt: Int)
+    /// Starting over from offset 0, and why.
+    case restarting(reason: String)
+}
+
+/// What ``ArchiveFetcher/fetch(to:)`` did.
+public struct FetchReport: Sendable, Equatable {
+    /// Bytes of the archive.
+    public var archiveBytes: UInt64 = 0
+    /// Body bytes received over HTTP in this run (every request, including the footer and
+    /// manifest of a seeded fetch and bytes of failed attempts).
+    public var fetchedBytes: UInt64 = 0
+    /// Bytes copied from seeds.
+    public var seedBytes: UInt64 = 0
+    /// The verified prefix of an earlier run this run continued from (0 for a fresh fetch).
+    public var resumedFrom: UInt64 = 0
+    /// HTTP requests sent.
+    public var requestCount = 0
+    /// Times the fetch started over because the archive changed.
+    public var restarts = 0
+    /// Transient failures retried.
+    public var retries = 0
+    /// Seed records that turned out to differ from the remote's (by its CRC-32 before writing,
+    /// or by verification after), and were downloaded instead.
+    public var rejectedCopies = 0
+
+    public init() {}
+}
+
+/// Hands the writer thread's outcome to the task that awaits it.
+private final class WriterCompletion: Sendable {
+    private enum State {
+        case running
+        case waiting(CheckedContinuation<CairnError?, Never>)
+        case done(CairnError?)
+    }
+    private let state = Mutex<State>(.running)
+
+    func complete(_ error: CairnError?) {
+        let waiter = state.withLock { (state) -> CheckedContinuation<CairnError?, Never>? in
+            if case .waiting(let continuation) = state {
+                state = .done(error)
+                return continuation
+            }
+            state = .done(error)
+            return nil
+        }
+        waiter?.resume(returning: error)
+    }
+
+    func wait() async -> CairnError? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<CairnError?, Never>) in
+            let ready = state.withLock { (state) -> CairnError?? in
+                if case .done(let error) = state { return .some(error) }
+                state = .waiting(continuation)
+                return .none
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+}

@@ -1,0 +1,160 @@
+/// How a seeded fetch rebuilds a remote archive: which byte ranges are copied from local seeds
+/// and which are downloaded (`Spec/0001-container-format.md §14`).
+///
+/// The remote manifest names where every chunk record, pack record and entry record starts; a
+/// chunk record's length follows from its row. A range is copied when a seed has a record that
+/// should have the same bytes:
+/// - a chunk record with the same id, codec and framed length;
+/// - a pack record whose inline chunks have the same ids (content digest) and whose length fills
+///   the space up to the next known record less one commit record (the whole record is copied);
+/// - failing that, a pack with the same content digest: only its stored content section is
+///   copied, and the pack's framing, prefix, item table and CRC are downloaded.
+///
+/// Everything else (the prelude, header, commits, entry, chunk-references and file-end records,
+/// and records no seed has) is downloaded, in ranges. The plan trusts the manifest only for
+/// where to look: the rebuilt bytes are verified as a whole (every CRC, chunk id and chain
+/// digest), and a copied range that fails is downloaded on the next attempt
+/// (``distrusted``).
+package struct DeltaPlan: Sendable {
+    /// One contiguous piece of the archive, in order.
+    package enum Segment: Sendable, Equatable {
+        /// Download these archive bytes.
+        case fetch(Range<UInt64>)
+        /// Copy these archive bytes from seed `seed`, starting at `from` in it.
+        case copy(seed: Int, from: UInt64, to: Range<UInt64>)
+        /// Copy a whole record from seed `seed` but its CRC-32, which the next segment (a
+        /// download) starts with: the writer reads that first and copies only when it equals the
+        /// seed record's own CRC (the bytes after `to` in the seed), else downloads `to` too.
+        case copyCheckingCRC(seed: Int, from: UInt64, to: Range<UInt64>)
+
+        /// The archive bytes this segment produces.
+        package var range: Range<UInt64> {
+            switch self {
+            case .fetch(let range): return range
+            case .copy(_, _, let range), .copyCheckingCRC(_, _, let range): return range
+            }
+        }
+
+        /// Whether bytes come from a seed.
+        package var isCopy: Bool {
+            if case .fetch = self { return false }
+            return true
+        }
+    }
+
+    /// Segments covering `start ..< end` without gaps, in order.
+    package var segments: [Segment]
+
+    /// Bytes the plan downloads.
+    package var fetchBytes: UInt64 {
+        segments.reduce(0) { if case .fetch(let r) = $1 { return $0 + (r.upperBound - r.lowerBound) } else { return $0 } }
+    }
+    /// Bytes the plan copies from seeds.
+    package var seedBytes: UInt64 {
+        segments.reduce(0) { $1.isCopy ? $0 + ($1.range.upperBound - $1.range.lowerBound) : $0 }
+    }
+    /// Range requests the plan sends.
+    package var requestCount: Int { segments.filter { if case .fetch = $0 { return true } else { return false } }.count }
+
+    /// Plans `start ..< manifest offset` of the remote archive.
+    ///
+    /// - Parameters:
+    ///   - manifest: the remote archive's manifest (decoded and checked against its footer).
+    ///   - manifestOffset: where the remote manifest starts (the footer's field).
+    ///   - start: where the rebuilt prefix ends (a commit boundary of the partial file).
+    ///   - seeds: the local seeds.
+    ///   - distrusted: archive offsets of copies that failed verification before; they are
+    ///     downloaded instead.
+    ///   - mergeBelow: a copy shorter than this many bytes between two downloads is downloaded
+    ///     with them (a range request costs a few hundred bytes of headers and a round trip).
+    package init(
+        manifest: Manifest, manifestOffset: UInt64, start: UInt64, seeds: SeedIndex, distrusted: Set<UInt64> = [],
+        mergeBelow: UInt64 = 1024
+    ) {
+        // Every offset where a record is known to start, and the manifest (the end).
+        var starts: [UInt64] = [manifestOffset]
+        starts.reserveCapacity(manifest.chunks.count + manifest.packs.count + manifest.entries.count + 1)
+        for chunk in manifest.chunks where chunk.pack == nil { starts.append(chunk.offset) }
+        for pack in manifest.packs { starts.append(pack.offset) }
+        for row in manifest.entries where row.pack == nil { starts.append(row.recordOffset) }
+        starts.sort()
+
+        func nextStart(after offset: UInt64) -> UInt64 {
+            // The first known start greater than `offset` (binary search).
+            var low = 0
+            var high = starts.count
+            while low < high {
+                let mid = (low + high) / 2
+                if starts[mid] <= offset { low = mid + 1 } else { high = mid }
+            }
+            return low < starts.count ? starts[low] : manifestOffset
+        }
+
+        var copies: [Segment] = []
+        for chunk in manifest.chunks where chunk.pack == nil && chunk.offset >= start && !distrusted.contains(chunk.offset) {
+            let framed = RecordFraming.overhead + ChunkRecordPrefix.length + Int(chunk.storedLength)
+            guard let found = seeds.chunk(id: chunk.id, codec: chunk.codec, framedLength: framed) else { continue }
+            copies.append(.copy(seed: found.seed, from: found.offset, to: chunk.offset..<(chunk.offset + UInt64(framed))))
+        }
+        for pack in manifest.packs where pack.offset >= start {
+            let candidates = seeds.packs(contentDigest: pack.contentDigest, contentLength: pack.contentLength)
+            guard !candidates.isEmpty else { continue }
+            let span = nextStart(after: pack.offset) - pack.offset
+            guard span > UInt64(CommitRecord.framedLength) else { continue }
+            let recordLength = span - UInt64(CommitRecord.framedLength)
+            if !distrusted.contains(pack.offset), let whole = candidates.first(where: { UInt64($0.framedLength) == recordLength }) {
+                // All but the CRC: the download that follows (the commit) starts with the remote's
+                // CRC, which tells before anything is written whether the item tables agree.
+                let body = recordLength - UInt64(RecordFraming.trailerLength)
+                copies.append(.copyCheckingCRC(seed: whole.seed, from: whole.offset, to: pack.offset..<(pack.offset + body)))
+                continue
+            }
+            // The item table differs (metadata changed): copy only the content section, whose
+            // stored bytes follow from the same chunks, if the lengths leave room for a table.
+            for candidate in candidates {
+                let content = UInt64(candidate.contentStoredLength)
+                let fixed = UInt64(RecordFraming.overhead + PackRecordPrefix.length)
+                guard content > 0, recordLength > fixed + content else { continue }
+                let contentStart = pack.offset + recordLength - UInt64(RecordFraming.trailerLength) - content
+                guard !distrusted.contains(contentStart) else { continue }
+                copies.append(
+                    .copy(
+                        seed: candidate.seed, from: candidate.offset + UInt64(candidate.contentStart),
+                        to: contentStart..<(contentStart + content)))
+                break
+            }
+        }
+        copies.sort { $0.range.lowerBound < $1.range.lowerBound }
+
+        var planned: [Segment] = []
+        var position = start
+        for copy in copies {
+            let range = copy.range
+            // A forged manifest can make rows overlap or point past the manifest: such a copy is
+            // dropped, and the bytes are downloaded (and verified) instead.
+            guard range.lowerBound >= position, range.upperBound <= manifestOffset else { continue }
+            if range.lowerBound > position { planned.append(.fetch(position..<range.lowerBound)) }
+            planned.append(copy)
+            position = range.upperBound
+        }
+        if position < manifestOffset { planned.append(.fetch(position..<manifestOffset)) }
+
+        // Download short copies together with their neighbours, then join adjacent downloads.
+        var merged: [Segment] = []
+        for (index, segment) in planned.enumerated() {
+            var segment = segment
+            let range = segment.range
+            if segment.isCopy, range.upperBound - range.lowerBound < mergeBelow {
+                let fetchBefore = index > 0 && { if case .fetch = planned[index - 1] { return true } else { return false } }()
+                let fetchAfter = index + 1 < planned.count && { if case .fetch = planned[index + 1] { return true } else { return false } }()
+                if fetchBefore || fetchAfter { segment = .fetch(range) }
+            }
+            if case .fetch(let range) = segment, case .fetch(let previous)? = merged.last, previous.upperBound == range.lowerBound {
+                merged[merged.count - 1] = .fetch(previous.lowerBound..<range.upperBound)
+            } else {
+                merged.append(segment)
+            }
+        }
+        segments = merged
+    }
+}

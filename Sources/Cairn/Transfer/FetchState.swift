@@ -1,0 +1,56 @@
+import Foundation
+import Glibc
+
+/// What an interrupted fetch keeps beside its partial file (`<FILE>.partial.fetch`), so that a
+/// rerun asks for the rest of the same archive (`Spec/0003-command-line.md §13`).
+///
+/// A JSON object: the URL, the strong validator the server gave (an ETag, or a Last-Modified
+/// date), sent back as `If-Range` (RFC 9110 §13.1.5), and the archive's length. The partial
+/// file's verified prefix is not recorded: it is found again by reading the file, because only
+/// its chain digests say how much of it is good.
+package struct FetchState: Codable, Sendable, Equatable {
+    /// The URL asked for (before redirects).
+    package var url: String
+    /// The validator of the representation being downloaded; nil when the server gave none (a
+    /// resume then relies on the chain digests alone to refuse a changed archive).
+    package var validator: String?
+    /// Bytes of the archive (the resource's length), when the server said.
+    package var length: UInt64?
+
+    /// The state file beside the partial file of `path`.
+    package static func path(for path: String) -> String { path + ".partial.fetch" }
+
+    /// Reads the state beside `path`'s partial file; nil when there is none or it does not parse
+    /// (a state that cannot be read is treated as absent: the partial's bytes are still
+    /// verified before anything is reused).
+    package static func load(for path: String) -> FetchState? {
+        guard let data = FileManager.default.contents(atPath: Self.path(for: path)) else { return nil }
+        return try? JSONDecoder().decode(FetchState.self, from: data)
+    }
+
+    /// Writes the state beside `path`'s partial file: into a temporary file, synced, then
+    /// renamed over the old state.
+    ///
+    /// - Throws: `.io` naming the state file.
+    package func save(for path: String) throws(CairnError) {
+        let final = Self.path(for: path)
+        let temporary = final + ".tmp"
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let bytes: [UInt8]
+        do { bytes = Array(try encoder.encode(self)) } catch {
+            throw CairnError(.io, "cannot encode the fetch state", path: final, cause: "\(error)")
+        }
+        let descriptor = try FileDescriptor.open(temporary, flags: O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o644)
+        try descriptor.closeAfter { () throws(CairnError) in
+            try descriptor.writeAll(bytes)
+            try descriptor.sync()
+        }
+        try FileSystem.rename(Array(temporary.utf8), to: Array(final.utf8), display: final)
+    }
+
+    /// Removes the state beside `path`'s partial file, if any.
+    package static func remove(for path: String) {
+        unlink(Self.path(for: path))
+    }
+}

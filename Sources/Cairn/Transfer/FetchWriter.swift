@@ -1,0 +1,249 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// The writing half of a fetch: produces the archive's bytes in order, from the partial file's
+/// verified prefix, from seeds and from range requests, appending the new ones to the partial
+/// file and sending all of them to the verifier (``FetchChannel``). Runs on its own thread:
+/// every call here blocks.
+package final class FetchWriter: @unchecked Sendable {
+    /// What to produce after the partial file's prefix.
+    package enum Job: Sendable {
+        /// Everything from this offset to the end, in one request (`Range: bytes=N-` with
+        /// `If-Range`, or a plain GET from 0).
+        case rest(from: UInt64)
+        /// A seeded plan, then the manifest and footer already read (`tail`).
+        case plan(DeltaPlan, tail: [UInt8], length: UInt64)
+    }
+
+    private let client: HTTPClient
+    private let url: String
+    private let output: FileSink
+    private let channel: FetchChannel
+    private let seeds: SeedIndex
+    private let progress: Progress
+    private let validator: String?
+    private let expectedLength: UInt64?
+    private let cancelled = Atomic<Bool>(false)
+
+    /// Called with the head of a whole-archive response from offset 0, before its first byte is
+    /// written (the fetch records the validator beside the partial file there).
+    private let onFreshHead: @Sendable (HTTPResponseHead) throws(CairnError) -> Void
+
+    /// Bytes copied from seeds.
+    package private(set) var seedBytes: UInt64 = 0
+    /// Whether the server answered a range request with the whole resource and the same
+    /// validator: it does not support ranges.
+    package private(set) var sawNoRangeSupport = false
+
+    package init(
+        client: HTTPClient, url: String, output: FileSink, channel: FetchChannel, seeds: SeedIndex, progress: Progress,
+        validator: String?, expectedLength: UInt64?, onFreshHead: @escaping @Sendable (HTTPResponseHead) throws(CairnError) -> Void
+    ) {
+        self.client = client
+        self.url = url
+        self.output = output
+        self.channel = channel
+        self.seeds = seeds
+        self.progress = progress
+        self.validator = validator
+        self.expectedLength = expectedLength
+        self.onFreshHead = onFreshHead
+    }
+
+    /// Makes the writer stop at its next piece of bytes.
+    package func cancel() { cancelled.store(true, ordering: .relaxed) }
+
+    /// Sends the partial file's first `prefixLength` bytes to the verifier, then produces `job`.
+    /// Always ends the channel's stream.
+    ///
+    /// - Throws: `.network`/`.httpStatus` from requests; `.sourceChanged` for an answer that is
+    ///   not the requested part of the same archive; `.io` for the partial file (a full disk),
+    ///   a seed, or a verifier that stopped (``FetchChannel/readerStopped``).
+    package func run(prefixLength: UInt64, job: Job) throws(CairnError) {
+        defer { channel.finishSending() }
+        try sendPrefix(prefixLength)
+        switch job {
+        case .rest(let start):
+            try fetch(from: start, to: nil)
+        case .plan(let plan, let tail, let length):
+            var index = 0
+            let segments = plan.segments
+            while index < segments.count {
+                switch segments[index] {
+                case .fetch(let range):
+                    try fetch(from: range.lowerBound, to: range.upperBound, total: length)
+                case .copy(let seed, let from, let range):
+                    try copy(seed: seed, from: from, count: range.upperBound - range.lowerBound)
+                case .copyCheckingCRC(let seed, let from, let range):
+                    let count = range.upperBound - range.lowerBound
+                    guard index + 1 < segments.count, case .fetch(let next) = segments[index + 1], next.lowerBound == range.upperBound,
+                        next.upperBound - next.lowerBound >= UInt64(RecordFraming.trailerLength),
+                        next.upperBound - next.lowerBound <= 4 << 20
+                    else {
+                        try copy(seed: seed, from: from, count: count)
+                        break
+                    }
+                    // Read what follows first: it starts with the remote record's CRC-32.
+                    let following = try download(next, total: length)
+                    let seedCRC = try seedBytes(seed: seed, at: from + count, count: RecordFraming.trailerLength)
+                    if Array(following.prefix(RecordFraming.trailerLength)) == seedCRC {
+                        try copy(seed: seed, from: from, count: count)
+                    } else {
+                        crcRejectedCopies += 1
+                        try fetch(from: range.lowerBound, to: range.upperBound, total: length)
+                    }
+                    try following.withBytes { (raw) throws(CairnError) in try deliver(raw) }
+                    index += 1
+                }
+                index += 1
+            }
+            try tail.withBytes { (raw) throws(CairnError) in try deliver(raw) }
+        }
+    }
+
+    /// Seed copies not made because the remote record's CRC-32 differed.
+    package private(set) var crcRejectedCopies = 0
+
+    /// Downloads `range` into memory (a few KiB: the commit after a pack).
+    private func download(_ range: Range<UInt64>, total: UInt64) throws(CairnError) -> [UInt8] {
+        let request = HTTPRequest(url: url, range: .bounded(range.lowerBound, range.upperBound - 1), ifRange: validator)
+        let (head, body) = try client.get(request, limit: Int(range.upperBound - range.lowerBound))
+        try FetchWriter.check(head, url: url, start: range.lowerBound, end: range.upperBound, total: total, validator: validator)
+        guard body.count == Int(range.upperBound - range.lowerBound) else {
+            throw CairnError(.network, "the server ended the range early", path: url, offset: range.lowerBound + UInt64(body.count))
+        }
+        return body
+    }
+
+    private func seedBytes(seed: Int, at offset: UInt64, count: Int) throws(CairnError) -> [UInt8] {
+        guard seed < seeds.seeds.count else { throw CairnError(.invalidArgument, "no seed \(seed)") }
+        var bytes = [UInt8](repeating: 0, count: count)
+        let n = try bytes.withMutableBytes { (raw) throws(CairnError) in
+            try seeds.seeds[seed].descriptor.read(fromAbsoluteOffset: offset, into: raw)
+        }
+        return Array(bytes.prefix(n))
+    }
+
+    private func sendPrefix(_ length: UInt64) throws(CairnError) {
+        guard length > 0 else { return }
+        let input = try FileDescriptor.open(output.partialPath, flags: O_RDONLY | O_NOFOLLOW)
+        defer { _ = try? input.close() }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var position: UInt64 = 0
+        while position < length {
+            let want = Int(min(UInt64(buffer.count), length - position))
+            let n = try buffer.withMutableBytes { (raw) throws(CairnError) in
+                try input.read(fromAbsoluteOffset: position, into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<want]))
+            }
+            guard n > 0 else { throw CairnError(.truncated, "the partial file is shorter than its verified prefix", path: output.partialPath, offset: position) }
+            try buffer.withBytes { (raw) throws(CairnError) in try channel.send(UnsafeRawBufferPointer(rebasing: raw[0..<n])) }
+            position += UInt64(n)
+        }
+    }
+
+    /// Appends new bytes to the partial file and sends them to the verifier.
+    private func deliver(_ bytes: UnsafeRawBufferPointer) throws(CairnError) {
+        guard !cancelled.load(ordering: .relaxed) else { throw CairnError(.io, FetchChannel.readerStopped) }
+        try output.append(bytes)
+        try channel.send(bytes)
+        progress.completedUnitCount += Int64(bytes.count)
+    }
+
+    private func copy(seed: Int, from: UInt64, count: UInt64) throws(CairnError) {
+        guard seed < seeds.seeds.count else { throw CairnError(.invalidArgument, "no seed \(seed)") }
+        let source = seeds.seeds[seed].descriptor
+        var buffer = [UInt8](repeating: 0, count: Int(min(count, 1 << 20)))
+        var done: UInt64 = 0
+        while done < count {
+            let want = Int(min(UInt64(buffer.count), count - done))
+            let n = try buffer.withMutableBytes { (raw) throws(CairnError) in
+                try source.read(fromAbsoluteOffset: from + done, into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<want]))
+            }
+            guard n > 0 else {
+                throw CairnError(.truncated, "the seed ended before the record it was to give", path: seeds.seeds[seed].path, offset: from + done)
+            }
+            try buffer.withBytes { (raw) throws(CairnError) in try deliver(UnsafeRawBufferPointer(rebasing: raw[0..<n])) }
+            done += UInt64(n)
+        }
+        seedBytes += count
+    }
+
+    /// Downloads `start ..< end` (`end` nil: to the end of the archive) and delivers it.
+    private func fetch(from start: UInt64, to end: UInt64?, total: UInt64? = nil) throws(CairnError) {
+        let range: HTTPByteRange?
+        if let end {
+            guard end > start else { return }
+            range = .bounded(start, end - 1)
+        } else {
+            range = start > 0 ? .from(start) : nil
+        }
+        let request = HTTPRequest(url: url, range: range, ifRange: range == nil ? nil : validator)
+        var position = start
+        let url = self.url
+        let validator = self.validator
+        let expected = total ?? expectedLength
+        _ = try client.perform(
+            request,
+            onHead: { (head) throws(CairnError) in
+                if range == nil {
+                    guard head.status == 200 || (head.status == 206 && head.contentRange?.first == 0) else {
+                        throw CairnError(.httpStatus, "the server answered \(head.status) to a request for the whole archive", path: url)
+                    }
+                    try onFreshHead(head)
+                    if let length = head.resourceLength { progress.totalUnitCount = Int64(clamping: length) }
+                    return
+                }
+                do throws(CairnError) {
+                    try FetchWriter.check(head, url: url, start: start, end: end, total: expected, validator: validator)
+                } catch {
+                    if head.status == 200, validator != nil, head.strongValidator == validator { sawNoRangeSupport = true }
+                    throw error
+                }
+            },
+            onBody: { (piece) throws(CairnError) in
+                if let end, position + UInt64(piece.count) > end {
+                    throw CairnError(.sourceChanged, "the server sent more bytes than the range asked for", path: url, offset: end)
+                }
+                try deliver(piece)
+                position += UInt64(piece.count)
+            })
+        if let end, position != end {
+            throw CairnError(.network, "the server ended the range early", path: url, offset: position)
+        }
+    }
+
+    /// The one check of a range answer (RFC 9110 §14.4, §15.3.7): a 206 whose Content-Range
+    /// starts exactly at `start`, ends at `end` when bounded, has the `total` expected, and
+    /// carries the same strong validator when one was sent.
+    ///
+    /// - Throws: `.sourceChanged` naming the URL and what the server sent instead.
+    package static func check(
+        _ head: HTTPResponseHead, url: String, start: UInt64, end: UInt64?, total: UInt64?, validator: String?
+    ) throws(CairnError) {
+        guard head.status == 206 else {
+            if head.status == 200, validator == nil || head.strongValidator == validator {
+                throw CairnError(.sourceChanged, RemoteManifest.noRangesMessage + " (it answered 200 to a range request)", path: url)
+            }
+            throw CairnError(
+                .sourceChanged,
+                "the archive at the URL changed (the server answered \(head.status) to a request for bytes \(start)- with If-Range)",
+                path: url)
+        }
+        guard let range = head.contentRange else {
+            throw CairnError(.sourceChanged, "the server's 206 has no usable Content-Range", path: url, offset: start)
+        }
+        guard range.first == start, end.map({ range.last + 1 == $0 }) ?? true else {
+            throw CairnError(
+                .sourceChanged,
+                "asked for bytes \(start)-\(end.map { String($0 - 1) } ?? ""), the server sent bytes \(range.first)-\(range.last)",
+                path: url, offset: start)
+        }
+        if let total, let got = range.total, got != total {
+            throw CairnError(.sourceChanged, "the archive at the URL is now \(got) bytes, not \(total): it changed", path: url)
+        }
+        if let validator, let now = head.strongValidator, now != validator {
+            throw CairnError(.sourceChanged, "the archive at the URL changed (validator \(now), was \(validator))", path: url)
+        }
+    }
+}

@@ -1,0 +1,128 @@
+import Glibc
+
+/// The records of local archives that a seeded fetch may copy instead of downloading
+/// (`Spec/0001-container-format.md §14`, rebuilding an archive from seeds).
+///
+/// A seed is any local file that starts like a Cairn archive: a complete archive (typically the
+/// previous export) or an incomplete one (an interrupted fetch of an archive that has since been
+/// replaced). Its records are found by walking it front to back with chunk payloads skipped, so
+/// its manifest is neither needed nor trusted; the walk stops quietly at the first record that
+/// does not parse. Nothing read from a seed is trusted either: whatever is copied is verified in
+/// the rebuilt archive, chunk by chunk and commit by commit, like downloaded bytes.
+///
+/// - Complexity: indexing reads every record header of every seed, O(records); memory is
+///   about 100 bytes per chunk record and pack record.
+package final class SeedIndex {
+    /// A chunk record in a seed.
+    package struct ChunkLocation: Sendable {
+        /// Index in ``seeds``.
+        package var seed: Int
+        /// Offset of the record's first byte in the seed.
+        package var offset: UInt64
+        /// The whole record: header, payload, CRC.
+        package var framedLength: Int
+        package var codec: ChunkCodec
+    }
+
+    /// A pack record in a seed.
+    package struct PackLocation: Sendable {
+        package var seed: Int
+        package var offset: UInt64
+        package var framedLength: Int
+        package var prefix: PackRecordPrefix
+
+        /// Where the stored content section starts, from the record's first byte.
+        package var contentStart: Int { RecordFraming.headerLength + PackRecordPrefix.length + prefix.tableStoredLength }
+        /// Bytes of the stored content section.
+        package var contentStoredLength: Int { framedLength - RecordFraming.trailerLength - contentStart }
+    }
+
+    /// A seed file, open for reading.
+    package struct Seed: Sendable {
+        package var path: String
+        package var descriptor: FileDescriptor
+        /// Bytes of the file that were walked (up to the first record that did not parse).
+        package var indexedLength: UInt64
+    }
+
+    package private(set) var seeds: [Seed] = []
+    private var chunks: [Digest: ChunkLocation] = [:]
+    private var packs: [Digest: [PackLocation]] = [:]
+
+    package init() {}
+
+    /// Chunk records indexed, over every seed.
+    package var chunkCount: Int { chunks.count }
+    /// Pack records indexed, over every seed.
+    package var packCount: Int { packs.values.reduce(0) { $0 + $1.count } }
+
+    /// Opens `path` and indexes its chunk and pack records.
+    ///
+    /// - Throws: `.notFound`/`.io` when it cannot be opened; `.corrupted` or `.unsupportedVersion`
+    ///   (naming `path`) when it does not start with a Cairn prelude and header.
+    package func add(path: String) throws(CairnError) {
+        let descriptor = try FileDescriptor.open(path, flags: O_RDONLY)
+        do throws(CairnError) {
+            let size = try descriptor.status().size
+            let stream = RecordStream(skippingChunkPayloadsOf: descriptor, fileSize: size)
+            let prelude = try stream.readBytes(Prelude.length)
+            _ = try Prelude.parse(prelude)
+            let seedIndex = seeds.count
+            var end = stream.offset
+            while true {
+                let record: RecordStream.Record
+                do throws(CairnError) {
+                    guard let next = try stream.next() else { break }
+                    record = next
+                } catch {
+                    break  // a torn or damaged tail: what came before is still usable
+                }
+                end = record.offset + UInt64(record.header.framedLength)
+                let payload = record.framed[RecordFraming.headerLength...]
+                switch record.header.type {
+                case .chunk?:
+                    var r = ByteReader(Array(payload.prefix(ChunkRecordPrefix.length)), baseOffset: record.offset, what: "chunk record")
+                    let storedLength = record.header.length - ChunkRecordPrefix.length
+                    guard storedLength >= 0, let prefix = try? ChunkRecordPrefix.decode(&r, storedLength: storedLength) else { continue }
+                    if chunks[prefix.id] == nil {
+                        chunks[prefix.id] = ChunkLocation(
+                            seed: seedIndex, offset: record.offset, framedLength: record.header.framedLength, codec: prefix.codec)
+                    }
+                case .pack?:
+                    var r = ByteReader(Array(payload.prefix(PackRecordPrefix.length)), baseOffset: record.offset, what: "pack record")
+                    guard let prefix = try? PackRecordPrefix.decode(&r, payloadLength: record.header.length) else { continue }
+                    packs[prefix.contentDigest, default: []].append(
+                        PackLocation(seed: seedIndex, offset: record.offset, framedLength: record.header.framedLength, prefix: prefix))
+                default:
+                    continue
+                }
+            }
+            seeds.append(Seed(path: path, descriptor: descriptor, indexedLength: end))
+        } catch {
+            _ = try? descriptor.close()
+            throw error.withPath(path)
+        }
+    }
+
+    /// A seed's chunk record with this id, codec and framed length: the same bytes as the
+    /// remote's record, unless a compressor made other stored bytes of the same length (the
+    /// rebuilt archive's chain digests tell).
+    package func chunk(id: Digest, codec: ChunkCodec, framedLength: Int) -> ChunkLocation? {
+        guard let found = chunks[id], found.codec == codec, found.framedLength == framedLength else { return nil }
+        return found
+    }
+
+    /// The seeds' pack records whose inline chunks have these ids (`contentDigest`) and whose
+    /// content is `contentLength` bytes uncompressed.
+    package func packs(contentDigest: Digest, contentLength: Int) -> [PackLocation] {
+        (packs[contentDigest] ?? []).filter { $0.prefix.contentRawLength == contentLength }
+    }
+
+    /// Closes every seed.
+    package func close() {
+        for seed in seeds { _ = try? seed.descriptor.close() }
+        seeds = []
+        chunks = [:]
+        packs = [:]
+    }
+}

@@ -1,0 +1,99 @@
+import Cairn
+import Foundation
+
+/// `cairn fetch URL -o FILE [--seed ARCHIVE]... [--json] [--progress] [--retries N] [--force]`
+enum FetchCommand {
+    static let usage = """
+        usage: cairn fetch URL -o FILE [--seed ARCHIVE]... [--retries N] [--force] [--json] [--progress]
+
+        Downloads the archive at URL (http:// or https://) into FILE, verifying every record,
+        chunk and commit as the bytes arrive. The bytes go to FILE.partial; FILE appears only
+        once the whole archive verified. Run the same command again after any interruption (a
+        kill, a cut connection, a timeout, a full disk): it continues from the last verified
+        commit of FILE.partial with a range request, and starts over (never splicing two
+        archives) if the archive at URL was replaced.
+
+        --seed ARCHIVE  a local archive (the previous export, say) whose records are copied
+                        instead of downloaded; repeatable. The footer and manifest are read
+                        first, then only what no seed holds is downloaded. The result is
+                        byte-identical to the archive at URL.
+        --retries N     transient failures (cut connections, timeouts, 5xx) retried in this run,
+                        with backoff (default 5)
+        --force         replace an existing FILE, and set aside a FILE.partial not left by a
+                        fetch of URL
+        --json          print the report as one JSON object
+        --progress      draw a progress bar on standard error (default: when it is a terminal)
+        --timeout S     seconds without a byte before a transfer counts as cut (default 30)
+        """
+
+    static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
+        let args = try Arguments(
+            raw, valued: ["-o", "--output", "--seed", "--retries", "--timeout"],
+            flags: ["--json", "--progress", "--no-progress", "--force", "-q", "--quiet"])
+        guard args.operands.count == 1, let first = args.operands.first else { throw UsageError("fetch takes one URL") }
+        let url = String(decoding: first, as: UTF8.self)
+        guard ArchiveFetcher.isURL(url) else { throw UsageError("'\(url)' is not an http:// or https:// URL") }
+        guard let output = args.value("-o", "--output") else { throw UsageError("missing -o FILE") }
+        var options = FetchOptions(seeds: args.allValues("--seed"), overwrite: args.flag("--force"))
+        if let text = args.value("--retries") {
+            guard let value = Int(text), value >= 0, value <= 1000 else { throw UsageError("--retries takes a count (0–1000)") }
+            options.retries = value
+        }
+        if let text = args.value("--timeout") {
+            guard let value = Double(text), value > 0, value <= 3600 else { throw UsageError("--timeout takes seconds (0–3600)") }
+            options.stallTimeout = value
+        }
+        let quiet = args.flag("-q", "--quiet") || args.flag("--json")
+        let retries = options.retries
+        options.onEvent = { event in
+            guard !quiet else { return }
+            switch event {
+            case .resuming(let offset):
+                Output.err("cairn fetch: resuming after the \(Output.bytes(offset)) verified in \(output).partial")
+            case .planned(let fetchBytes, let seedBytes):
+                Output.err("cairn fetch: \(Output.bytes(seedBytes)) from seeds, \(Output.bytes(fetchBytes)) to download")
+            case .retrying(let error, let attempt):
+                Output.err("cairn fetch: \(error); retrying (\(attempt) of \(retries))")
+            case .restarting(let reason):
+                Output.err("cairn fetch: \(reason); starting over")
+            }
+        }
+        let fetcher = ArchiveFetcher(url: url, options: options)
+        Interruption.describe {
+            "cairn fetch: interrupted; \(output).partial keeps what verified: run the same command again to continue"
+        }
+        var bar: ProgressBar?
+        if ProgressBar.shouldShow(args) {
+            bar = ProgressBar(progress: fetcher.progress, label: "fetch")
+            bar?.start()
+        }
+        let started = monotonicSeconds()
+        let report: FetchReport
+        do {
+            report = try await fetcher.fetch(to: output)
+        } catch {
+            bar?.stop()
+            throw error
+        }
+        bar?.stop()
+        let seconds = monotonicSeconds() - started
+        let share = report.archiveBytes > 0 ? Double(report.fetchedBytes) / Double(report.archiveBytes) * 100 : 0
+        if args.flag("--json") {
+            Output.out(
+                Output.json([
+                    "ok": true, "url": url, "file": output, "archiveBytes": report.archiveBytes,
+                    "fetchedBytes": report.fetchedBytes, "seedBytes": report.seedBytes, "resumedFrom": report.resumedFrom,
+                    "requestCount": report.requestCount, "restarts": report.restarts, "retries": report.retries,
+                    "wallSeconds": seconds,
+                ]))
+        } else if !quiet {
+            var line = "OK \(output): \(Output.bytes(report.archiveBytes)) verified; downloaded \(Output.bytes(report.fetchedBytes))"
+            line += String(format: " (%.1f%% of the archive)", share)
+            if report.seedBytes > 0 { line += ", \(Output.bytes(report.seedBytes)) from seeds" }
+            if report.resumedFrom > 0 { line += ", resumed at \(report.resumedFrom)" }
+            line += " in \(String(format: "%.2f", seconds)) s (\(Output.rate(report.fetchedBytes, seconds: seconds)))"
+            Output.out(line)
+        }
+        return .success
+    }
+}

@@ -1,0 +1,364 @@
+import CairnTestSupport
+import Foundation
+import Glibc
+import Testing
+
+import Cairn
+
+/// `cairn fetch` against a real nginx on 127.0.0.1 (issue 10): full fetches, resumes after a
+/// kill, a server without ranges, an archive replaced between runs, seeded deltas, HTTP errors
+/// and a full disk. Serialized: the kill tests depend on timing and share two cores.
+@Suite("Fetch over HTTP", .serialized)
+struct FetchTests {
+    /// A tree of `count` files of 24–200 KiB of seeded random bytes (incompressible, no
+    /// dedup), so a cut can land anywhere.
+    static func tree(seed: UInt64, count: Int = 40, contentSeed: UInt64? = nil) -> TreeBuilder {
+        var generator = SeededGenerator(seed: seed)
+        var content = SeededGenerator(seed: contentSeed ?? seed &+ 0x5EED)
+        var tree = TreeBuilder()
+        tree.directory("data")
+        for index in 0..<count {
+            let size = Int.random(in: (24 << 10)...(200 << 10), using: &generator)
+            tree.file("data/f\(index).bin", content.bytes(size))
+        }
+        tree.file("data/notes.txt", Array(String(repeating: "a line of notes\n", count: 400).utf8))
+        return tree
+    }
+
+    /// Creates an archive of `tree` at `path` with the `cairn` executable.
+    static func archive(_ tree: TreeBuilder, at path: String, work: TemporaryDirectory, name: String = "tree") throws {
+        let source = work.appending("src-" + name)
+        try tree.materialize(at: source)
+        let created = try FetchCLI.run(["create", "-q", "--compression", "none", "-o", path, "."], in: source)
+        try #require(created.status == 0, "\(created.stderr)")
+    }
+
+    static func bytes(_ path: String) throws -> [UInt8] { try RawFileSystem.contents(ofFile: Array(path.utf8)) }
+
+    @Test("fetch downloads a verified, byte-identical archive; nothing is left beside it")
+    func fullFetch() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-fetch")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        try Self.archive(Self.tree(seed: 1), at: served + "/a.cairn", work: work)
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+
+        let out = work.appending("copy.cairn")
+        let result = try FetchCLI.run(["fetch", server.url("a.cairn"), "-o", out, "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try Self.bytes(out) == Self.bytes(served + "/a.cairn"))
+        #expect(!RawFileSystem.exists(Array((out + ".partial").utf8)))
+        #expect(!RawFileSystem.exists(Array((out + ".partial.fetch").utf8)))
+        #expect(result.stdout.contains("\"fetchedBytes\""), "\(result.stdout)")
+
+        // An existing FILE is never replaced without --force.
+        let again = try FetchCLI.run(["fetch", server.url("a.cairn"), "-o", out])
+        #expect(again.status == 1)
+        #expect(again.stderr.contains(out), "\(again.stderr)")
+        let forced = try FetchCLI.run(["fetch", server.url("a.cairn"), "-o", out, "--force", "-q"])
+        #expect(forced.status == 0, "\(forced.stderr)")
+    }
+
+    @Test("a fetch killed mid-body and rerun continues from the last verified commit with a range request, byte-identical")
+    func resumeAfterKill() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-fetch-kill")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        try Self.archive(Self.tree(seed: 2, count: 30), at: served + "/a.cairn", work: work)
+        let expected = try Self.bytes(served + "/a.cairn")
+        let server = try NginxServer(root: served, slowRate: "2m")
+        defer { server.stop() }
+        let url = server.url("slow/a.cairn")
+        let out = work.appending("copy.cairn")
+
+        var generator = SeededGenerator(seed: 0xFE7C)
+        var resumedAt: [UInt64] = []
+        for round in 0..<3 {
+            let child = try FetchCLI.start(["fetch", url, "-o", out, "-q"])
+            usleep(useconds_t(Double.random(in: 0.3...1.2, using: &generator) * 1_000_000))
+            kill(child.pid, SIGKILL)
+            let killed = child.wait()
+            if killed.status == 0 { break }  // finished first: nothing to resume
+            let partial = out + ".partial"
+            let size = UInt64((try? RawFileSystem.status(Array(partial.utf8)).st_size) ?? 0)
+            let prefix = try awaitPrefix(partial)
+            resumedAt.append(prefix)
+            // What the next run sends again: the unverified tail, at most one commit interval.
+            #expect(size - prefix <= 1 << 20 + 256 << 10, "round \(round): \(size - prefix) bytes after the last commit")
+        }
+        let finished = try FetchCLI.run(["fetch", url, "-o", out, "--json"], timeout: 120)
+        #expect(finished.status == 0, "\(finished.stderr)")
+        #expect(try Self.bytes(out) == expected)
+        let ranged = server.accessLog().filter { $0.status == 206 }
+        #expect(!ranged.isEmpty || resumedAt.allSatisfy { $0 == 0 }, "the reruns asked for ranges: \(server.accessLog())")
+        for entry in ranged { #expect(entry.bodyBytesSent < UInt64(expected.count)) }
+    }
+
+    @Test("a server without range support: the rerun downloads the archive again from zero, never splices")
+    func serverWithoutRanges() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-fetch-noranges")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        try Self.archive(Self.tree(seed: 3, count: 12), at: served + "/a.cairn", work: work)
+        let expected = try Self.bytes(served + "/a.cairn")
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+        let url = server.url("noranges/a.cairn")
+        let out = work.appending("copy.cairn")
+        // A cut copy left by an earlier run of this fetch.
+        let first = try FetchCLI.run(["fetch", url, "-o", out, "-q"])
+        try #require(first.status == 0, "\(first.stderr)")
+        let cut = Array(expected.prefix(expected.count / 2))
+        try RawFileSystem.write(cut, to: Array((out + ".partial").utf8))
+        try FetchState(url: url, validator: nil, length: UInt64(expected.count)).save(for: out)
+        unlink(out)
+
+        let rerun = try FetchCLI.run(["fetch", url, "-o", out, "--json"])
+        #expect(rerun.status == 0, "\(rerun.stderr)")
+        #expect(try Self.bytes(out) == expected)
+        #expect(rerun.stdout.contains("\"restarts\":1"), "\(rerun.stdout)")
+    }
+
+    @Test("an archive replaced on the server between two runs (even with the same size and mtime) ends as the new archive exactly")
+    func archiveReplacedBetweenRuns() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-fetch-replaced")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        // Same file sizes, other bytes: with --compression none the archives have one length.
+        let old = work.appending("old.cairn")
+        let new = work.appending("new.cairn")
+        try Self.archive(Self.tree(seed: 4, count: 12), at: old, work: work, name: "old")
+        try Self.archive(Self.tree(seed: 4, count: 12, contentSeed: 5), at: new, work: work, name: "new")
+        let oldBytes = try Self.bytes(old)
+        let newBytes = try Self.bytes(new)
+        try #require(oldBytes.count == newBytes.count && oldBytes != newBytes)
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+        let url = server.url("a.cairn")
+        let target = served + "/a.cairn"
+        let out = work.appending("copy.cairn")
+
+        for sameValidator in [false, true] {
+            unlink(out)
+            // Run 1 left half of the old archive, with the old validator beside it.
+            try RawFileSystem.write(oldBytes, to: Array(target.utf8))
+            var times = [timespec(tv_sec: 1_600_000_000, tv_nsec: 0), timespec(tv_sec: 1_600_000_000, tv_nsec: 0)]
+            utimensat(AT_FDCWD, target, &times, 0)
+            let first = try FetchCLI.run(["fetch", url, "-o", out, "-q"])
+            try #require(first.status == 0, "\(first.stderr)")
+            unlink(out)
+            try RawFileSystem.write(Array(oldBytes.prefix(oldBytes.count / 2)), to: Array((out + ".partial").utf8))
+            #expect(FetchState.load(for: out) == nil)
+            // nginx's ETag: hex mtime and size; the new archive gets another mtime unless
+            // sameValidator.
+            let validator = "\"5f5e1000-\(String(oldBytes.count, radix: 16))\""
+            try FetchState(url: url, validator: validator, length: UInt64(oldBytes.count)).save(for: out)
+            // The server now has the new archive. With sameValidator its size and mtime are the
+            // old one's, so nginx gives the same ETag: only the chain digests can tell.
+            try RawFileSystem.write(newBytes, to: Array(target.utf8))
+            if sameValidator {
+                utimensat(AT_FDCWD, target, &times, 0)
+            }
+            let rerun = try FetchCLI.run(["fetch", url, "-o", out, "--json"])
+            #expect(rerun.status == 0, "\(rerun.stderr)")
+            #expect(try Self.bytes(out) == newBytes, "sameValidator \(sameValidator)")
+            #expect(rerun.stdout.contains("\"restarts\":1"), "\(rerun.stdout)")
+        }
+    }
+
+    @Test("a seeded fetch downloads the manifest and the changed records only, and rebuilds the archive byte-identical")
+    func seededDelta() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-fetch-delta")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        var tree = Self.tree(seed: 6, count: 40)
+        let old = work.appending("old.cairn")
+        try Self.archive(tree, at: old, work: work, name: "old")
+        // The benchmark's small change: 64 KiB appended to a text file, three 16-byte overwrites
+        // inside the largest file, one new 1 MiB file.
+        var generator = SeededGenerator(seed: 66)
+        var items = tree.items
+        for index in items.indices {
+            guard case .file(var contents, let mode, let mtime) = items[index].node else { continue }
+            if items[index].path == Array("data/notes.txt".utf8) { contents += generator.bytes(64 << 10) }
+            if items[index].path == Array("data/f0.bin".utf8) {
+                for at in [contents.count / 4, contents.count / 2, contents.count * 3 / 4] {
+                    contents.replaceSubrange(at..<(at + 16), with: generator.bytes(16))
+                }
+            }
+            items[index].node = .file(contents, mode: mode, mtime: mtime)
+        }
+        tree = TreeBuilder()
+        for item in items { tree.add(item.path, item.node) }
+        tree.file("data/new.bin", generator.bytes(1 << 20))
+        try Self.archive(tree, at: served + "/a.cairn", work: work, name: "new")
+        let expected = try Self.bytes(served + "/a.cairn")
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+
+        let out = work.appending("copy.cairn")
+        let result = try FetchCLI.run(["fetch", server.url("a.cairn"), "-o", out, "--seed", old, "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try Self.bytes(out) == expected)
+        let fetched = server.accessLog().reduce(UInt64(0)) { $0 + $1.bodyBytesSent }
+        // What must cross: the manifest, the footer and the records no seed has.
+        let needed = try FetchFixture.changedBytes(archive: served + "/a.cairn", seed: old)
+        #expect(Double(fetched) <= 1.25 * Double(needed) + 16384, "fetched \(fetched) bytes, needed \(needed), of \(expected.count)")
+    }
+
+    @Test("a seed whose record has the right id and length but other bytes: the bytes are downloaded instead, result identical")
+    func lyingSeed() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-fetch-badseed")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        try Self.archive(Self.tree(seed: 7, count: 8), at: served + "/a.cairn", work: work)
+        let expected = try Self.bytes(served + "/a.cairn")
+        // The seed is the archive with one stored byte flipped inside a chunk record (its CRC
+        // then fails, and its chunk id no longer matches its bytes).
+        var seed = expected
+        seed[seed.count / 3] ^= 0x40
+        let seedPath = work.appending("seed.cairn")
+        try RawFileSystem.write(seed, to: Array(seedPath.utf8))
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+        let out = work.appending("copy.cairn")
+        let result = try FetchCLI.run(["fetch", server.url("a.cairn"), "-o", out, "--seed", seedPath, "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try Self.bytes(out) == expected)
+    }
+
+    @Test("404 and 500 end with exit 1 naming the URL and the status; nothing is left at FILE")
+    func httpErrors() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-fetch-status")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+        let out = work.appending("copy.cairn")
+        let missing = try FetchCLI.run(["fetch", server.url("missing.cairn"), "-o", out])
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains(server.url("missing.cairn")) && missing.stderr.contains("404"), "\(missing.stderr)")
+        let failing = try FetchCLI.run(["fetch", server.url("status/500"), "-o", out, "--retries", "2"])
+        #expect(failing.status == 1)
+        #expect(failing.stderr.contains("500") && failing.stderr.contains("retrying (2 of 2)"), "\(failing.stderr)")
+        #expect(!RawFileSystem.exists(Array(out.utf8)))
+    }
+
+    @Test("a redirect is followed; gzip offered by the server is never applied (Accept-Encoding: identity)")
+    func redirectAndGzip() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-fetch-redirect")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        try Self.archive(Self.tree(seed: 8, count: 6), at: served + "/a.cairn", work: work)
+        let expected = try Self.bytes(served + "/a.cairn")
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+        for path in ["redirect/a.cairn", "gzip/a.cairn"] {
+            let out = work.appending(path.replacingOccurrences(of: "/", with: "-"))
+            let result = try FetchCLI.run(["fetch", server.url(path), "-o", out, "-q"])
+            #expect(result.status == 0, "\(path): \(result.stderr)")
+            #expect(try Self.bytes(out) == expected, "\(path)")
+        }
+    }
+
+    @Test("a full disk: exit 1 naming the partial file, no FILE; the rerun completes byte-identical")
+    func fullDisk() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-fetch-full")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        try Self.archive(Self.tree(seed: 9, count: 30), at: served + "/a.cairn", work: work)
+        let expected = try Self.bytes(served + "/a.cairn")
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+        let out = work.appending("copy.cairn")
+        let failed = try FetchCLI.run(["fetch", server.url("a.cairn"), "-o", out], fileSizeLimitKiB: 1024)
+        #expect(failed.status == 1)
+        #expect(failed.stderr.contains(out + ".partial"), "\(failed.stderr)")
+        #expect(!RawFileSystem.exists(Array(out.utf8)))
+        let rerun = try FetchCLI.run(["fetch", server.url("a.cairn"), "-o", out, "--json"])
+        #expect(rerun.status == 0, "\(rerun.stderr)")
+        #expect(try Self.bytes(out) == expected)
+        #expect(!rerun.stdout.contains("\"resumedFrom\":0"), "the rerun resumed: \(rerun.stdout)")
+    }
+
+    @Test("library: cancelling a fetch leaves a resumable partial file; fetching again completes it")
+    func cancellation() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-fetch-cancel")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        try Self.archive(Self.tree(seed: 10, count: 20), at: served + "/a.cairn", work: work)
+        let expected = try Self.bytes(served + "/a.cairn")
+        let server = try NginxServer(root: served, slowRate: "1m")
+        defer { server.stop() }
+        let url = server.url("slow/a.cairn")
+        let out = work.appending("copy.cairn")
+        let task = Task { try await ArchiveFetcher(url: url).fetch(to: out) }
+        try await Task.sleep(for: .milliseconds(800))
+        task.cancel()
+        let outcome = await task.result
+        #expect(throws: CancellationError.self) { try outcome.get() }
+        let prefix = try await Extractor.verifyPrefix(atPath: out + ".partial")
+        #expect(prefix.verifiedLength > 0 && !prefix.isComplete)
+        let report = try await ArchiveFetcher(url: url).fetch(to: out)
+        #expect(report.resumedFrom == prefix.verifiedLength)
+        #expect(try Self.bytes(out) == expected)
+    }
+
+    private func awaitPrefix(_ path: String) throws -> UInt64 {
+        let semaphore = DispatchSemaphore(value: 0)
+        let box = ResultBox()
+        Task {
+            box.value = try? await Extractor.verifyPrefix(atPath: path).verifiedLength
+            semaphore.signal()
+        }
+        semaphore.wait()
+        return box.value ?? 0
+    }
+}
+
+private final class ResultBox: @unchecked Sendable { var value: UInt64? }
+
+/// Figures about archives for the delta tests.
+enum FetchFixture {
+    /// Bytes a seeded fetch of `archive` must download when `seed` is at hand: the manifest and
+    /// footer, and every chunk record whose id the seed's chunk records lack.
+    static func changedBytes(archive: String, seed: String) throws -> UInt64 {
+        let remote = try Extractor(path: archive)
+        defer { remote.close() }
+        let local = try Extractor(path: seed)
+        defer { local.close() }
+        let known = Set(local.reader.manifest.chunks.filter { $0.pack == nil }.map(\.id))
+        var total = remote.reader.footer.manifestLength + UInt64(140)
+        for chunk in remote.reader.manifest.chunks where chunk.pack == nil && !known.contains(chunk.id) {
+            total += UInt64(RecordFraming.overhead + ChunkRecordPrefix.length) + UInt64(chunk.storedLength)
+        }
+        return total
+    }
+}
+
+enum FetchCLI {
+    static var executable: URL {
+        get throws { try ChildProcess.cairnExecutable(besideBundle: Bundle.module.bundleURL) }
+    }
+
+    static func start(_ arguments: [String], in directory: String? = nil) throws -> ChildProcess.Child {
+        try ChildProcess.start(executable, arguments, in: directory)
+    }
+
+    static func run(_ arguments: [String], in directory: String? = nil, fileSizeLimitKiB: Int? = nil, timeout: Double = 60) throws
+        -> ChildProcess.Result
+    {
+        try ChildProcess.run(executable, arguments, in: directory, fileSizeLimitKiB: fileSizeLimitKiB, timeout: timeout)
+    }
+}
