@@ -17,6 +17,12 @@ package struct FetchState: Codable, Sendable, Equatable {
     /// Bytes of the archive (the resource's length), when the server said.
     package var length: UInt64?
 
+    package init(url: String, validator: String?, length: UInt64?) {
+        self.url = url
+        self.validator = validator
+        self.length = length
+    }
+
     /// The state file beside the partial file of `path`.
     package static func path(for path: String) -> String { path + ".partial.fetch" }
 

@@ -93,15 +93,8 @@ package struct RemoteManifest: Sendable {
         guard case .bounded(let first, let last) = range, last >= first, last - first < maximumManifestLength else {
             throw CairnError(.invalidArgument, "bad range", path: url)
         }
-        let request = HTTPRequest(url: url, range: range, ifRange: validator)
-        let answer = try retry.run { () throws(CairnError) in
-            try client.get(request, limit: Int(last - first + 1))
+        return try retry.run { () throws(CairnError) in
+            try FetchWriter.download(client: client, url: url, range: first..<(last + 1), validator: validator, total: total)
         }
-        try FetchWriter.check(answer.head, url: url, start: first, end: last + 1, total: total, validator: validator)
-        guard answer.body.count == Int(last - first + 1) else {
-            throw CairnError(
-                .network, "the server sent \(answer.body.count) bytes for a range of \(last - first + 1)", path: url, offset: first)
-        }
-        return answer
     }
 }
