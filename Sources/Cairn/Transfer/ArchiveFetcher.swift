@@ -214,7 +214,6 @@ public final class ArchiveFetcher: Sendable {
             channel.stopReading()
             let writerError = await completion.wait()
             report.seedBytes += writer.seedBytes
-            report.rejectedCopies += writer.crcRejectedCopies
 
             // 4. Done, or why not.
             if let verified, verifyError == nil, writerError == nil {

@@ -75,7 +75,7 @@ package final class FetchWriter: @unchecked Sendable {
                     try fetch(from: range.lowerBound, to: range.upperBound, total: length)
                 case .copy(let seed, let from, let range):
                     try copy(seed: seed, from: from, count: range.upperBound - range.lowerBound)
-                case .copyCheckingCRC(let seed, let from, let range):
+                case .copyCheckingCRC(let seed, let from, let range, let contentStart):
                     let count = range.upperBound - range.lowerBound
                     guard index + 1 < segments.count, case .fetch(let next) = segments[index + 1], next.lowerBound == range.upperBound,
                         next.upperBound - next.lowerBound >= UInt64(RecordFraming.trailerLength),
@@ -89,8 +89,11 @@ package final class FetchWriter: @unchecked Sendable {
                     let seedCRC = try seedBytes(seed: seed, at: from + count, count: RecordFraming.trailerLength)
                     if Array(following.prefix(RecordFraming.trailerLength)) == seedCRC {
                         try copy(seed: seed, from: from, count: count)
+                    } else if contentStart < count {
+                        tableOnlyCopies += 1
+                        try fetch(from: range.lowerBound, to: range.lowerBound + contentStart, total: length)
+                        try copy(seed: seed, from: from + contentStart, count: count - contentStart)
                     } else {
-                        crcRejectedCopies += 1
                         try fetch(from: range.lowerBound, to: range.upperBound, total: length)
                     }
                     try following.withBytes { (raw) throws(CairnError) in try deliver(raw) }
@@ -102,8 +105,9 @@ package final class FetchWriter: @unchecked Sendable {
         }
     }
 
-    /// Seed copies not made because the remote record's CRC-32 differed.
-    package private(set) var crcRejectedCopies = 0
+    /// Packs whose CRC-32 differed from the seed's: their item tables were downloaded, their
+    /// content copied.
+    package private(set) var tableOnlyCopies = 0
 
     /// Downloads `range` into memory (a few KiB: the commit after a pack).
     private func download(_ range: Range<UInt64>, total: UInt64) throws(CairnError) -> [UInt8] {
