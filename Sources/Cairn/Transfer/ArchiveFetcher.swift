@@ -143,12 +143,18 @@ public final class ArchiveFetcher: Sendable {
                         remote = try RemoteManifest.fetch(client: client, url: url, validator: validator)
                     }
                 } catch where error.code == .sourceChanged {
-                    if error.message.hasPrefix(RemoteManifest.noRangesMessage) {
+                    // No ranges, or range answers that are not what was asked: the seeds cannot
+                    // be used, and the archive is downloaded whole.
+                    if error.message.hasPrefix(RemoteManifest.noRangesMessage) || start == 0 {
                         rangesWork = false
                         options.onEvent?(.restarting(reason: error.message + "; downloading the whole archive without seeds"))
+                        if start > 0 {
+                            restarts += 1
+                            output = try await setAside(output, path: path, seeds: nil)
+                        }
                         continue
                     }
-                    guard start > 0, restarts < 3 else { throw error }
+                    guard restarts < 3 else { throw error }
                     restarts += 1
                     options.onEvent?(.restarting(reason: error.message))
                     output = try await setAside(output, path: path, seeds: seeds)
