@@ -18,7 +18,7 @@ public enum ArchiveTransfer {
         guard offset <= size else {
             throw CairnError(.invalidArgument, "offset is past the end of the archive (\(size) bytes)", path: path, offset: offset)
         }
-        if let token { try token.check(against: fd, fileSize: size, path: path) }
+        if let token { try token.check(against: LocalArchiveSource(descriptor: fd, size: size)) }
         let out = FileDescriptor(rawValue: output.fileDescriptor, path: "<output>")
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var position = offset

@@ -77,22 +77,31 @@ extension Extractor {
     {
         let staging = try StagingDirectory(for: destination, resume: options.resume, existingFiles: options.existingFiles)
         try checkBeforeWriting(plan, staging: staging, destination: destination, options: options)
-        let input: FileDescriptor
+        let input: SequentialArchiveBytes
         do {
-            input = try reader.descriptor.duplicatedAtStart()
+            input = try reader.source.openSequential()
         } catch {
             if staging.isResumed { staging.release() } else { staging.discard() }
             throw error
         }
-        defer { _ = try? input.close() }
-        let extractor = try StreamExtractor(
-            staging: staging, options: options, progress: progress, expectedOutput: plan.outputBytes, manifest: reader.manifest)
+        let extractor: StreamExtractor
         do {
-            let report = try await extractor.run(RecordStream(descriptor: input))
-            return (report.entryCount, report.contentBytes)
-        } catch let error as CairnError {
-            throw error.withPath(reader.path)
+            extractor = try StreamExtractor(
+                staging: staging, options: options, progress: progress, expectedOutput: plan.outputBytes, manifest: reader.manifest)
+        } catch {
+            input.cancel()
+            throw error
         }
+        let report: VerificationReport
+        do {
+            report = try await extractor.run(RecordStream(descriptor: input.descriptor))
+        } catch {
+            let failure = Extractor.ending(input, after: error, path: reader.path)
+            if let failure = failure as? CairnError { throw failure.withPath(reader.path) }
+            throw failure
+        }
+        try input.finish()
+        return (report.entryCount, report.contentBytes)
     }
 
     /// What must be refused before the first byte is written (so that a 2 GiB extraction does
@@ -145,10 +154,7 @@ extension Extractor {
             order.append(contentsOf: reader.references(ofEntry: contentIndex).filter { zeros.needsDecoding($0) }.map { Int($0) })
         }
         let prefetcher = ChunkPrefetcher(
-            source: ChunkPrefetcher.Source(
-                descriptor: reader.descriptor, path: reader.path, chunks: reader.manifest.chunks,
-                limit: reader.footer.manifestOffset),
-            order: order)
+            source: ChunkPrefetcher.Source(reader: reader), order: order)
         defer { prefetcher.cancel() }
         var directories: [(path: [UInt8], entry: ArchiveEntry)] = []
         var symlinks: [ArchiveEntry] = []
