@@ -15,6 +15,9 @@ extension Extractor {
                 path: reader.path)
         }
         if selection == nil {
+            if options.resume, !reader.walkedRecords, let resumed = try await resumeEverything(plan, to: destination, options: options) {
+                return resumed
+            }
             return try await extractEverything(plan, to: destination, options: options)
         }
         let staging = try StagingDirectory(for: destination, resume: options.resume, existingFiles: options.existingFiles)
@@ -31,7 +34,8 @@ extension Extractor {
                     .notResumable,
                     lines.first?.hasPrefix("cairn-journal 1 stream") == true
                         ? "the interrupted extraction staged here is of every entry: rerun it without PATHs and with --resume"
-                        : "the interrupted extraction staged here is of another archive, selection or --strip-components",
+                        : "the interrupted extraction staged here is of another archive than \(reader.path), "
+                            + "or of another selection or --strip-components",
                     path: PathBytes.display(destination))
             }
             for line in lines.dropFirst() {
@@ -108,7 +112,7 @@ extension Extractor {
     /// not fail at 100%): top-level names that exist in DEST under the all-or-nothing policy, and
     /// declared output beyond the free space. On a refusal the staging directory is removed, or
     /// kept when an interrupted run's work is in it.
-    private func checkBeforeWriting(
+    func checkBeforeWriting(
         _ plan: ExtractionPlan, staging: StagingDirectory, destination: [UInt8], options: ExtractionOptions
     ) throws(CairnError) {
         do throws(CairnError) {
@@ -139,11 +143,27 @@ extension Extractor {
     }
 
     /// Writes the plan's entries, journaling each one once it is complete; the first `skipping`
-    /// entries were completed by an interrupted run.
-    nonisolated(nonsending) private func write(
+    /// entries were completed by an interrupted run. From an archive whose records were not
+    /// walked (a remote one), the records of every entry to be written are checked against the
+    /// manifest first (§13.6).
+    nonisolated(nonsending) func write(
         _ plan: ExtractionPlan, into staging: StagingDirectory, skipping: Int, options: ExtractionOptions
     ) async throws {
         let rows = reader.manifest.entries
+        if !reader.walkedRecords {
+            var checked: [Int] = []
+            for (position, index) in plan.indices.enumerated() where position >= skipping {
+                checked.append(index)
+                if let target = plan.copiedHardLinks[index] { checked.append(target) }
+            }
+            do throws(CairnError) {
+                try ArchiveScanner.checkRecords(
+                    ofEntries: checked, in: reader.manifest, version: reader.version, source: reader.source,
+                    limit: reader.footer.manifestOffset)
+            } catch {
+                throw error.withPath(reader.path)
+            }
+        }
         var order: [Int] = []
         // Holes: the zero chunk is decoded once, not once per reference (see `writeFile`).
         var zeros = RepeatedZeroChunk(chunks: reader.manifest.chunks, maximum: reader.header.chunking.maximum)
