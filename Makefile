@@ -1,10 +1,11 @@
 # Cairn: set-up, demo, tests and benchmarks on Debian/Ubuntu with Swift 6.3 installed.
 #
 #   make demo    install the libraries if missing, build release, run `cairn demo`
-#   make test    install the libraries if missing, run the test suite
+#   make test    install the libraries and nginx if missing, run the test suite
 #   make bench   also install the peer tools and perf, build release, run the benchmark harness
 #                on issue 9's target set (--targets --profile); it ends with the verdict table
-#   make deps    only install the libraries (apt-get update runs only when one is missing)
+#   make deps    only install the libraries and nginx for the tests (apt-get update runs only when
+#                one is missing)
 #   make fuzz    TARGET=records|manifest|extract|entries FUZZ_SECONDS=600: libFuzzer on one parser
 #   make fuzz-smoke  every fuzz target briefly (CI)
 #
@@ -19,7 +20,9 @@ DEMO_ARGS ?=
 BENCH_ARGS ?= --targets --profile
 
 # Build dependencies: the C libraries Cairn links and pkg-config to find them.
-DEB_PACKAGES := zlib1g-dev liblz4-dev libzstd-dev libssl-dev pkg-config
+DEB_PACKAGES := zlib1g-dev liblz4-dev libzstd-dev libssl-dev libcurl4-openssl-dev pkg-config
+# What the tests run besides the build: nginx serves archives to the HTTP tests.
+TEST_PACKAGES := nginx-light
 # The tools the benchmark compares Cairn with.
 PEER_PACKAGES := lz4 zstd casync borgbackup restic libarchive-tools hyperfine
 # perf for `cairn-bench --profile` (Debian's name; where it cannot be installed the harness
@@ -48,7 +51,7 @@ FUZZ_SECONDS ?= 600
 FUZZ_WORK ?= /tmp/cairn-fuzz
 
 deps:
-	$(call apt_install,$(DEB_PACKAGES))
+	$(call apt_install,$(DEB_PACKAGES) $(TEST_PACKAGES))
 
 bench-deps: deps
 	$(call apt_install,$(PEER_PACKAGES))

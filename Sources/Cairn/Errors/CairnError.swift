@@ -18,6 +18,7 @@ public struct CairnError: Error, Sendable, CustomStringConvertible {
             case truncated, corrupted, checksumMismatch, unsupportedVersion, unsafePath
             case limitExceeded, io, invalidArgument, notFound, alreadyExists
             case sourceChanged, unsupportedFileType, tokenMismatch, notResumable, busy
+            case network, httpStatus
         }
         private let value: Value
         private init(_ value: Value) { self.value = value }
@@ -53,6 +54,14 @@ public struct CairnError: Error, Sendable, CustomStringConvertible {
         /// Another process holds the archive or destination (a running `create` or extraction);
         /// wait for it to finish. Nothing is to be removed by hand.
         public static let busy = Code(.busy)
+        /// An HTTP transfer failed below HTTP: the server cannot be reached, the connection was
+        /// cut, nothing arrived within a timeout, or TLS failed. ``CairnError/path`` is the URL,
+        /// ``CairnError/offset`` the offset reached in the resource when known, and
+        /// ``CairnError/cause`` libcurl's description. Usually transient: retrying may succeed.
+        public static let network = Code(.network)
+        /// An HTTP server answered with an error status (400 or more); the message names the
+        /// status (`the server answered 404 Not Found`) and ``CairnError/path`` is the URL.
+        public static let httpStatus = Code(.httpStatus)
 
         public var description: String { value.rawValue }
     }
