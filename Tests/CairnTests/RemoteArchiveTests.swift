@@ -227,3 +227,209 @@ struct RemoteArchiveTests {
         #expect(!FileManager.default.fileExists(atPath: out.path))
     }
 }
+
+/// The HTTP archive source and the commands over URLs, against a real nginx (``NginxServer``):
+/// the same results as locally, the bytes a single-file extraction transfers, one meaning,
+/// servers without range support, an archive replaced while it is read, 404, and resuming.
+@Suite("Remote archives over HTTP", .serialized)
+struct RemoteHTTPTests {
+    typealias Remote = RemoteArchiveTests
+
+    static func cairn(_ arguments: [String], in directory: String? = nil) throws -> ChildProcess.Result {
+        try ChildProcess.run(ChildProcess.cairnExecutable(besideBundle: Bundle.module.bundleURL), arguments, in: directory)
+    }
+
+    /// A served directory holding `a.cairn` (``RemoteArchiveTests/tree(largeMiB:seed:)``).
+    static func served(_ directory: TemporaryDirectory) async throws -> (server: NginxServer, archive: String) {
+        let www = directory.appending("www")
+        try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
+        let path = try await Remote.archive(Remote.tree(), in: directory)
+        try FileManager.default.moveItem(atPath: path, toPath: www + "/a.cairn")
+        return (try NginxServer(root: www), www + "/a.cairn")
+    }
+
+    @Test("list, info and extract of a URL print and write what they do for the local file")
+    func sameAsLocal() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (server, local) = try await Self.served(directory)
+        defer { server.stop() }
+        let url = server.url("a.cairn")
+        for arguments in [["list"], ["list", "--long"], ["list", "--json"], ["info", "--json"]] {
+            let remote = try Self.cairn(arguments + [url])
+            let here = try Self.cairn(arguments + [local])
+            #expect(remote.status == 0, "\(arguments): \(remote.stderr)")
+            let expected = arguments[0] == "info" ? here.stdout : here.stdout
+            #expect(remote.stdout == expected, "\(arguments)")
+        }
+        // Text info names the URL.
+        #expect(try Self.cairn(["info", url]).stdout.contains("archive:           \(url)"))
+        // Everything (streamed), and a selection (ranges).
+        for (name, extra) in [("all", [String]()), ("some", ["t/small", "t/large.bin"])] {
+            let remote = try Self.cairn(["extract", url, "-C", directory.appending("remote-\(name)")] + extra)
+            let here = try Self.cairn(["extract", local, "-C", directory.appending("local-\(name)")] + extra)
+            #expect(remote.status == 0 && here.status == 0, "\(remote.stderr)")
+            // A selection's parent directories are made, not extracted: their times are now.
+            let a = try TreeSnapshot(at: directory.appending("remote-\(name)/t"), directoryTimes: name == "all")
+            let b = try TreeSnapshot(at: directory.appending("local-\(name)/t"), directoryTimes: name == "all")
+            #expect(a == b, "\(a.diff(b))")
+        }
+        let verified = try Self.cairn(["verify", url])
+        #expect(verified.status == 0 && verified.stdout.hasPrefix("OK \(url)"), "\(verified.stderr)")
+        // cat from an offset is the local file's tail, and a token is checked remotely.
+        let cat = try Self.cairn(["cat", url, "--from-offset", "1000"])
+        #expect(cat.stdoutBytes == Array(try RawFileSystem.contents(ofFile: Array(local.utf8)).dropFirst(1000)))
+        let token = try Self.cairn(["cat", url, "--expect-token", "cairn1-1000-" + String(repeating: "0", count: 64)])
+        #expect(token.status == 1 && token.stderr.contains(url), "\(token.stderr)")
+    }
+
+    @Test("extracting one file of a few MiB transfers at most 1.1 times its stored bytes plus the manifest and footer")
+    func singleFileTransfer() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (server, local) = try await Self.served(directory)
+        defer { server.stop() }
+        let reader = try ArchiveReader(path: local)
+        defer { reader.close() }
+        let stored = Remote.storedBytes(of: "t/large.bin", in: reader)
+        let manifestAndFooter = reader.fileSize - reader.footer.manifestOffset
+        let result = try Self.cairn(["extract", server.url("a.cairn"), "-C", directory.appending("out"), "t/large.bin"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let log = server.accessLog(waitingFor: 3)
+        let transferred = log.reduce(0) { $0 + $1.bodyBytesSent }
+        // The opening suffix request reads the manifest and footer (and up to 64 KiB before
+        // them); the header's record comes in one small block.
+        let opening = max(manifestAndFooter, UInt64(Footer.framedLength) + HTTPArchiveSource.tailSlack) + HTTPArchiveSource.blockSize
+        print("single-file remote extract: \(transferred) bytes transferred in \(log.count) requests for \(stored) stored bytes (+ \(manifestAndFooter) manifest and footer)")
+        #expect(Double(transferred) <= 1.1 * Double(stored) + Double(opening), "\(transferred) bytes for \(stored): \(log)")
+        #expect(log.allSatisfy { $0.status == 206 })
+        let extracted = try RawFileSystem.contents(ofFile: Array(directory.appending("out/t/large.bin").utf8))
+        #expect(extracted.count == 3 << 20)
+    }
+
+    @Test("a manifest forged to give a file another mode is refused over HTTP as locally")
+    func forgedManifestRefused() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let www = directory.appending("www")
+        try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
+        let honest = try OneMeaningTests.twoFiles()
+        let forged = try OneMeaningTests.editingManifest(honest) { $0.entries[2].entry.permissions = 0o4777 }
+        let path = try HostileArchiveTests.write(forged, "forged.cairn", in: directory)
+        try FileManager.default.moveItem(atPath: path, toPath: www + "/forged.cairn")
+        let server = try NginxServer(root: www)
+        defer { server.stop() }
+        let url = server.url("forged.cairn")
+        let remote = try Self.cairn(["extract", url, "-C", directory.appending("out"), "d/second.txt"])
+        let here = try Self.cairn(["extract", www + "/forged.cairn", "-C", directory.appending("out"), "d/second.txt"])
+        #expect(here.status == 1 && here.stderr.contains("disagrees"), "\(here.stderr)")
+        #expect(remote.status == 1, "\(remote.stderr)")
+        #expect(remote.stderr.contains(url) && remote.stderr.contains("disagrees with its records: mode 4777"), "\(remote.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: directory.appending("out")))
+        // Streaming from the URL reads every record: refused as well.
+        let streamed = try Self.cairn(["extract", url, "-C", directory.appending("out")])
+        #expect(streamed.status == 1 && !FileManager.default.fileExists(atPath: directory.appending("out")), "\(streamed.stderr)")
+    }
+
+    @Test("without range support seekable commands say what works, and verify and extract of everything still work")
+    func noRanges() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (server, local) = try await Self.served(directory)
+        defer { server.stop() }
+        let url = server.url("noranges/a.cairn")
+        for arguments in [["list", url], ["info", url], ["extract", url, "-C", directory.appending("x"), "t/large.bin"]] {
+            let result = try Self.cairn(arguments)
+            #expect(result.status == 1, "\(arguments)")
+            #expect(result.stderr.contains(url) && result.stderr.contains("does not support range requests"), "\(result.stderr)")
+            #expect(result.stderr.contains("'cairn verify URL'"), "\(result.stderr)")
+        }
+        let verified = try Self.cairn(["verify", url])
+        #expect(verified.status == 0, "\(verified.stderr)")
+        let extracted = try Self.cairn(["extract", url, "-C", directory.appending("out")])
+        #expect(extracted.status == 0, "\(extracted.stderr)")
+        let expected = try Self.cairn(["extract", local, "-C", directory.appending("expected")])
+        #expect(expected.status == 0)
+        #expect(try TreeSnapshot(at: directory.appending("out/t")) == TreeSnapshot(at: directory.appending("expected/t")))
+    }
+
+    @Test("an archive replaced on the server between two reads is sourceChanged naming the URL")
+    func replacedWhileRead() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (server, served) = try await Self.served(directory)
+        defer { server.stop() }
+        let url = server.url("a.cairn")
+        let extractor = try Extractor(source: HTTPArchiveSource(url: url))
+        defer { extractor.close() }
+        // Another archive at the same URL (renamed into place: a new ETag).
+        let other = try await Remote.archive(Remote.tree(seed: 12), in: directory, name: "b.cairn")
+        try FileManager.default.removeItem(atPath: served)
+        try FileManager.default.moveItem(atPath: other, toPath: served)
+        do {
+            try await extractor.extractItem(atPathInArchive: "t/large.bin", to: directory.url(appending: "out"))
+            Issue.record("read across a replaced archive")
+        } catch let error as CairnError {
+            #expect(error.code == .sourceChanged, "\(error)")
+            #expect(error.path == url && error.message.contains("changed while it was read"), "\(error)")
+            #expect(error.offset != nil)
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.appending("out")))
+    }
+
+    @Test("a 404 names the URL and exits 1, for every command")
+    func notFound() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (server, _) = try await Self.served(directory)
+        defer { server.stop() }
+        let url = server.url("missing.cairn")
+        for arguments in [["list", url], ["info", url], ["verify", url], ["extract", url, "-C", directory.appending("o")],
+            ["extract", url, "-C", directory.appending("o"), "x"], ["cat", url]]
+        {
+            let result = try Self.cairn(arguments)
+            #expect(result.status == 1, "\(arguments)")
+            #expect(result.stderr.contains(url) && result.stderr.contains("404"), "\(arguments): \(result.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.appending("o")))
+    }
+
+    @Test("extract URL --resume after a cut fetches only what is missing and ends with the same tree; another archive is refused")
+    func resumeAfterCut() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (server, local) = try await Self.served(directory)
+        defer { server.stop() }
+        // A transfer cut after 75% of the archive: the same bytes as a connection cut there.
+        let bytes = try RawFileSystem.contents(ofFile: Array(local.utf8))
+        try RawFileSystem.writeFile(Array((server.root + "/cut.cairn").utf8), Array(bytes[0..<(bytes.count * 3 / 4)]))
+        let out = directory.appending("out")
+        let cut = try Self.cairn(["extract", server.url("cut.cairn"), "-C", out])
+        #expect(cut.status == 1 && cut.stderr.contains("--resume"), "\(cut.stderr)")
+        #expect(FileManager.default.fileExists(atPath: directory.appending(".out.cairn-staging")))
+        // Another archive at the URL: refused, naming it, and the staging directory stays.
+        let otherPath = try await Remote.archive(Remote.tree(seed: 13), in: directory, name: "other.cairn")
+        try FileManager.default.moveItem(atPath: otherPath, toPath: server.root + "/other.cairn")
+        let refused = try Self.cairn(["extract", server.url("other.cairn"), "-C", out, "--resume"])
+        #expect(refused.status == 1 && refused.stderr.contains(server.url("other.cairn")), "\(refused.stderr)")
+        #expect(refused.stderr.contains("not the one whose extraction was interrupted"), "\(refused.stderr)")
+        #expect(FileManager.default.fileExists(atPath: directory.appending(".out.cairn-staging")))
+        let before = server.accessLog().count
+        let resumed = try Self.cairn(["extract", server.url("a.cairn"), "-C", out, "--resume"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        let log = Array(server.accessLog(waitingFor: before + 3).dropFirst(before))
+        let transferred = log.reduce(0) { $0 + $1.bodyBytesSent }
+        // Two of the three large files were complete: only the third and the small ones are fetched.
+        let reader = try ArchiveReader(path: local)
+        defer { reader.close() }
+        let missing = Remote.storedBytes(of: "t/large.bin", in: reader)
+        #expect(transferred > missing && transferred < UInt64(bytes.count) / 2, "\(transferred) of \(bytes.count): \(log)")
+        #expect(log.allSatisfy { $0.status == 206 })
+        let expected = try Self.cairn(["extract", local, "-C", directory.appending("expected")])
+        #expect(expected.status == 0)
+        let a = try TreeSnapshot(at: out + "/t")
+        let b = try TreeSnapshot(at: directory.appending("expected/t"))
+        #expect(a == b, "\(a.diff(b))")
+        #expect(!FileManager.default.fileExists(atPath: directory.appending(".out.cairn-staging")))
+    }
+}

@@ -151,6 +151,10 @@ package struct PrefetchedArchiveBytes: ArchiveSource {
     package init(_ base: any ArchiveSource, fetching ranges: [Range<UInt64>]) throws(CairnError) {
         self.base = base
         let bytes = try base.read(ranges: ranges)
+        for (range, piece) in zip(ranges, bytes) where piece.count != range.count {
+            throw CairnError(
+                .truncated, "a read of \(range.count) bytes returned \(piece.count)", path: base.name, offset: range.lowerBound)
+        }
         pieces = zip(ranges, bytes).map { ($0, $1) }.sorted { $0.range.lowerBound < $1.range.lowerBound }
     }
 

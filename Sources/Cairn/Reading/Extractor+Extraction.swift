@@ -161,7 +161,10 @@ extension Extractor {
                     ofEntries: checked, in: reader.manifest, version: reader.version, source: reader.source,
                     limit: reader.footer.manifestOffset)
             } catch {
-                throw error.withPath(reader.path)
+                // The error names the entry; say which archive too.
+                var named = error.withPath(reader.path)
+                if named.path != reader.path { named.message += " (in \(reader.path))" }
+                throw named
             }
         }
         var order: [Int] = []

@@ -211,7 +211,8 @@ package final class HTTPArchiveSource: ArchiveSource {
         for range in ranges where range.upperBound > size {
             throw CairnError(.truncated, "a read runs past the archive's end (\(size) bytes)", path: url, offset: range.lowerBound)
         }
-        let wanted = ranges.filter { !$0.isEmpty && $0.upperBound <= tailOffset }
+        // What the tail does not hold (a range straddling its start is fetched up to it).
+        let wanted = ranges.compactMap { $0.lowerBound < tailOffset ? $0.lowerBound..<min($0.upperBound, tailOffset) : nil }
         let requests = RangeCoalescer.coalesce(wanted, gap: Self.coalescingGap, maximum: Self.maximumRange)
         let fetched = try fetchAll(requests)
         return ranges.map { range in
