@@ -432,4 +432,38 @@ struct RemoteHTTPTests {
         #expect(a == b, "\(a.diff(b))")
         #expect(!FileManager.default.fileExists(atPath: directory.appending(".out.cairn-staging")))
     }
+
+    @Test("extract URL killed mid-transfer, then extract URL --resume, ends with the same tree")
+    func resumeAfterKill() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let www = directory.appending("www")
+        try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
+        let local = www + "/a.cairn"
+        try FileManager.default.moveItem(atPath: try await Remote.archive(Remote.tree(), in: directory), toPath: local)
+        // About 2 s for the whole archive: killed once a commit is journaled.
+        let server = try NginxServer(root: www, slowRate: "4m")
+        defer { server.stop() }
+        let out = directory.appending("out")
+        let child = try ChildProcess.start(
+            ChildProcess.cairnExecutable(besideBundle: Bundle.module.bundleURL), ["extract", server.url("slow/a.cairn"), "-C", out])
+        let journal = directory.appending(".out.cairn-staging/.cairn-journal")
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            let text = (try? String(contentsOfFile: journal, encoding: .utf8)) ?? ""
+            if text.contains("\ncommit ") { break }
+            usleep(20_000)
+        }
+        kill(child.pid, SIGKILL)
+        let killed = child.wait()
+        #expect(killed.killed, "the extraction ended before it was killed: \(killed.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out))
+        let resumed = try Self.cairn(["extract", server.url("a.cairn"), "-C", out, "--resume"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        let expected = try Self.cairn(["extract", local, "-C", directory.appending("expected")])
+        #expect(expected.status == 0)
+        let a = try TreeSnapshot(at: out + "/t")
+        let b = try TreeSnapshot(at: directory.appending("expected/t"))
+        #expect(a == b, "\(a.diff(b))")
+    }
 }

@@ -160,7 +160,14 @@ package struct PrefetchedArchiveBytes: ArchiveSource {
 
     package func read(fromAbsoluteOffset offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws(CairnError) -> Int {
         let end = min(size, offset.addingReportingOverflow(UInt64(buffer.count)).overflow ? UInt64.max : offset + UInt64(buffer.count))
-        if let piece = pieces.last(where: { $0.range.lowerBound <= offset }), end <= piece.range.upperBound, offset < end {
+        // The last piece starting at or before `offset` (binary search: a batch may hold thousands).
+        var low = 0
+        var high = pieces.count
+        while low < high {
+            let middle = (low + high) / 2
+            if pieces[middle].range.lowerBound <= offset { low = middle + 1 } else { high = middle }
+        }
+        if low > 0, case let piece = pieces[low - 1], end <= piece.range.upperBound, offset < end {
             let start = Int(offset - piece.range.lowerBound)
             let count = Int(end - offset)
             piece.bytes.withUnsafeBytes { raw in
