@@ -6,7 +6,7 @@ import Testing
 
 @testable import Cairn
 
-/// Reading an archive at random from a source that is not a local file (`Spec/0001 §13.6`,
+/// Reading an archive at random from a source that is not a local file (`Spec/0001 §13.7`,
 /// `Spec/0003 §1.3`): the range planning, the per-entry checks that replace the walk (one meaning
 /// without reading the whole archive), resuming an extraction of everything from the journal.
 /// The HTTP source itself is tested against a real nginx in ``RemoteHTTPTests``.

@@ -11,7 +11,7 @@ package protocol ArchiveSource: Sendable {
     var size: UInt64 { get }
     /// Whether reading every record costs a transfer of the whole archive (a remote source): the
     /// seekable reader then checks, instead of walking every record, the records of each entry
-    /// it extracts (`Spec/0001-container-format.md §13.6`).
+    /// it extracts (`Spec/0001-container-format.md §13.7`).
     var isRemote: Bool { get }
 
     /// Reads up to `buffer.count` bytes at `offset` into `buffer`, as `pread(2)`: fewer only at

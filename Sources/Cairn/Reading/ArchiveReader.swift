@@ -27,7 +27,7 @@ package final class ArchiveReader {
     package let bodyOffset: UInt64
     /// Whether every record was walked and compared with the manifest (§13.1 step 5). False for
     /// a remote source: the extractor then checks the records of each entry it extracts
-    /// (§13.6, ``ArchiveScanner/checkRecords(ofEntry:in:version:source:limit:)``).
+    /// (§13.7, ``ArchiveScanner/checkRecords(ofEntries:in:version:source:limit:batchBytes:)``).
     package let walkedRecords: Bool
 
     /// Opens `path` and checks that its manifest describes the records really there.
@@ -57,7 +57,7 @@ package final class ArchiveReader {
     ///
     /// A remote source (``ArchiveSource/isRemote``) is never walked (that would transfer the
     /// whole archive) nor scanned from its start: the entry rules are applied to the manifest's
-    /// rows, and the extractor checks the records of each entry it extracts (§13.6).
+    /// rows, and the extractor checks the records of each entry it extracts (§13.7).
     ///
     /// - Throws: as ``init(path:verifyingStructure:)``, naming the source's path or URL.
     package init(source: any ArchiveSource, verifyingStructure: Bool = true) throws(CairnError) {

@@ -3,7 +3,7 @@ extension ArchiveScanner {
     /// with their rows by the walk's own comparison (``requireAgreement(_:row:index:offset:)``,
     /// ``requirePackAgreement(_:packRow:packIndex:builder:)``): what a reader that cannot walk
     /// every record (a remote archive) checks of each entry it extracts
-    /// (`Spec/0001-container-format.md §13.6`).
+    /// (`Spec/0001-container-format.md §13.7`).
     ///
     /// For an entry in an entry record: that record (it must be one, pass its CRC, decode, and
     /// give the row's path, kind, mode, owner, mtime, link target, device and extended attributes;

@@ -576,7 +576,7 @@ package final class ArchiveScanner {
     }
 
     /// The one comparison of a manifest's entry row with the row its records make (the walk's,
-    /// and a remote reader's per entry, §13.6).
+    /// and a remote reader's per entry, §13.7).
     ///
     /// - Throws: `.corrupted` "the manifest's row for entry N disagrees with its records: ..."
     ///   naming the fields, the entry and `offset`.
@@ -659,7 +659,7 @@ package final class ArchiveScanner {
 
 /// The manifest rows a pack record's items make (§7.5, §11.6), item by item: each entry's row,
 /// the packed chunk row of each inline file, and each file's reference. The scanner and a remote
-/// reader's per-entry check (§13.6) build them the same way.
+/// reader's per-entry check (§13.7) build them the same way.
 struct PackRowBuilder {
     let packIndex: Int
     let offset: UInt64

@@ -145,7 +145,7 @@ extension Extractor {
     /// Writes the plan's entries, journaling each one once it is complete; the first `skipping`
     /// entries were completed by an interrupted run. From an archive whose records were not
     /// walked (a remote one), the records of every entry to be written are checked against the
-    /// manifest first (§13.6).
+    /// manifest first (§13.7).
     nonisolated(nonsending) func write(
         _ plan: ExtractionPlan, into staging: StagingDirectory, skipping: Int, options: ExtractionOptions
     ) async throws {

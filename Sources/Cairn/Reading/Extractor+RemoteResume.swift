@@ -1,6 +1,6 @@
 extension Extractor {
     /// Continues an interrupted extraction of every entry from an archive read at random (a
-    /// remote one: `cairn extract URL -C DEST --resume`, `Spec/0001-container-format.md §13.6`)
+    /// remote one: `cairn extract URL -C DEST --resume`, `Spec/0001-container-format.md §13.7`)
     /// instead of reading it again from its start: only the entries the journal does not hold are
     /// written, so only their records and chunks are fetched.
     ///

@@ -3,7 +3,7 @@ import Glibc
 import Synchronization
 
 /// An archive on an HTTP(S) server read at random with single-range requests
-/// (`Spec/0001-container-format.md §13.6`, RFC 9110 §14): the seekable reader's source for
+/// (`Spec/0001-container-format.md §13.7`, RFC 9110 §14): the seekable reader's source for
 /// `cairn list|info|extract|cat URL`.
 ///
 /// Opening sends one suffix range request for the footer and ``tailSlack`` bytes before it
@@ -444,7 +444,7 @@ private struct BlockCache {
 extension Extractor {
     /// Opens the archive at `url`: a `file:` URL as ``init(path:)``, an `http:` or `https:` URL
     /// through an ``HTTPArchiveSource`` (footer and manifest by range requests; extraction then
-    /// fetches only the records it needs, `Spec/0001-container-format.md §13.6`).
+    /// fetches only the records it needs, `Spec/0001-container-format.md §13.7`).
     ///
     /// - Throws: as ``init(path:)``, plus `.network`, `.httpStatus`, `.sourceChanged` naming the URL,
     ///   and `.invalidArgument` for a server without range support.
