@@ -281,6 +281,17 @@ struct RemoteHTTPTests {
         #expect(cat.stdoutBytes == Array(try RawFileSystem.contents(ofFile: Array(local.utf8)).dropFirst(1000)))
         let token = try Self.cairn(["cat", url, "--expect-token", "cairn1-1000-" + String(repeating: "0", count: 64)])
         #expect(token.status == 1 && token.stderr.contains(url), "\(token.stderr)")
+        // The receiver's half: a cut copy's token, then the rest from the URL, makes the archive.
+        let whole = try RawFileSystem.contents(ofFile: Array(local.utf8))
+        let copy = try HostileArchiveTests.write(Array(whole[0..<(whole.count / 2)]), "copy.cairn", in: directory)
+        let partial = try Self.cairn(["verify", "--partial", "--json", copy])
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(partial.stdoutBytes)) as? [String: Any])
+        let verifiedLength = try #require(json["verifiedLength"] as? Int)
+        let resumeToken = try #require(json["resumeToken"] as? String)
+        #expect(verifiedLength > 0)
+        let rest = try Self.cairn(["cat", url, "--expect-token", resumeToken])
+        #expect(rest.status == 0, "\(rest.stderr)")
+        #expect(Array(whole[0..<verifiedLength]) + rest.stdoutBytes == whole)
     }
 
     @Test("extracting one file of a few MiB transfers at most 1.1 times its stored bytes plus the manifest and footer")
