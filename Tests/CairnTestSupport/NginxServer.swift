@@ -123,6 +123,27 @@ public final class NginxServer {
         }
     }
 
+    /// Request fields as nginx received them, one entry per finished request, oldest first
+    /// (empty for a field that was not sent).
+    public struct RequestFields: Sendable, Equatable {
+        public var range: String
+        public var ifRange: String
+        public var acceptEncoding: String
+    }
+
+    /// The `Range`, `If-Range` and `Accept-Encoding` fields of every finished request (a second
+    /// access log), oldest first.
+    public func requestFields() -> [RequestFields] {
+        guard let text = try? String(contentsOfFile: scratch.appending("fields.log"), encoding: .utf8) else {
+            return []
+        }
+        return text.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            guard fields.count == 3 else { return nil }
+            return RequestFields(range: fields[0], ifRange: fields[1], acceptEncoding: fields[2])
+        }
+    }
+
     /// The access log once it has at least `count` entries (nginx writes a line when it has
     /// finished a request, which can be a moment after the client saw the last byte), or what it
     /// has after `timeout` seconds.
@@ -153,6 +174,8 @@ public final class NginxServer {
                 default_type application/octet-stream;
                 log_format cairn '$request $status $bytes_sent $body_bytes_sent';
                 access_log \(quoted(scratch.appending("access.log"))) cairn;
+                log_format fields escape=none '$http_range\t$http_if_range\t$http_accept_encoding';
+                access_log \(quoted(scratch.appending("fields.log"))) fields;
             \(temporary)
                 sendfile on;
                 keepalive_timeout 30s;

@@ -18,9 +18,9 @@ package final class HTTPClient: Sendable {
     package struct Configuration: Sendable {
         /// Seconds to wait for a TCP (and TLS) connection to be established.
         package var connectTimeout: Double = 10
-        /// Seconds without a single body byte (or, before the body, without the response head) after
-        /// which the transfer fails with `.network` "timed out". libcurl counts whole seconds: the
-        /// value is rounded up, at least 1.
+        /// Seconds without a single byte of the response (head or body) after which the transfer
+        /// fails with `.network` "timed out". Checked at least once a second, so a stall is noticed
+        /// between `stallTimeout` and `stallTimeout + 1` seconds after the last byte.
         package var stallTimeout: Double = 30
         /// Redirects followed before a request fails with `.limitExceeded`.
         package var maximumRedirects: Int = 10
