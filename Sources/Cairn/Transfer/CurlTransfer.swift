@@ -87,6 +87,8 @@ final class CurlTransfer {
             check(cairn_curl_setopt_long(h, CURLOPT_LOW_SPEED_LIMIT, 1))
             check(cairn_curl_setopt_long(h, CURLOPT_LOW_SPEED_TIME, Self.wholeSeconds(configuration.stallTimeout)))
             check(cairn_curl_setopt_string(h, CURLOPT_USERAGENT, "cairn"))
+            // Larger reads than the default 16 KiB: fewer recv(2) calls and callbacks per MiB.
+            check(cairn_curl_setopt_long(h, CURLOPT_BUFFERSIZE, Self.receiveBufferSize))
             check(cairn_curl_setopt_pointer(h, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(fields)))
             check(cairn_curl_setopt_pointer(h, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errorBuffer)))
             if request.method == .head { check(cairn_curl_setopt_long(h, CURLOPT_NOBODY, 1)) }
@@ -254,6 +256,9 @@ final class CurlTransfer {
         clock_gettime(CLOCK_MONOTONIC, &time)
         return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
+
+    /// Bytes libcurl reads per `recv(2)` and hands to the write callback at most.
+    private static let receiveBufferSize = 256 << 10
 
     private static func milliseconds(_ seconds: Double) -> Int {
         guard seconds.isFinite, seconds > 0 else { return 0 }

@@ -15,7 +15,7 @@ import Synchronization
 ///   ``cancel()``; both wait for the transfer thread and close ``body``.
 package final class HTTPBodyStream: Sendable {
     /// The pipe's read end: the body, then end of file when the transfer ends (well or not).
-    /// Closed by ``finish()`` and ``cancel()``.
+    /// Closed by ``finish()`` and ``cancel()``; do not close it yourself.
     package let body: FileDescriptor
     private let state: State
     private let thread: Mutex<pthread_t?>
@@ -115,11 +115,15 @@ package final class HTTPBodyStream: Sendable {
         if let error = state.endError { throw error }
     }
 
+    /// Waits for the transfer thread: the first caller joins it, any other waits for its end.
     private func join() {
         guard let handle = thread.withLock({ (handle: inout pthread_t?) -> pthread_t? in
             defer { handle = nil }
             return handle
-        }) else { return }
+        }) else {
+            state.waitForEnd()
+            return
+        }
         pthread_join(handle, nil)
     }
 
@@ -171,6 +175,8 @@ extension HTTPBodyStream {
         private let cancelled = Atomic<Bool>(false)
         /// Signalled when the head is known or the transfer ended; each waiter signals it again.
         private let headKnown = DispatchSemaphore(value: 0)
+        /// Signalled when the transfer ended; each waiter signals it again.
+        private let ended = DispatchSemaphore(value: 0)
 
         init(url: String) { self.url = url }
 
@@ -190,6 +196,12 @@ extension HTTPBodyStream {
                 return phase.head == nil
             }
             if signal { headKnown.signal() }
+            ended.signal()
+        }
+
+        func waitForEnd() {
+            ended.wait()
+            ended.signal()
         }
 
         func waitForHead() throws(CairnError) -> HTTPResponseHead {
