@@ -266,6 +266,21 @@ struct HTTPClientTests {
         #expect(error?.offset == nil)
     }
 
+    @Test("a TLS server whose certificate is not trusted is .network 'TLS failed'")
+    func untrustedCertificate() throws {
+        let directory = try TemporaryDirectory(prefix: "cairn-https")
+        defer { directory.remove() }
+        let server = try NginxServer(root: directory.path, tls: true)
+        defer { server.stop() }
+        let url = try #require(server.tlsURL("x"))
+        let error = expectCairnError { _ = try fetch(HTTPClient(), HTTPRequest(url: url)) }
+        #expect(error?.code == .network)
+        #expect(error?.message == "TLS failed")
+        #expect(error?.path == url)
+        #expect(error?.cause?.contains("certificate") == true, "\(String(describing: error?.cause))")
+        #expect(server.accessLog().isEmpty)
+    }
+
     @Test("a URL that is not http or https is .invalidArgument")
     func unsupportedScheme() throws {
         let error = expectCairnError { _ = try fetch(HTTPClient(), HTTPRequest(url: "file:///etc/passwd")) }

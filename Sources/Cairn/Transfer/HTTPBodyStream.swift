@@ -228,8 +228,8 @@ extension HTTPBodyStream {
     }
 
     /// The closure a transfer thread runs, passed to `pthread_create` as its argument.
-    fileprivate final class ThreadWork {
-        let run: () -> Void
-        init(_ run: @escaping () -> Void) { self.run = run }
+    fileprivate final class ThreadWork: Sendable {
+        let run: @Sendable () -> Void
+        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
     }
 }

@@ -61,6 +61,10 @@ package final class HTTPClient: Sendable {
     /// Performs one request, blocking; safe to call from several threads at once (connections are
     /// reused).
     ///
+    /// - Important: The calling thread blocks for the whole transfer, closures included. From
+    ///   async code, do not call it on the cooperative pool (two threads here): use a dedicated
+    ///   thread, as ``HTTPBodyStream`` does.
+    ///
     /// Sends `Accept-Encoding: identity`, and `Range` and `If-Range` when the request has them.
     /// Follows redirects. `onHead` is called once with the final response's head before any body
     /// byte; `onBody` with the body in order, in pieces of any size. Throwing from either aborts the
