@@ -281,10 +281,15 @@ struct HTTPClientTests {
         #expect(server.accessLog().isEmpty)
     }
 
-    @Test("a URL that is not http or https is .invalidArgument")
-    func unsupportedScheme() throws {
+    @Test("a URL that is not http or https, or a validator that would add a header, is .invalidArgument")
+    func invalidArguments() throws {
         let error = expectCairnError { _ = try fetch(HTTPClient(), HTTPRequest(url: "file:///etc/passwd")) }
         #expect(error?.code == .invalidArgument)
+        let injected = expectCairnError {
+            _ = try fetch(
+                HTTPClient(), HTTPRequest(url: "http://127.0.0.1:1/x", range: .from(1), ifRange: "\"a\"\r\nX-Evil: 1"))
+        }
+        #expect(injected?.code == .invalidArgument)
     }
 
     @Test("an error thrown by onBody stops the transfer and is rethrown as it was")

@@ -53,6 +53,9 @@ final class CurlTransfer {
     /// Sets the handle's options for `request`, runs `curl_easy_perform`, and returns the final
     /// head or throws (see ``HTTPClient/perform(_:onHead:onBody:)``).
     func run(_ request: HTTPRequest) throws(CairnError) -> HTTPResponseHead {
+        if let ifRange = request.ifRange, ifRange.utf8.contains(where: { $0 < 0x20 && $0 != 0x09 || $0 == 0x7F }) {
+            throw CairnError(.invalidArgument, "the If-Range validator contains control characters", path: url)
+        }
         var fields: UnsafeMutablePointer<curl_slist>? = nil
         var lines = ["Accept-Encoding: identity"]
         if let range = request.range { lines.append("Range: \(range.headerValue)") }
@@ -120,7 +123,8 @@ final class CurlTransfer {
         let line = String(decoding: bytes, as: UTF8.self).trimmingHTTPWhitespace()
         if line.hasPrefix("HTTP/") {
             let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
-            status = parts.count >= 2 ? Int(parts[1]) : nil
+            let code = parts.count >= 2 ? UInt64(httpDigits: parts[1]) : nil
+            status = code.flatMap { parts[1].utf8.count == 3 ? Int($0) : nil }
             reason = parts.count == 3 ? String(parts[2]) : ""
             headers = [:]
             return

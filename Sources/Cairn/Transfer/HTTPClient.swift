@@ -81,7 +81,8 @@ package final class HTTPClient: Sendable {
     ///   `.httpStatus` for a status >= 400 (the message names the status, `path` the URL; `onBody` is
     ///   not called), `.corrupted` for a Content-Encoding other than identity (before any body byte),
     ///   `.limitExceeded` for more than ``Configuration/maximumRedirects`` redirects,
-    ///   `.invalidArgument` for a URL libcurl cannot use, or what the closures throw.
+    ///   `.invalidArgument` for a URL libcurl cannot use or an `ifRange` with control characters,
+    ///   or what the closures throw.
     package func perform(
         _ request: HTTPRequest,
         onHead: (HTTPResponseHead) throws(CairnError) -> Void,
