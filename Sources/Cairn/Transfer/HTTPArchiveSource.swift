@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 import Synchronization
 
 /// An archive on an HTTP(S) server read at random with single-range requests
@@ -307,7 +306,7 @@ package final class HTTPArchiveSource: ArchiveSource {
     package static func openSequential(
         url: String, client: HTTPClient = HTTPClient(), expectingValidator: String? = nil, size: UInt64? = nil
     ) throws(CairnError) -> SequentialArchiveBytes {
-        let stream = try PipedTransfer(client: client, request: HTTPRequest(url: url))
+        let stream = try HTTPBodyStream(client: client, request: HTTPRequest(url: url))
         do throws(CairnError) {
             let head = try stream.head()
             if let expectingValidator, head.strongValidator != expectingValidator {
@@ -323,7 +322,7 @@ package final class HTTPArchiveSource: ArchiveSource {
             throw error.withPath(url)
         }
         return SequentialArchiveBytes(
-            descriptor: FileDescriptor(rawValue: stream.readEnd, path: url),
+            descriptor: FileDescriptor(rawValue: stream.body.rawValue, path: url),
             finish: { () throws(CairnError) in
                 do throws(CairnError) { try stream.finish() } catch { throw error.withPath(url) }
             },
@@ -333,98 +332,6 @@ package final class HTTPArchiveSource: ArchiveSource {
     /// Drops the cached blocks (connections belong to the client).
     package func close() {
         cache.withLock { $0 = BlockCache() }
-    }
-}
-
-/// One GET on its own thread whose body is written into a socket pair, for the readers that take
-/// a descriptor (``RecordStream``). A stand-in for the `http` branch's `HTTPBodyStream`
-/// (`/work/notes/http-api.md`), which was not committed yet when this was written: replace it by
-/// that once it lands. A socket pair, not a pipe, so that writing after the reader closed its end
-/// is `EPIPE` (`MSG_NOSIGNAL`), never `SIGPIPE`.
-private final class PipedTransfer: Sendable {
-    let readEnd: Int32
-    private let writeEnd: Int32
-    private let state = Mutex<(head: HTTPResponseHead?, failure: CairnError?, ended: Bool, readClosed: Bool)>((nil, nil, false, false))
-    private let headArrived = DispatchSemaphore(value: 0)
-    private let ended = DispatchSemaphore(value: 0)
-    private let cancelled = Atomic<Bool>(false)
-
-    init(client: HTTPClient, request: HTTPRequest) throws(CairnError) {
-        var fds: [Int32] = [0, 0]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
-            throw Errno.current.error("cannot make a socket pair", path: request.url)
-        }
-        readEnd = fds[0]
-        writeEnd = fds[1]
-        let thread = Thread { [self] in
-            var failure: CairnError?
-            do throws(CairnError) {
-                _ = try client.perform(
-                    request, isCancelled: { [self] in cancelled.load(ordering: .relaxed) },
-                    onHead: { [self] (head) throws(CairnError) in
-                        state.withLock { $0.head = head }
-                        headArrived.signal()
-                    },
-                    onBody: { [self] (piece) throws(CairnError) in try write(piece, url: request.url) })
-            } catch {
-                failure = error
-            }
-            Glibc.close(writeEnd)
-            let signalHead = state.withLock { s -> Bool in
-                s.failure = failure
-                s.ended = true
-                return s.head == nil
-            }
-            if signalHead { headArrived.signal() }
-            ended.signal()
-        }
-        thread.start()
-    }
-
-    private func write(_ piece: UnsafeRawBufferPointer, url: String) throws(CairnError) {
-        guard let base = piece.baseAddress else { return }
-        var done = 0
-        while done < piece.count {
-            let n = send(writeEnd, base + done, piece.count - done, Int32(MSG_NOSIGNAL))
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else {
-                throw CairnError(.network, "the reader stopped reading", path: url)
-            }
-            done += n
-        }
-    }
-
-    /// The final response's head, or the transfer's error if it failed before one.
-    func head() throws(CairnError) -> HTTPResponseHead {
-        headArrived.wait()
-        headArrived.signal()  // later callers see it too
-        let (head, failure) = state.withLock { ($0.head, $0.failure) }
-        if let head { return head }
-        throw failure ?? CairnError(.network, "the transfer ended without a response")
-    }
-
-    /// Waits for the transfer's end and throws its error; closes the read end.
-    func finish() throws(CairnError) {
-        ended.wait()
-        ended.signal()
-        closeReadEnd()
-        if let failure = state.withLock({ $0.failure }) { throw failure }
-    }
-
-    /// Stops the transfer, waits for its thread, and closes the read end.
-    func cancel() {
-        cancelled.store(true, ordering: .relaxed)
-        closeReadEnd()
-        ended.wait()
-        ended.signal()
-    }
-
-    private func closeReadEnd() {
-        let close = state.withLock { s -> Bool in
-            defer { s.readClosed = true }
-            return !s.readClosed
-        }
-        if close { Glibc.close(readEnd) }
     }
 }
 
