@@ -477,4 +477,35 @@ struct RemoteHTTPTests {
         let b = try TreeSnapshot(at: directory.appending("expected/t"))
         #expect(a == b, "\(a.diff(b))")
     }
+
+    @Test("a 206 whose Content-Range starts elsewhere than asked is sourceChanged naming the URL; a cut connection is retried")
+    func shiftedRangeAndRetry() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (server, local) = try await Self.served(directory)
+        defer { server.stop() }
+        let proxy = try FaultProxy(upstreamPort: server.port)
+        defer { proxy.stop() }
+        let url = proxy.url("a.cairn")
+        // A connection cut once in the middle of a chunk range: retried, and the file is whole.
+        let extractor = try Extractor(source: HTTPArchiveSource(url: url))
+        defer { extractor.close() }
+        try proxy.set(.cut(afterBodyBytes: 100_000, times: 1))
+        try await extractor.extractItem(atPathInArchive: "t/large.bin", to: directory.url(appending: "retried"))
+        let reference = directory.appending("reference")
+        try await Extractor.withExtractor(at: local) { try await $0.extractItem(atPathInArchive: "t/large.bin", to: URL(fileURLWithPath: reference)) }
+        #expect(
+            try RawFileSystem.contents(ofFile: Array(directory.appending("retried/t/large.bin").utf8))
+                == RawFileSystem.contents(ofFile: Array((reference + "/t/large.bin").utf8)))
+        #expect(proxy.requests.contains { $0.fault.contains("cut") }, "\(proxy.requests)")
+        // A shifted Content-Range: refused, naming the URL and the offset asked for.
+        try proxy.set(.shiftContentRange(by: 16))
+        do {
+            try await extractor.extractItem(atPathInArchive: "t/before.bin", to: directory.url(appending: "shifted"))
+            Issue.record("a shifted range was accepted")
+        } catch let error as CairnError {
+            #expect(error.code == .sourceChanged && error.path == url && error.offset != nil, "\(error)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.appending("shifted")))
+    }
 }
