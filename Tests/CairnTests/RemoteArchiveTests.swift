@@ -508,4 +508,25 @@ struct RemoteHTTPTests {
         }
         #expect(!FileManager.default.fileExists(atPath: directory.appending("shifted")))
     }
+
+    @Test("the library opens and verifies an archive at a URL: Extractor(url:), verifyArchive(at:)")
+    func libraryURLs() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (server, local) = try await Self.served(directory)
+        defer { server.stop() }
+        let url = try #require(URL(string: server.url("a.cairn")))
+        let remote = try Extractor(url: url)
+        defer { remote.close() }
+        let here = try Extractor(path: local)
+        defer { here.close() }
+        #expect(remote.entries == here.entries)
+        #expect(remote.summary == here.summary)
+        let report = try await Extractor.verifyArchive(at: url)
+        #expect(report == (try await Extractor.verifyArchive(atPath: local)))
+        #expect(try await remote.verify() == report)
+        let noRanges = try #require(URL(string: server.url("noranges/a.cairn")))
+        #expect(try await Extractor.verifyArchive(at: noRanges) == report)
+        #expect { _ = try Extractor(url: noRanges) } throws: { ($0 as? CairnError)?.code == .invalidArgument }
+    }
 }

@@ -362,4 +362,16 @@ extension Extractor {
             try self.init(source: HTTPArchiveSource(url: url.absoluteString))
         }
     }
+
+    /// Verifies the archive at `url` front to back without opening its manifest first: a
+    /// `file:` URL as ``verifyArchive(atPath:)``, an `http:` or `https:` URL read with one GET
+    /// (no range support needed), every byte through the same checker.
+    ///
+    /// - Returns: what was verified.
+    /// - Throws: the first problem found, naming its offset; `.network`, `.httpStatus` naming the URL.
+    nonisolated(nonsending) public static func verifyArchive(at url: URL) async throws -> VerificationReport {
+        if url.isFileURL { return try await verifyArchive(atPath: url.path) }
+        let name = url.absoluteString
+        return try await verify(HTTPArchiveSource.openSequential(url: name), path: name)
+    }
 }
