@@ -157,6 +157,10 @@ struct HTTPClientTests {
             #expect(stale.body == replacement)
             #expect(stale.head.resourceLength == UInt64(replacement.count))
             #expect(stale.head.strongValidator != validator)
+            let sent = fixture.server.accessLog(waitingFor: 3)
+            #expect(sent.map(\.status) == [200, 206, 200])
+            #expect(fixture.server.requestFields().map(\.ifRange) == ["", validator, validator])
+            #expect(fixture.server.requestFields().map(\.range) == ["", "bytes=500000-", "bytes=500000-"])
         }
     }
 
@@ -178,8 +182,9 @@ struct HTTPClientTests {
             #expect(head.status == 200)
             #expect(head.headers["content-encoding"] == nil)
             #expect(body == fixture.text)
-            // nginx did not compress (it would send far fewer body bytes).
+            // nginx did not compress (it would send far fewer body bytes), as the client asked.
             #expect(fixture.server.accessLog(waitingFor: 1).map(\.bodyBytesSent) == [UInt64(fixture.text.count)])
+            #expect(fixture.server.requestFields().map(\.acceptEncoding) == ["identity"])
         }
     }
 
@@ -261,10 +266,30 @@ struct HTTPClientTests {
         #expect(error?.offset == nil)
     }
 
-    @Test("a URL that is not http or https is .invalidArgument")
-    func unsupportedScheme() throws {
+    @Test("a TLS server whose certificate is not trusted is .network 'TLS failed'")
+    func untrustedCertificate() throws {
+        let directory = try TemporaryDirectory(prefix: "cairn-https")
+        defer { directory.remove() }
+        let server = try NginxServer(root: directory.path, tls: true)
+        defer { server.stop() }
+        let url = try #require(server.tlsURL("x"))
+        let error = expectCairnError { _ = try fetch(HTTPClient(), HTTPRequest(url: url)) }
+        #expect(error?.code == .network)
+        #expect(error?.message == "TLS failed")
+        #expect(error?.path == url)
+        #expect(error?.cause?.contains("certificate") == true, "\(String(describing: error?.cause))")
+        #expect(server.accessLog().isEmpty)
+    }
+
+    @Test("a URL that is not http or https, or a validator that would add a header, is .invalidArgument")
+    func invalidArguments() throws {
         let error = expectCairnError { _ = try fetch(HTTPClient(), HTTPRequest(url: "file:///etc/passwd")) }
         #expect(error?.code == .invalidArgument)
+        let injected = expectCairnError {
+            _ = try fetch(
+                HTTPClient(), HTTPRequest(url: "http://127.0.0.1:1/x", range: .from(1), ifRange: "\"a\"\r\nX-Evil: 1"))
+        }
+        #expect(injected?.code == .invalidArgument)
     }
 
     @Test("an error thrown by onBody stops the transfer and is rethrown as it was")
@@ -471,5 +496,241 @@ struct RetryPolicyTests {
         #expect((1...6).map { policy.delay(beforeRetry: $0) } == [0.2, 0.4, 0.8, 1.6, 3.2, 5])
         policy.maximumDelay = 1
         #expect(policy.delay(beforeRetry: 10) == 1)
+    }
+}
+
+/// Runs `body` with a fixture and a fault proxy in front of its nginx, and stops both afterwards.
+func withFaultProxy<R>(_ mode: FaultProxy.Mode, _ body: (HTTPFixture, FaultProxy) throws -> R) throws -> R {
+    try withHTTPFixture { fixture in
+        let proxy = try FaultProxy(upstreamPort: fixture.server.port, mode: mode)
+        defer { proxy.stop() }
+        return try body(fixture, proxy)
+    }
+}
+
+/// A client that gives up after `stallTimeout` seconds without a byte.
+func client(stallTimeout: Double) -> HTTPClient {
+    var configuration = HTTPClient.Configuration()
+    configuration.stallTimeout = stallTimeout
+    configuration.connectTimeout = 5
+    return HTTPClient(configuration: configuration)
+}
+
+@Suite("HTTP client under network faults (fault proxy in front of nginx)")
+struct HTTPFaultTests {
+    @Test("the proxy passes responses through unchanged")
+    func passThrough() throws {
+        try withFaultProxy(.passThrough) { fixture, proxy in
+            let (head, body) = try fetch(HTTPClient(), HTTPRequest(url: proxy.url("data.bin"), range: .from(77)))
+            #expect(head.status == 206)
+            #expect(body == Array(fixture.data[77...]))
+            #expect(proxy.requests == [FaultProxy.Request(method: "GET", target: "/data.bin", status: 206, fault: "pass")])
+        }
+    }
+
+    @Test("a server that stalls mid-body fails with .network 'timed out' within the stall timeout")
+    func stall() throws {
+        try withFaultProxy(.stall(afterBodyBytes: 100_000)) { fixture, proxy in
+            let started = Date()
+            var received = 0
+            let error = expectCairnError {
+                _ = try client(stallTimeout: 1).perform(
+                    HTTPRequest(url: proxy.url("data.bin")), onHead: { _ in }, onBody: { received += $0.count })
+            }
+            let elapsed = Date().timeIntervalSince(started)
+            #expect(error?.code == .network)
+            #expect(error?.message.hasPrefix("timed out") == true, "\(String(describing: error))")
+            #expect(error?.path == proxy.url("data.bin"))
+            #expect(error?.offset == 100_000)
+            #expect(received == 100_000)
+            #expect(elapsed >= 0.9 && elapsed < 4, "gave up after \(elapsed) s")
+            #expect(proxy.requests.map(\.fault) == ["stall"])
+        }
+    }
+
+    @Test("a connection cut mid-body fails with .network at the offset reached; a range request resumes there")
+    func cut() throws {
+        try withFaultProxy(.cut(afterBodyBytes: 300_000, times: 1)) { fixture, proxy in
+            let client = HTTPClient()
+            let url = proxy.url("data.bin")
+            var received: [UInt8] = []
+            let error = expectCairnError {
+                _ = try client.perform(
+                    HTTPRequest(url: url, range: .from(1000)), onHead: { _ in },
+                    onBody: { received.append(contentsOf: $0) })
+            }
+            #expect(error?.code == .network)
+            #expect(error?.message == "the connection was cut")
+            #expect(error?.offset == 301_000)
+            #expect(error?.cause != nil)
+            #expect(received == Array(fixture.data[1000..<301_000]))
+            // The fault was for the first request only: resume from the offset reached.
+            let rest = try fetch(client, HTTPRequest(url: url, range: .from(301_000)))
+            #expect(rest.head.contentRange?.first == 301_000)
+            #expect(received + rest.body == Array(fixture.data[1000...]))
+            #expect(proxy.requests.map(\.fault) == ["cut", "pass"])
+        }
+    }
+
+    @Test("RetryPolicy repeats a request whose connection was cut, and the proxy saw both")
+    func retryAfterCut() throws {
+        try withFaultProxy(.cut(afterBodyBytes: 10, times: 2)) { fixture, proxy in
+            var policy = RetryPolicy(attempts: 4)
+            policy.initialDelay = 0.001
+            var calls = 0
+            let body = try policy.run { () throws(CairnError) -> [UInt8] in
+                calls += 1
+                return try fetch(HTTPClient(), HTTPRequest(url: proxy.url("text.txt"))).body
+            }
+            #expect(body == fixture.text)
+            #expect(calls == 3)
+            #expect(proxy.requestCount == 3)
+        }
+    }
+
+    @Test("a 206 whose Content-Range starts elsewhere than asked is reported as the server sent it")
+    func shiftedContentRange() throws {
+        try withFaultProxy(.shiftContentRange(by: 10)) { fixture, proxy in
+            let total = UInt64(fixture.data.count)
+            let (head, body) = try fetch(HTTPClient(), HTTPRequest(url: proxy.url("data.bin"), range: .bounded(1000, 1999)))
+            #expect(head.status == 206)
+            #expect(head.contentRange == HTTPContentRange(first: 1010, last: 2009, total: total))
+            #expect(body == Array(fixture.data[1000...1999]))
+            // Shifted past the end, the range is impossible: no contentRange, no resourceLength.
+            let end = try fetch(HTTPClient(), HTTPRequest(url: proxy.url("data.bin"), range: .suffix(5)))
+            #expect(end.head.contentRange == nil)
+            #expect(end.head.resourceLength == nil)
+            #expect(proxy.requests.map(\.fault) == ["shift", "shift"])
+            // Modes change between requests.
+            try proxy.set(.passThrough)
+            let plain = try fetch(HTTPClient(), HTTPRequest(url: proxy.url("data.bin"), range: .bounded(1000, 1999)))
+            #expect(plain.head.contentRange == HTTPContentRange(first: 1000, last: 1999, total: total))
+        }
+    }
+}
+
+/// Reads `descriptor` to its end.
+func readToEnd(_ descriptor: FileDescriptor) throws -> [UInt8] {
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let n = try buffer.withUnsafeMutableBytes { raw in try descriptor.read(into: raw) }
+        if n == 0 { return bytes }
+        bytes += buffer[0..<n]
+    }
+}
+
+@Suite("HTTP body stream (a transfer thread writing into a pipe)")
+struct HTTPBodyStreamTests {
+    @Test("the reader of body gets exactly the bytes, tee sees them first, and finish() succeeds")
+    func deliversBytes() throws {
+        try withHTTPFixture { fixture in
+            let client = HTTPClient()
+            let teed = Mutex<[UInt8]>([])
+            let stream = try HTTPBodyStream(
+                client: client, request: HTTPRequest(url: fixture.server.url("data.bin"), range: .from(5)),
+                tee: { piece in teed.withLock { $0.append(contentsOf: piece) } })
+            let head = try stream.head()
+            #expect(head.status == 206)
+            #expect(head.contentRange?.first == 5)
+            let bytes = try readToEnd(stream.body)
+            try stream.finish()
+            #expect(bytes == Array(fixture.data[5...]))
+            #expect(teed.withLock { $0 } == bytes)
+            #expect(client.bytesReceived == UInt64(bytes.count))
+            #expect(try stream.head().status == 206, "head() can be asked again")
+        }
+    }
+
+    @Test("a cut connection ends the body early and finish() throws .network")
+    func cutStream() throws {
+        try withFaultProxy(.cut(afterBodyBytes: 200_000)) { fixture, proxy in
+            let stream = try HTTPBodyStream(client: HTTPClient(), request: HTTPRequest(url: proxy.url("data.bin")))
+            #expect(try stream.head().status == 200)
+            let bytes = try readToEnd(stream.body)
+            #expect(bytes == Array(fixture.data[..<200_000]))
+            let error = expectCairnError { try stream.finish() }
+            #expect(error?.code == .network)
+            #expect(error?.offset == 200_000)
+        }
+    }
+
+    @Test("an error status reaches head() and finish(); the body is empty")
+    func statusStream() throws {
+        try withHTTPFixture { fixture in
+            let stream = try HTTPBodyStream(client: HTTPClient(), request: HTTPRequest(url: fixture.server.url("status/404")))
+            let error = expectCairnError { _ = try stream.head() }
+            #expect(error?.httpStatusCode == 404)
+            #expect(try readToEnd(stream.body).isEmpty)
+            #expect(expectCairnError { try stream.finish() }?.httpStatusCode == 404)
+        }
+    }
+
+    @Test("an error thrown by tee aborts the transfer and finish() throws it")
+    func teeError() throws {
+        try withHTTPFixture { fixture in
+            let stream = try HTTPBodyStream(
+                client: HTTPClient(), request: HTTPRequest(url: fixture.server.url("data.bin")),
+                tee: { (_) throws(CairnError) in throw CairnError(.io, "no space left on device", path: "x.partial") })
+            #expect(try readToEnd(stream.body).isEmpty)
+            let error = expectCairnError { try stream.finish() }
+            #expect(error?.message == "no space left on device")
+            #expect(error?.path == "x.partial")
+        }
+    }
+
+    @Test("cancel() of a stream whose server stalls returns promptly")
+    func cancelStalled() throws {
+        try withFaultProxy(.stall(afterBodyBytes: 1000)) { fixture, proxy in
+            // A stall timeout far longer than the test: only cancel() can end it.
+            let stream = try HTTPBodyStream(client: client(stallTimeout: 60), request: HTTPRequest(url: proxy.url("data.bin")))
+            #expect(try stream.head().status == 200)
+            var first = [UInt8](repeating: 0, count: 1000)
+            let n = try first.withUnsafeMutableBytes { raw in try stream.body.readFully(into: raw) }
+            #expect(n == 1000)
+            #expect(first == Array(fixture.data[..<1000]))
+            usleep(200_000)
+            let started = Date()
+            stream.cancel()
+            let elapsed = Date().timeIntervalSince(started)
+            #expect(elapsed < 2.5, "cancel() took \(elapsed) s")
+            try stream.finish()  // nothing to report after cancel()
+            stream.cancel()  // again: nothing happens
+        }
+    }
+
+    @Test("cancel() while the transfer waits on a full pipe ends it (EPIPE) without killing the process by SIGPIPE")
+    func cancelWithFullPipe() throws {
+        var action = sigaction()
+        sigaction(SIGPIPE, nil, &action)
+        // The runner leaves SIGPIPE at its default (terminate), so this test would die without
+        // the transfer thread's signal mask.
+        #expect(action.__sigaction_handler.sa_handler == nil, "SIGPIPE is handled or ignored by the test runner")
+        try withHTTPFixture { fixture in
+            var generator = SeededGenerator(seed: 77)
+            let large = generator.bytes(3 << 20)
+            try fixture.replace("large.bin", with: large)
+            let stream = try HTTPBodyStream(client: HTTPClient(), request: HTTPRequest(url: fixture.server.url("large.bin")))
+            #expect(try stream.head().status == 200)
+            usleep(300_000)  // the transfer fills the pipe and blocks in write(2)
+            let started = Date()
+            stream.cancel()
+            #expect(Date().timeIntervalSince(started) < 1)
+            try stream.finish()
+        }
+    }
+
+    @Test("cancel() of a slow transfer stops it: nginx sent less than the file")
+    func cancelSlow() throws {
+        try withHTTPFixture(slowRate: "256k") { fixture in
+            let stream = try HTTPBodyStream(client: HTTPClient(), request: HTTPRequest(url: fixture.server.url("slow/data.bin")))
+            #expect(try stream.head().status == 200)
+            var buffer = [UInt8](repeating: 0, count: 10_000)
+            _ = try buffer.withUnsafeMutableBytes { raw in try stream.body.readFully(into: raw) }
+            stream.cancel()
+            let log = fixture.server.accessLog(waitingFor: 1)
+            #expect(log.count == 1)
+            #expect((log.first?.bodyBytesSent ?? .max) < UInt64(fixture.data.count) / 2)
+        }
     }
 }
