@@ -44,10 +44,7 @@ public final class ArchiveFetcher: Sendable {
     }
 
     /// Whether `text` is an archive URL (`http://` or `https://`), as opposed to a path.
-    public static func isURL(_ text: String) -> Bool {
-        let lower = text.lowercased()
-        return lower.hasPrefix("http://") || lower.hasPrefix("https://")
-    }
+    public static func isURL(_ text: String) -> Bool { HTTPArchiveSource.isURL(text) }
 
     /// Fetches the archive into `path`.
     ///
@@ -140,12 +137,13 @@ public final class ArchiveFetcher: Sendable {
                     if let cachedRemote, start > 0 {
                         remote = cachedRemote
                     } else {
-                        remote = try RemoteManifest.fetch(client: client, url: url, validator: validator)
+                        remote = try RemoteManifest.fetch(
+                            client: client, url: url, validator: validator, length: start > 0 ? state?.length : nil)
                     }
-                } catch where error.code == .sourceChanged {
+                } catch where error.code == .sourceChanged || error.message.hasPrefix(HTTPArchiveSource.noRangesMessage) {
                     // No ranges, or range answers that are not what was asked: the seeds cannot
                     // be used, and the archive is downloaded whole.
-                    if error.message.hasPrefix(RemoteManifest.noRangesMessage) || start == 0 {
+                    if error.message.hasPrefix(HTTPArchiveSource.noRangesMessage) || start == 0 {
                         rangesWork = false
                         options.onEvent?(.restarting(reason: error.message + "; downloading the whole archive without seeds"))
                         if start > 0 {

@@ -102,61 +102,32 @@ package final class HTTPArchiveSource: ArchiveSource {
         validator = head.strongValidator
     }
 
+    /// How every error about a server that ignores range requests begins.
+    package static let noRangesMessage = "the server does not support range requests"
+
     private static func noRanges(_ url: String, status: Int) -> CairnError {
         CairnError(
             .invalidArgument,
-            "the server does not support range requests (it answered \(status) to 'Range: bytes=-N'), which reading an archive "
+            noRangesMessage + " (it answered \(status) to 'Range: bytes=-N'), which reading an archive "
                 + "at random needs; 'cairn extract URL -C DEST' (without PATHs), 'cairn verify URL' and 'cairn fetch URL -o FILE' "
                 + "read it front to back and work without them",
             path: url)
     }
 
-    private func changed(_ detail: String, offset: UInt64) -> CairnError {
-        CairnError(.sourceChanged, "the archive at \(url) changed while it was read (\(detail))", path: url, offset: offset)
-    }
-
-    /// One range request for `range` (inside `0..<size`), checked and retried.
+    /// One range request for `range` (inside `0..<size`), checked (``RangeAnswer``) and retried.
     private func fetch(_ range: Range<UInt64>) throws(CairnError) -> [UInt8] {
         guard !range.isEmpty else { return [] }
         slots.wait()
         defer { slots.signal() }
-        let request = HTTPRequest(url: url, range: .bounded(range.lowerBound, range.upperBound - 1), ifRange: validator)
-        let expected = Int(range.count)
-        var body: [UInt8] = []
         do throws(CairnError) {
-            try retry.run { () throws(CairnError) in
-                body = []
-                body.reserveCapacity(expected)
-                _ = try client.perform(
-                    request,
-                    onHead: { (head) throws(CairnError) in
-                        guard head.status == 206, let answer = head.contentRange else {
-                            throw self.changed("a range request was answered \(head.status) with the whole resource", offset: range.lowerBound)
-                        }
-                        guard answer.first == range.lowerBound, answer.last == range.upperBound - 1, answer.total == size else {
-                            throw self.changed(
-                                "asked for bytes \(range.lowerBound)-\(range.upperBound - 1)/\(size), got \(answer.first)-\(answer.last)/"
-                                    + (answer.total.map(String.init) ?? "*"), offset: range.lowerBound)
-                        }
-                    },
-                    onBody: { (piece) throws(CairnError) in
-                        guard piece.count <= expected - body.count else {
-                            throw self.changed("a range response is longer than its Content-Range", offset: range.lowerBound)
-                        }
-                        body.append(contentsOf: piece)
-                    })
-                guard body.count == expected else {
-                    throw CairnError(
-                        .network, "the response ended after \(body.count) of \(expected) bytes", path: url,
-                        offset: range.lowerBound + UInt64(body.count))
-                }
+            return try retry.run { () throws(CairnError) in
+                try RangeAnswer.download(client: client, url: url, range: range, validator: validator, total: size).body
             }
         } catch {
             var named = error.withPath(url)
             if named.offset == nil { named.offset = range.lowerBound }
             throw named
         }
-        return body
     }
 
     package func read(fromAbsoluteOffset offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws(CairnError) -> Int {
