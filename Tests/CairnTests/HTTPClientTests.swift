@@ -164,6 +164,22 @@ struct HTTPClientTests {
         }
     }
 
+    @Test("consecutive requests of one client reuse its connection (keep-alive); another client opens its own")
+    func keepAlive() throws {
+        try withHTTPFixture { fixture in
+            let client = HTTPClient()
+            for range in [HTTPByteRange.bounded(0, 9), .suffix(10), .from(100)] {
+                _ = try fetch(client, HTTPRequest(url: fixture.server.url("data.bin"), range: range))
+            }
+            _ = try fetch(HTTPClient(), HTTPRequest(url: fixture.server.url("text.txt")))
+            _ = fixture.server.accessLog(waitingFor: 4)
+            let connections = fixture.server.requestFields().map(\.connection)
+            #expect(connections.count == 4)
+            #expect(Set(connections.prefix(3)).count == 1, "\(connections)")
+            #expect(connections.last != connections.first)
+        }
+    }
+
     @Test("a server without range support (max_ranges 0) answers a range request with 200 and the whole body")
     func noRanges() throws {
         try withHTTPFixture { fixture in
