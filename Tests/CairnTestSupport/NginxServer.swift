@@ -147,18 +147,20 @@ public final class NginxServer {
         public var range: String
         public var ifRange: String
         public var acceptEncoding: String
+        /// nginx's serial number of the connection the request came on (`$connection`).
+        public var connection: Int
     }
 
-    /// The `Range`, `If-Range` and `Accept-Encoding` fields of every finished request (a second
-    /// access log), oldest first.
+    /// The `Range`, `If-Range` and `Accept-Encoding` fields and the connection of every finished
+    /// request (a second access log), oldest first.
     public func requestFields() -> [RequestFields] {
         guard let text = try? String(contentsOfFile: scratch.appending("fields.log"), encoding: .utf8) else {
             return []
         }
         return text.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            guard fields.count == 3 else { return nil }
-            return RequestFields(range: fields[0], ifRange: fields[1], acceptEncoding: fields[2])
+            guard fields.count == 4, let connection = Int(fields[3]) else { return nil }
+            return RequestFields(range: fields[0], ifRange: fields[1], acceptEncoding: fields[2], connection: connection)
         }
     }
 
@@ -229,7 +231,7 @@ public final class NginxServer {
                 default_type application/octet-stream;
                 log_format cairn '$request $status $bytes_sent $body_bytes_sent';
                 access_log \(quoted(scratch.appending("access.log"))) cairn;
-                log_format fields escape=none '$http_range\t$http_if_range\t$http_accept_encoding';
+                log_format fields escape=none '$http_range\t$http_if_range\t$http_accept_encoding\t$connection';
                 access_log \(quoted(scratch.appending("fields.log"))) fields;
             \(temporary)
                 sendfile on;

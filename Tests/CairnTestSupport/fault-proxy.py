@@ -24,6 +24,7 @@ import socket
 import socketserver
 import sys
 import threading
+import time
 
 UPSTREAM_PORT = int(sys.argv[1])
 STATE = sys.argv[2]
@@ -127,7 +128,17 @@ class Server(socketserver.ThreadingTCPServer):
     request_queue_size = 64
 
 
+def exit_with_parent(parent):
+    """Ends the proxy when the test process is gone (it crashed, or was killed), instead of
+    leaving it behind."""
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent:
+            os._exit(0)
+
+
 def main():
+    threading.Thread(target=exit_with_parent, args=(os.getppid(),), daemon=True).start()
     server = Server(("127.0.0.1", 0), Handler)
     port_file = os.path.join(STATE, "port")
     with open(port_file + ".tmp", "w") as f:
