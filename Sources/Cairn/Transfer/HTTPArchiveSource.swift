@@ -89,15 +89,10 @@ package final class HTTPArchiveSource: ArchiveSource {
         } catch {
             throw error.withPath(url)
         }
-        guard let head, let range = head.contentRange, let total = range.total, range.last + 1 == total,
-            range.last >= range.first, UInt64(body.count) == range.last - range.first + 1
-        else {
-            throw CairnError(
-                .invalidArgument, "the server's answer to a range request has no usable Content-Range (bytes first-last/total)",
-                path: url)
-        }
+        guard let head else { throw CairnError(.network, "no answer", path: url) }
+        let (first, total) = try RangeAnswer.checkSuffix(head, url: url, length: asked, received: body.count)
         size = total
-        tailOffset = range.first
+        tailOffset = first
         tail = body
         validator = head.strongValidator
     }

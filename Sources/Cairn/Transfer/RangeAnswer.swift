@@ -37,6 +37,26 @@ package enum RangeAnswer {
         }
     }
 
+    /// Checks the answer to a suffix request for the last `length` bytes (`Range: bytes=-N`,
+    /// RFC 9110 §14.1.2) that delivered `received` body bytes: a Content-Range ending at the
+    /// resource's last byte, of `min(length, total)` bytes, all received.
+    ///
+    /// - Returns: the first byte's offset and the resource's length.
+    /// - Throws: `.sourceChanged` naming the URL and what the server sent instead.
+    package static func checkSuffix(
+        _ head: HTTPResponseHead, url: String, length: UInt64, received: Int
+    ) throws(CairnError) -> (first: UInt64, total: UInt64) {
+        guard head.status == 206, let range = head.contentRange, let total = range.total, range.last + 1 == total,
+            range.last - range.first + 1 == min(length, total), UInt64(received) == range.last - range.first + 1
+        else {
+            let got = head.contentRange.map { "bytes \($0.first)-\($0.last)/\($0.total.map(String.init) ?? "*")" } ?? "no Content-Range"
+            throw CairnError(
+                .sourceChanged, "asked for the last \(length) bytes, the server answered \(head.status) with \(got) and \(received) bytes",
+                path: url)
+        }
+        return (range.first, total)
+    }
+
     /// Downloads `range` (at most 1 GiB) into memory with one request that must be answered
     /// with exactly that range (``check(_:url:start:end:total:validator:)``, before any body
     /// byte is kept).
