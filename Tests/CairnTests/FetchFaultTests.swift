@@ -37,7 +37,10 @@ struct FetchFaultTests {
     }
 
     @Test("the server cuts the connection mid-body twice: one run retries from the last verified commit and ends byte-identical")
-    func serverCutsTwice() throws {
+    func serverCutsTwice() async throws { try await onDedicatedThread { try Self().serverCutsTwiceOnThread() } }
+
+    /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
+    func serverCutsTwiceOnThread() throws {
         let setup = try Setup(seed: 21)
         try setup.proxy.set(.cut(afterBodyBytes: 700_000, times: 2))
         let result = try FetchCLI.run(["fetch", setup.url, "-o", setup.out, "--json"])
@@ -51,7 +54,10 @@ struct FetchFaultTests {
     }
 
     @Test("a stalled server: --timeout ends the transfer, the retry completes it; with --retries 0 exit 1 naming the URL")
-    func stall() throws {
+    func stall() async throws { try await onDedicatedThread { try Self().stallOnThread() } }
+
+    /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
+    func stallOnThread() throws {
         let setup = try Setup(seed: 22)
         try setup.proxy.set(.stall(afterBodyBytes: 400_000, times: 1))
         let started = Date()
@@ -69,7 +75,10 @@ struct FetchFaultTests {
     }
 
     @Test("a 206 that starts elsewhere than asked is never spliced in: the fetch starts over and ends byte-identical")
-    func shiftedRange() throws {
+    func shiftedRange() async throws { try await onDedicatedThread { try Self().shiftedRangeOnThread() } }
+
+    /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
+    func shiftedRangeOnThread() throws {
         let setup = try Setup(seed: 23)
         try setup.proxy.set(.cut(afterBodyBytes: 900_000, times: 1))
         let cut = try FetchCLI.run(["fetch", setup.url, "-o", setup.out, "--retries", "0", "-q"])
