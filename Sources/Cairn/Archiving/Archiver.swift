@@ -376,13 +376,15 @@ public final class Archiver {
         let pool = pool
         let configuration = configuration
         let progress = progress
+        var options = configuration.producerOptions
+        options.sinkCanBeCutBack = sink is FileSink
         // Detached: the caller may be the main actor; reading and hashing must not run there.
         let producer = Task.detached { () async throws -> ItemProducer.State in
             defer { continuation.finish() }
             var item = ItemProducer(
                 state: initial, chunking: configuration.chunking, batchBytes: configuration.batchBytes, budget: budget,
                 pool: pool, claims: claims, compression: configuration.effectiveCompression, output: continuation,
-                options: configuration.producerOptions,
+                options: options,
                 onProgress: { bytes in ByteProgress.report(bytes, to: progress) })
             try await produce(&item)
             try await item.finish()
