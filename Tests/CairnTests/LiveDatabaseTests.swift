@@ -291,6 +291,23 @@ struct LiveDatabaseTests {
         #expect(result.stdoutLines == ["ok", "42"], "\(result.stderr)")
     }
 
+    @Test("a WAL database no connection has open is archived as it is, and no -wal or -shm is created beside it")
+    func walDatabaseAtRest() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try FileManager.default.createDirectory(atPath: directory.appending("src"), withIntermediateDirectories: true)
+        try Self.makeDatabase(directory.appending("src/rest.db"), journalMode: "wal")
+        let archive = directory.appending("r.cairn")
+        let archiver = try Archiver(writingTo: archive)
+        try await archiver.appendItem(at: directory.url(appending: "src"))
+        let properties = try await archiver.finish()
+        #expect(properties.warnings.isEmpty, "\(properties.warnings)")
+        #expect(try RawFileSystem.names(atPath: Array(directory.appending("src").utf8)) == [Array("rest.db".utf8)])
+        let extractor = try Extractor(path: archive)
+        defer { extractor.close() }
+        #expect(extractor.entries.map(\.path) == ["src", "src/rest.db"])
+    }
+
     // MARK: - Other files that change while read
 
     /// Archives `tree/data.bin` (initially `sizes[0]` bytes) into a file; after read pass `p`,

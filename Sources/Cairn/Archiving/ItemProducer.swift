@@ -367,6 +367,8 @@ struct ItemProducer {
             }
             for child in names {
                 let childPath = PathBytes.join(sourcePath, child)
+                // A snapshotted database's sidecar, dealt with already; it may be gone by now.
+                if state.snapshotSidecars.remove(PathKey(PathBytes.join(archivePath, child))) != nil { continue }
                 let childStatus: FileStatus
                 do {
                     childStatus = try FileStatus.of(child, relativeTo: directory)
@@ -481,7 +483,7 @@ struct ItemProducer {
         }
         let snapshot =
             continuingAfter == nil && !isSnapshotSidecar && options.snapshotsSQLiteDatabases
-            ? takeSnapshot(of: fd, status: before, sourcePath: sourcePath) : nil
+            ? takeSnapshot(of: fd, status: before, name: name, parent: parent, sourcePath: sourcePath) : nil
         // Declared after the descriptor's `close`, so it runs first: closing a descriptor of the
         // database would drop the connection's lock (POSIX locks belong to the process).
         defer { snapshot?.end() }
@@ -630,9 +632,19 @@ struct ItemProducer {
     /// (``SQLiteSnapshot``); a database that cannot be locked or opened is warned about and
     /// archived as a plain file.
     ///
-    /// - Returns: the held snapshot; nil when `fd` is no database or on failure.
-    private mutating func takeSnapshot(of fd: FileDescriptor, status: FileStatus, sourcePath: [UInt8]) -> SQLiteSnapshot? {
+    /// A WAL database without a `-wal` is at rest (no connection has it open) and is read as
+    /// a plain file: a read-only connection would create a `-wal` and a `-shm` beside it and
+    /// could not remove them; a writer that comes meanwhile writes to a new `-wal`, and the main
+    /// file changes only at a checkpoint, which the change check sees.
+    ///
+    /// - Returns: the held snapshot; nil when `fd` is no database, is at rest, or on failure.
+    private mutating func takeSnapshot(
+        of fd: FileDescriptor, status: FileStatus, name: [UInt8], parent: FileDescriptor?, sourcePath: [UInt8]
+    ) -> SQLiteSnapshot? {
         guard status.size >= UInt64(SQLiteSnapshot.header.count), SQLiteSnapshot.isDatabase(fd) else { return nil }
+        if SQLiteSnapshot.isWriteAheadLogDatabase(fd), (try? FileStatus.of(name + Array("-wal".utf8), relativeTo: parent)) == nil {
+            return nil
+        }
         let display = PathBytes.display(sourcePath)
         switch SQLiteSnapshot.begin(path: sourcePath, display: display, timeoutMilliseconds: options.sqliteLockTimeoutMilliseconds) {
         case .success(let snapshot):
@@ -668,10 +680,12 @@ struct ItemProducer {
             if !state.paths.contains(PathKey(path)) { state.snapshotSidecars.insert(PathKey(path)) }
         }
         let walArchivePath = archivePath + suffix
-        guard !state.paths.contains(PathKey(walArchivePath)), !options.exclusions.excludes(walArchivePath),
-            let status = try? FileStatus.of(name + suffix, relativeTo: parent), status.kind == .regular
-        else { return }
+        guard !state.paths.contains(PathKey(walArchivePath)) else { return }
+        // Listed or not, gone or not, the walk must not archive it (or warn that it vanished).
         state.snapshotSidecars.insert(PathKey(walArchivePath))
+        guard !options.exclusions.excludes(walArchivePath), let status = try? FileStatus.of(name + suffix, relativeTo: parent),
+            status.kind == .regular
+        else { return }
         _ = try await appendFile(
             name: name + suffix, parent: parent, sourcePath: sourcePath + suffix, archivePath: walArchivePath,
             isSnapshotSidecar: true)

@@ -41,6 +41,13 @@ final class SQLiteSnapshot {
         return count == header.count && bytes == header
     }
 
+    /// Whether `file`'s header says WAL mode: file format versions (bytes 18 and 19) both 2.
+    static func isWriteAheadLogDatabase(_ file: FileDescriptor) -> Bool {
+        var bytes: [UInt8] = [0, 0]
+        let count = bytes.withUnsafeMutableBytes { raw in (try? file.read(fromAbsoluteOffset: 18, into: raw)) ?? 0 }
+        return count == 2 && bytes == [2, 2]
+    }
+
     /// Opens `path` read-only with libsqlite3 and starts a read transaction
     /// (`BEGIN; SELECT count(*) FROM sqlite_master;`), waiting up to `timeoutMilliseconds` for a
     /// lock (`sqlite3_busy_timeout`).
