@@ -246,6 +246,11 @@ struct LiveDatabaseTests {
         #expect(extractor.entries.map(\.path) == ["src", "src/held.db", "src/held.db-journal", "src/notes.txt"])
         try await extractor.extractAll(to: directory.url(appending: "out"))
         #expect(try RawFileSystem.contents(ofFile: Array(directory.appending("out/src/held.db").utf8)) == expected)
+
+        // --no-sqlite-snapshot: no lock is asked for, so no wait and no warning.
+        let plain = try ChildProcess.run(
+            cairn, ["create", "-q", "--no-sqlite-snapshot", "-o", "plain.cairn", "src"], in: directory.path)
+        #expect(plain.status == 0 && plain.stderr.isEmpty, "\(plain.stderr)")
     }
 
     @Test("a WAL database's -wal is archived right after it and its -shm is left out")
