@@ -6,8 +6,8 @@ import Glibc
 ///
 /// In rollback-journal mode the transaction holds the database's SHARED lock: no writer can
 /// commit (a commit needs the EXCLUSIVE lock) until ``end()``. In WAL mode it pins a snapshot:
-/// the WAL cannot be restarted under it and a checkpoint copies into the main file only frames
-/// that are in that snapshot (and so in the `-wal`, which is copied after the main file).
+/// a checkpoint copies into the main file only frames that are in that snapshot (and so in the
+/// `-wal`, which is copied after the main file), and the WAL is not restarted over them.
 ///
 /// The connection is read-only (`SQLITE_OPEN_READONLY`): it never rolls a hot journal back,
 /// never checkpoints, and never writes the database.
