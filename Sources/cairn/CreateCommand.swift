@@ -247,7 +247,9 @@ enum CreateCommand {
         if args.value("--app-id") != nil { expected.appIdentifier = configuration.appIdentifier }
         if !args.allValues("--meta").isEmpty { expected.metadata = configuration.metadata }
         // Given selection options must match the archive's; none given means the archive's.
-        if !configuration.exclusions.isEmpty || args.flag("--one-file-system") || args.flag("--no-xattrs") {
+        if !configuration.exclusions.isEmpty || args.flag("--one-file-system") || args.flag("--no-xattrs")
+            || args.flag("--no-sqlite-snapshot")
+        {
             expected.selection = configuration.selectionOptions
         }
         return expected

@@ -313,6 +313,17 @@ struct LiveDatabaseTests {
         #expect(extractor.entries.map(\.path) == ["src", "src/rest.db"])
     }
 
+    @Test("--no-sqlite-snapshot is a selection option: recorded in cairn.selection, so a resume cannot mix the two policies")
+    func snapshotPolicyIsRecorded() throws {
+        var configuration = Archiver.Configuration()
+        #expect(configuration.selectionOptions.recorded == nil, "the default archive's header is unchanged")
+        configuration.snapshotsSQLiteDatabases = false
+        let recorded = try #require(configuration.selectionOptions.recorded)
+        #expect(recorded == "no-sqlite-snapshot")
+        #expect(Archiver.SelectionOptions(recorded: recorded) == configuration.selectionOptions)
+        #expect(configuration.header.metadata[Archiver.selectionMetadataKey] == "no-sqlite-snapshot")
+    }
+
     // MARK: - Other files that change while read
 
     /// Archives `tree/data.bin` (initially `sizes[0]` bytes) into a file; after read pass `p`,

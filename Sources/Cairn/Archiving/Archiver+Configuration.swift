@@ -94,7 +94,7 @@ extension Archiver {
         public var selectionOptions: Archiver.SelectionOptions {
             Archiver.SelectionOptions(
                 exclusions: exclusions, staysOnOneFileSystem: staysOnOneFileSystem,
-                collectsExtendedAttributes: collectsExtendedAttributes)
+                collectsExtendedAttributes: collectsExtendedAttributes, snapshotsSQLiteDatabases: snapshotsSQLiteDatabases)
         }
 
         /// The compression method actually used for chunks.

@@ -133,6 +133,7 @@ public final class Archiver {
         resumed.exclusions = selection.exclusions
         resumed.staysOnOneFileSystem = selection.staysOnOneFileSystem
         resumed.collectsExtendedAttributes = selection.collectsExtendedAttributes
+        resumed.snapshotsSQLiteDatabases = selection.snapshotsSQLiteDatabases
         let sink = try FileSink(resuming: path, at: recovery.last.end, overwrite: overwrite)
         try self.init(sink: sink, configuration: resumed)
         try adoptRecovery(recovery)
