@@ -313,6 +313,44 @@ struct LiveDatabaseTests {
         #expect(extractor.entries.map(\.path) == ["src", "src/rest.db"])
     }
 
+    @Test("create --resume archives a database cut in the middle again from its start, not continued after the cut")
+    func resumedDatabaseIsReadAgain() async throws {
+        let work = try TemporaryDirectory()
+        defer { work.remove() }
+        try FileManager.default.createDirectory(atPath: work.appending("src"), withIntermediateDirectories: true)
+        let database = work.appending("src/big.db")
+        // About 6 MiB, so that the archive has a commit inside it (Spec/0001 §10).
+        let made = try Self.sqlite(
+            database,
+            "CREATE TABLE f(v BLOB); WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM s WHERE x < 6000) "
+                + "INSERT INTO f SELECT randomblob(1000) FROM s;")
+        try #require(made.status == 0, "\(made.stderr)")
+        let reference = try await RoundTrip.archive(
+            path: work.appending("src"), to: work.appending("reference.cairn"), configuration: ResumeFixture.configuration)
+        let layout = try ResumeFixture.Layout(archiveAt: work.appending("reference.cairn"))
+        let inFile = try #require(layout.inFileCommits.first, "a commit inside the database")
+        let target = work.appending("resumed.cairn")
+        try RawFileSystem.writeFile(Array((target + ".partial").utf8), Array(reference.bytes[0..<(Int(inFile) + 1000)]))
+        // A page before the cut changes, size and mtime do not: continuing would keep the old page.
+        let path = Array(database.utf8)
+        let status = try RawFileSystem.status(path)
+        var bytes = try RawFileSystem.contents(ofFile: path)
+        var generator = SeededGenerator(seed: 1111)
+        bytes.replaceSubrange(8192..<12288, with: generator.bytes(4096))
+        try RawFileSystem.writeFile(path, bytes)
+        try RawFileSystem.setModificationTime(
+            path, in: AT_FDCWD, nanoseconds: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec))
+
+        let archiver = try Archiver(resuming: target, configuration: ResumeFixture.configuration)
+        try await archiver.appendItem(at: work.url(appending: "src"))
+        let properties = try await archiver.finish()
+        #expect(properties.warnings.isEmpty, "\(properties.warnings)")
+        let extractor = try Extractor(path: target)
+        defer { extractor.close() }
+        try await extractor.extractAll(to: work.url(appending: "out"))
+        #expect(try RawFileSystem.contents(ofFile: Array(work.appending("out/src/big.db").utf8)) == bytes)
+    }
+
     @Test("--no-sqlite-snapshot is a selection option: recorded in cairn.selection, so a resume cannot mix the two policies")
     func snapshotPolicyIsRecorded() throws {
         var configuration = Archiver.Configuration()

@@ -498,7 +498,11 @@ struct ItemProducer {
             if let committedBytes = continuingAfter {
                 // The writer holds this file open after its last commit: continue right after the
                 // committed bytes, which end on a chunk boundary, so the chunks come out the same.
-                guard committedBytes <= before.size, (try? fd.seek(to: committedBytes)) != nil else { return false }
+                // Not a database: its committed bytes were read under the interrupted run's
+                // snapshot; it is archived again from its start, under one (`Spec/0003 §3.2`).
+                guard committedBytes <= before.size, !(options.snapshotsSQLiteDatabases && SQLiteSnapshot.isDatabase(fd)),
+                    (try? fd.seek(to: committedBytes)) != nil
+                else { return false }
                 state.openFileToContinue = nil
                 try await ensureBuffer()
                 readTotal = committedBytes
