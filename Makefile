@@ -20,7 +20,7 @@ DEMO_ARGS ?=
 BENCH_ARGS ?= --targets --profile
 
 # Build dependencies: the C libraries Cairn links and pkg-config to find them.
-DEB_PACKAGES := zlib1g-dev liblz4-dev libzstd-dev libssl-dev libcurl4-openssl-dev pkg-config
+DEB_PACKAGES := zlib1g-dev liblz4-dev libzstd-dev libssl-dev libcurl4-openssl-dev libsqlite3-dev pkg-config
 # What the tests run besides the build: nginx serves archives to the HTTP tests.
 TEST_PACKAGES := nginx-light
 # The tools the benchmark compares Cairn with.

@@ -13,11 +13,12 @@ let package = Package(
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         .systemLibrary(name: "CFuzzer", path: "Sources/CFuzzer"),
         .target(
             name: "Cairn",
-            dependencies: ["CZlib", "CLZ4", "CCrypto", "CZstd", "CCurl", "CLinux"]
+            dependencies: ["CZlib", "CLZ4", "CCrypto", "CZstd", "CCurl", "CLinux", "CSQLite"]
         ),
         .target(name: "CairnCorpus", dependencies: ["Cairn"]),
         .executableTarget(name: "cairn", dependencies: ["Cairn", "CairnCorpus"]),

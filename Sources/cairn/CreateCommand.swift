@@ -29,6 +29,9 @@ enum CreateCommand {
                                     (their entries are kept)
           --no-xattrs               do not archive extended attributes (by default user.*,
                                     readable trusted.* and security.*, and POSIX ACLs)
+          --no-sqlite-snapshot      copy SQLite databases as plain files (by default each is
+                                    read under a read transaction, its -wal right after it,
+                                    so the copy is one committed state)
           -T, --threads N           hash and compress on N threads (default: all cores); the
                                     archive is the same whatever N
           -v, --verbose             print each entry's path in archive on standard error
@@ -51,7 +54,7 @@ enum CreateCommand {
             ],
             flags: [
                 "--not-compressible", "--json", "-q", "--quiet", "--progress", "--no-progress", "--resume", "-f", "--force",
-                "--null", "--one-file-system", "-v", "--verbose", "--no-xattrs",
+                "--null", "--one-file-system", "-v", "--verbose", "--no-xattrs", "--no-sqlite-snapshot",
             ])
         guard let output = args.value("-o", "--output") else { throw UsageError("missing -o ARCHIVE") }
         guard !output.isEmpty else { throw UsageError("-o needs a file name") }
@@ -109,6 +112,7 @@ enum CreateCommand {
         }
         configuration.staysOnOneFileSystem = args.flag("--one-file-system")
         configuration.collectsExtendedAttributes = !args.flag("--no-xattrs")
+        configuration.snapshotsSQLiteDatabases = !args.flag("--no-sqlite-snapshot")
         if let threads = args.value("-T", "--threads") {
             guard let count = Int(threads), count >= 1 else { throw UsageError("-T takes a number of threads, at least 1") }
             configuration.workerCount = count
@@ -243,7 +247,9 @@ enum CreateCommand {
         if args.value("--app-id") != nil { expected.appIdentifier = configuration.appIdentifier }
         if !args.allValues("--meta").isEmpty { expected.metadata = configuration.metadata }
         // Given selection options must match the archive's; none given means the archive's.
-        if !configuration.exclusions.isEmpty || args.flag("--one-file-system") || args.flag("--no-xattrs") {
+        if !configuration.exclusions.isEmpty || args.flag("--one-file-system") || args.flag("--no-xattrs")
+            || args.flag("--no-sqlite-snapshot")
+        {
             expected.selection = configuration.selectionOptions
         }
         return expected

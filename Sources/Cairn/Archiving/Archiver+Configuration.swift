@@ -50,6 +50,22 @@ extension Archiver {
         /// Called once per item as its entry is written (for `-v`), in archive order, on the
         /// task that called the append method.
         public var onEntry: (@Sendable (ArchiveEntry) -> Void)?
+        /// Whether SQLite databases (files beginning with "SQLite format 3" and a NUL) are copied
+        /// at a consistent point: each is opened read-only with libsqlite3 and a read transaction
+        /// is held while its main file, and then its `-wal`, are read, so the archive holds one
+        /// committed state (in rollback-journal mode no writer can commit meanwhile; in WAL
+        /// mode the snapshot is pinned). Its `-shm` and `-journal` are left out. No temporary
+        /// copy is made. A database that cannot be locked within
+        /// ``sqliteLockTimeoutMilliseconds`` or opened is archived as a plain file with a
+        /// warning naming it (``ExportProperties/warnings``). Default true; `--no-sqlite-snapshot`
+        /// in the CLI turns it off. `Spec/0003-command-line.md §3.2`.
+        public var snapshotsSQLiteDatabases = true
+        /// How long a database's read transaction may wait for a writer's lock, in milliseconds
+        /// (`sqlite3_busy_timeout`); default 3000.
+        public var sqliteLockTimeoutMilliseconds: Int32 = 3000
+        /// Test hook: called after each pass over a source file's bytes (source path, pass
+        /// number from 0), before it is checked for changes, to change the file in between.
+        package var afterReadPass: (@Sendable ([UInt8], Int) -> Void)?
         /// Test hook: for a source path, the byte offset at which reading it fails with `EIO`
         /// (nil: never), to exercise the read-error path.
         package var readFailure: (@Sendable ([UInt8]) -> UInt64?)?
@@ -69,14 +85,16 @@ extension Archiver {
         var producerOptions: ItemProducer.Options {
             ItemProducer.Options(
                 exclusions: ExclusionPatterns(exclusions), staysOnOneFileSystem: staysOnOneFileSystem,
-                workerCount: workerCount, collectsExtendedAttributes: collectsExtendedAttributes, readFailure: readFailure)
+                workerCount: workerCount, collectsExtendedAttributes: collectsExtendedAttributes, readFailure: readFailure,
+                snapshotsSQLiteDatabases: snapshotsSQLiteDatabases,
+                sqliteLockTimeoutMilliseconds: max(0, sqliteLockTimeoutMilliseconds), afterReadPass: afterReadPass)
         }
 
         /// The options that decide which items and bytes go in, as a resume must compare them.
         public var selectionOptions: Archiver.SelectionOptions {
             Archiver.SelectionOptions(
                 exclusions: exclusions, staysOnOneFileSystem: staysOnOneFileSystem,
-                collectsExtendedAttributes: collectsExtendedAttributes)
+                collectsExtendedAttributes: collectsExtendedAttributes, snapshotsSQLiteDatabases: snapshotsSQLiteDatabases)
         }
 
         /// The compression method actually used for chunks.

@@ -21,7 +21,7 @@ extension Archiver {
     /// sources. Each field that is set must equal the interrupted archive's; nil fields are not
     /// compared (the archive's own values are used, as always when resuming).
     /// The reserved header key recording the options that decide which items and bytes go in
-    /// (`--exclude`, `--one-file-system`, `--no-xattrs`), so that a resume can neither drop nor
+    /// (`--exclude`, `--one-file-system`, `--no-xattrs`, `--no-sqlite-snapshot`), so that a resume can neither drop nor
     /// add what the interrupted run had (`Spec/0001 §5` rule 3). Absent when all are at their
     /// defaults, so such archives are unchanged.
     public static let selectionMetadataKey = "cairn.selection"
@@ -31,19 +31,27 @@ extension Archiver {
         public var exclusions: [String] = []
         public var staysOnOneFileSystem = false
         public var collectsExtendedAttributes = true
+        /// ``Archiver/Configuration/snapshotsSQLiteDatabases``: whether a database's `-shm` and
+        /// `-journal` are left out and its `-wal` follows it.
+        public var snapshotsSQLiteDatabases = true
 
-        public init(exclusions: [String] = [], staysOnOneFileSystem: Bool = false, collectsExtendedAttributes: Bool = true) {
+        public init(
+            exclusions: [String] = [], staysOnOneFileSystem: Bool = false, collectsExtendedAttributes: Bool = true,
+            snapshotsSQLiteDatabases: Bool = true
+        ) {
             self.exclusions = exclusions
             self.staysOnOneFileSystem = staysOnOneFileSystem
             self.collectsExtendedAttributes = collectsExtendedAttributes
+            self.snapshotsSQLiteDatabases = snapshotsSQLiteDatabases
         }
 
         /// The header value: one line per setting that is not the default (`exclude=PATTERN`,
-        /// `one-file-system`, `no-xattrs`), or nil when all are defaults.
+        /// `one-file-system`, `no-xattrs`, `no-sqlite-snapshot`), or nil when all are defaults.
         public var recorded: String? {
             var lines = exclusions.map { "exclude=" + $0 }
             if staysOnOneFileSystem { lines.append("one-file-system") }
             if !collectsExtendedAttributes { lines.append("no-xattrs") }
+            if !snapshotsSQLiteDatabases { lines.append("no-sqlite-snapshot") }
             return lines.isEmpty ? nil : lines.joined(separator: "\n")
         }
 
@@ -56,6 +64,8 @@ extension Archiver {
                     staysOnOneFileSystem = true
                 } else if line == "no-xattrs" {
                     collectsExtendedAttributes = false
+                } else if line == "no-sqlite-snapshot" {
+                    snapshotsSQLiteDatabases = false
                 }
             }
         }
@@ -64,6 +74,7 @@ extension Archiver {
             var parts = exclusions.map { "--exclude \($0)" }
             if staysOnOneFileSystem { parts.append("--one-file-system") }
             if !collectsExtendedAttributes { parts.append("--no-xattrs") }
+            if !snapshotsSQLiteDatabases { parts.append("--no-sqlite-snapshot") }
             return parts.isEmpty ? "none" : parts.joined(separator: " ")
         }
     }

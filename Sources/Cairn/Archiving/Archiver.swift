@@ -133,6 +133,7 @@ public final class Archiver {
         resumed.exclusions = selection.exclusions
         resumed.staysOnOneFileSystem = selection.staysOnOneFileSystem
         resumed.collectsExtendedAttributes = selection.collectsExtendedAttributes
+        resumed.snapshotsSQLiteDatabases = selection.snapshotsSQLiteDatabases
         let sink = try FileSink(resuming: path, at: recovery.last.end, overwrite: overwrite)
         try self.init(sink: sink, configuration: resumed)
         try adoptRecovery(recovery)
@@ -376,13 +377,15 @@ public final class Archiver {
         let pool = pool
         let configuration = configuration
         let progress = progress
+        var options = configuration.producerOptions
+        options.sinkCanBeCutBack = sink is FileSink
         // Detached: the caller may be the main actor; reading and hashing must not run there.
         let producer = Task.detached { () async throws -> ItemProducer.State in
             defer { continuation.finish() }
             var item = ItemProducer(
                 state: initial, chunking: configuration.chunking, batchBytes: configuration.batchBytes, budget: budget,
                 pool: pool, claims: claims, compression: configuration.effectiveCompression, output: continuation,
-                options: configuration.producerOptions,
+                options: options,
                 onProgress: { bytes in ByteProgress.report(bytes, to: progress) })
             try await produce(&item)
             try await item.finish()

@@ -23,6 +23,9 @@ struct ItemProducer {
         var committed: [PathKey: CommittedItem] = [:]
         /// Resuming: the file left open by the last commit, to be continued if unchanged.
         var openFileToContinue: OpenFileToContinue?
+        /// Paths in archive of an SQLite database's `-wal`, `-shm` and `-journal` files that its
+        /// snapshot already dealt with (``SQLiteSnapshot``): skipped when the walk reaches them.
+        var snapshotSidecars: Set<PathKey> = []
     }
 
     /// An entry already in a resumed archive.
@@ -59,7 +62,21 @@ struct ItemProducer {
         var collectsExtendedAttributes = true
         /// Test hook: the offset at which reading a source file fails with `EIO`, by source path.
         var readFailure: (@Sendable ([UInt8]) -> UInt64?)?
+        /// ``Archiver/Configuration/snapshotsSQLiteDatabases``.
+        var snapshotsSQLiteDatabases = true
+        /// ``Archiver/Configuration/sqliteLockTimeoutMilliseconds``.
+        var sqliteLockTimeoutMilliseconds: Int32 = 3000
+        /// ``Archiver/Configuration/afterReadPass``.
+        var afterReadPass: (@Sendable ([UInt8], Int) -> Void)?
+        /// Whether bytes already written can be taken back (the sink is a file), so that a file
+        /// that changed while read can be left out and read again even after some of its
+        /// chunks reached the sink. A packed file can always be read again. Set by the archiver.
+        var sinkCanBeCutBack = true
     }
+
+    /// How many times a file that changed while it was read is read again before it is stored
+    /// as read with a warning (`Spec/0003-command-line.md §3.2`).
+    static let rereadLimit = 3
 
     /// A batch and the task computing its chunks' ids and stored forms.
     struct Item: Sendable {
@@ -350,6 +367,8 @@ struct ItemProducer {
             }
             for child in names {
                 let childPath = PathBytes.join(sourcePath, child)
+                // A snapshotted database's sidecar, dealt with already; it may be gone by now.
+                if state.snapshotSidecars.remove(PathKey(PathBytes.join(archivePath, child))) != nil { continue }
                 let childStatus: FileStatus
                 do {
                     childStatus = try FileStatus.of(child, relativeTo: directory)
@@ -378,6 +397,9 @@ struct ItemProducer {
                         pathBytes: archivePath, kind: .symlink, status: status, linkTarget: target,
                         extendedAttributes: attributes)))
         case .regular:
+            // A database's `-wal` went in right after it, under its snapshot; its `-shm` and
+            // `-journal` are left out (`Spec/0003-command-line.md §3.2`).
+            if state.snapshotSidecars.remove(PathKey(archivePath)) != nil { return }
             let key = HardLinkKey(device: status.device, inode: status.inode)
             if state.excluded.contains(key) { return }  // the archive being written
             if let open = state.openFileToContinue, open.path == archivePath {
@@ -427,9 +449,17 @@ struct ItemProducer {
 
     /// Appends a regular file's entry and content.
     ///
+    /// An SQLite database (a file beginning with ``SQLiteSnapshot/header``) is read under a
+    /// read transaction, and its `-wal` right after it under the same transaction
+    /// (`Spec/0003-command-line.md §3.2`). Any other file that changed while it was read is
+    /// read again, up to ``rereadLimit`` times, before it is stored as read with a warning.
+    ///
+    /// - Parameter isSnapshotSidecar: the file is a database's `-wal`, read under the
+    ///   database's snapshot: frames appended meanwhile lie past the snapshot and are expected.
     /// - Returns: whether an entry was written (false when the file was skipped with a warning).
     private mutating func appendFile(
-        name: [UInt8], parent: FileDescriptor?, sourcePath: [UInt8], archivePath: [UInt8], continuingAfter: UInt64? = nil
+        name: [UInt8], parent: FileDescriptor?, sourcePath: [UInt8], archivePath: [UInt8], continuingAfter: UInt64? = nil,
+        isSnapshotSidecar: Bool = false
     ) async throws -> Bool {
         var display: String { PathBytes.display(sourcePath) }
         let fd: FileDescriptor
@@ -440,7 +470,7 @@ struct ItemProducer {
             return false
         }
         defer { _ = try? fd.close() }
-        let before: FileStatus
+        var before: FileStatus
         do {
             before = try fd.status()
         } catch {
@@ -451,115 +481,218 @@ struct ItemProducer {
             warn(CairnError(.sourceChanged, "was replaced by a \(before.kind) after it was listed; skipped", path: display))
             return false
         }
-        var readTotal: UInt64 = 0
-        wholeFileChunk = false
-        if let committedBytes = continuingAfter {
-            // The writer holds this file open after its last commit: continue right after the
-            // committed bytes, which end on a chunk boundary, so the chunks come out the same.
-            guard committedBytes <= before.size, (try? fd.seek(to: committedBytes)) != nil else { return false }
-            state.openFileToContinue = nil
-            try await ensureBuffer()
-            readTotal = committedBytes
-        } else {
-            try claim(archivePath)
-            let attributes = extendedAttributes(of: .descriptor(fd), display: display)
-            wholeFileChunk = before.size <= packFileLimit
-            try await emitEntry(packable: wholeFileChunk, contentBytes: before.size,
-                .entry(
-                    ArchiveEntry(
-                        pathBytes: archivePath, kind: .file, status: before, size: before.size,
-                        extendedAttributes: attributes)))
-        }
-        var readError: CairnError?
-        // Read no more than the size at open, as tar does: a log that never stops growing must
-        // not keep the archive open. What was appended meanwhile is reported below.
-        let limit = before.size
-        let failAt = options.readFailure?(sourcePath)
-        // Holes of at least one maximum chunk are never read (`Spec/0002-chunking.md §8`): they
-        // become zero chunks, and the data between them is chunked as if each run of data were
-        // a file of its own. Found from offset 0 even when continuing, so a resumed read cuts
-        // the same chunks.
-        var holes = HoleFinder(file: fd, size: limit, minimumLength: UInt64(chunker.maximum))
-        var hole = holes.first(endingAfter: readTotal)
-        pendingStart = used
+        let snapshot =
+            continuingAfter == nil && !isSnapshotSidecar && options.snapshotsSQLiteDatabases
+            ? takeSnapshot(of: fd, status: before, name: name, parent: parent, sourcePath: sourcePath) : nil
+        // Declared after the descriptor's `close`, so it runs first: closing a descriptor of the
+        // database would drop the connection's lock (POSIX locks belong to the process).
+        defer { snapshot?.end() }
+        if snapshot != nil, let locked = try? fd.status() { before = locked }
+        // In WAL mode a checkpoint may write frames of the snapshot into the main file while it
+        // is read, and writers append frames past the snapshot to the `-wal`: both expected.
+        let changesExpected = isSnapshotSidecar || snapshot?.isWriteAheadLog == true
+        var pass = 0
         while true {
-            try Task.checkCancellation()
-            if let found = hole, readTotal >= found.lowerBound {
-                try await appendHole(found, from: readTotal)
-                readTotal = found.upperBound
-                hole = holes.next()
-                if readTotal >= limit { break }
+            var readTotal: UInt64 = 0
+            wholeFileChunk = false
+            if let committedBytes = continuingAfter {
+                // The writer holds this file open after its last commit: continue right after the
+                // committed bytes, which end on a chunk boundary, so the chunks come out the same.
+                // Not a database: its committed bytes were read under the interrupted run's
+                // snapshot; it is archived again from its start, under one (`Spec/0003 §3.2`).
+                guard committedBytes <= before.size, !(options.snapshotsSQLiteDatabases && SQLiteSnapshot.isDatabase(fd)),
+                    (try? fd.seek(to: committedBytes)) != nil
+                else { return false }
+                state.openFileToContinue = nil
+                try await ensureBuffer()
+                readTotal = committedBytes
+            } else {
+                try claim(archivePath)
+                let attributes = extendedAttributes(of: .descriptor(fd), display: display)
+                wholeFileChunk = before.size <= packFileLimit
+                try await emitEntry(packable: wholeFileChunk, contentBytes: before.size,
+                    .entry(
+                        ArchiveEntry(
+                            pathBytes: archivePath, kind: .file, status: before, size: before.size,
+                            extendedAttributes: attributes)))
+            }
+            var readError: CairnError?
+            // Read no more than the size at open, as tar does: a log that never stops growing must
+            // not keep the archive open. What was appended meanwhile is reported below.
+            let limit = before.size
+            let failAt = options.readFailure?(sourcePath)
+            // Holes of at least one maximum chunk are never read (`Spec/0002-chunking.md §8`): they
+            // become zero chunks, and the data between them is chunked as if each run of data were
+            // a file of its own. Found from offset 0 even when continuing, so a resumed read cuts
+            // the same chunks.
+            var holes = HoleFinder(file: fd, size: limit, minimumLength: UInt64(chunker.maximum))
+            var hole = holes.first(endingAfter: readTotal)
+            pendingStart = used
+            while true {
+                try Task.checkCancellation()
+                if let found = hole, readTotal >= found.lowerBound {
+                    try await appendHole(found, from: readTotal)
+                    readTotal = found.upperBound
+                    hole = holes.next()
+                    if readTotal >= limit { break }
+                    continue
+                }
+                let dataEnd = hole?.lowerBound ?? limit
+                // Keep at least one maximum-size chunk of room, so every read makes progress.
+                if buffer.count - used < chunker.maximum { try await flushBatch() }
+                var want = Int(clamping: min(UInt64(buffer.count - used), dataEnd - min(dataEnd, readTotal)))
+                if let failAt { want = min(want, Int(clamping: failAt - min(failAt, readTotal))) }
+                var n = 0
+                do throws(CairnError) {
+                    let end = used + want
+                    n = try buffer.withMutableBytes { (raw) throws(CairnError) in
+                        try fd.read(fromAbsoluteOffset: readTotal, into: UnsafeMutableRawBufferPointer(rebasing: raw[used..<end]))
+                    }
+                    if let failAt, readTotal + UInt64(n) >= failAt, readTotal + UInt64(n) < limit {
+                        throw Errno(rawValue: EIO).error("read failed", path: display)
+                    }
+                } catch {
+                    readError = error.withDisplay(display)
+                }
+                used += n
+                readTotal += UInt64(n)
+                state.contentBytes += UInt64(n)
+                if readError != nil { break }
+                let shortRead = n < want
+                let atRunEnd = shortRead || readTotal >= dataEnd
+                if wholeFileChunk {
+                    // A packed file is one chunk: the whole file.
+                    if atRunEnd, used > pendingStart {
+                        events.append(.chunk(pendingStart..<used))
+                        chunksInBatch += 1
+                        pendingStart = used
+                    }
+                } else {
+                    cutChunks(isFinal: atRunEnd)
+                }
+                if shortRead || readTotal >= limit { break }
+                onProgress(state.contentBytes)
+                if !atRunEnd { try await flushBatch() }
+            }
+            onProgress(state.contentBytes)
+            if let readError {
+                // A short file must never look complete: leave the whole file out. The writer goes
+                // back to the commit before its entry (and cuts back what reached the sink).
+                discardReadFile(archivePath)
+                try await emit(.discardOpenFile(display))
+                warn(
+                    CairnError(
+                        .io, "read failed after \(readTotal) bytes; left out of the archive", path: display,
+                        cause: readError.cause))
+                return false
+            }
+            options.afterReadPass?(sourcePath, pass)
+            let after = try? fd.status()
+            var changed = readTotal != before.size
+            if let after {
+                changed =
+                    changed || after.size != before.size || after.modificationTime != before.modificationTime
+                    || after.changeTime != before.changeTime
+            }
+            if changed, !changesExpected, continuingAfter == nil, pass < Self.rereadLimit,
+                wholeFileChunk || options.sinkCanBeCutBack, let after, after.kind == .regular
+            {
+                // Leave what was read out (as after a read error) and read the file again.
+                discardReadFile(archivePath)
+                try await emit(.discardOpenFile(display))
+                before = after
+                pass += 1
                 continue
             }
-            let dataEnd = hole?.lowerBound ?? limit
-            // Keep at least one maximum-size chunk of room, so every read makes progress.
-            if buffer.count - used < chunker.maximum { try await flushBatch() }
-            var want = Int(clamping: min(UInt64(buffer.count - used), dataEnd - min(dataEnd, readTotal)))
-            if let failAt { want = min(want, Int(clamping: failAt - min(failAt, readTotal))) }
-            var n = 0
-            do throws(CairnError) {
-                let end = used + want
-                n = try buffer.withMutableBytes { (raw) throws(CairnError) in
-                    try fd.read(fromAbsoluteOffset: readTotal, into: UnsafeMutableRawBufferPointer(rebasing: raw[used..<end]))
+            try await emit(.endFile)
+            if changed, !changesExpected, let after {
+                if after.size > before.size, readTotal == before.size {
+                    warn(
+                        CairnError(
+                            .sourceChanged, "grew while read; archived the first \(readTotal) bytes", path: display))
+                } else {
+                    warn(
+                        CairnError(
+                            .sourceChanged,
+                            "changed while it was read (size \(before.size) → \(after.size), \(readTotal) bytes archived)",
+                            path: display))
                 }
-                if let failAt, readTotal + UInt64(n) >= failAt, readTotal + UInt64(n) < limit {
-                    throw Errno(rawValue: EIO).error("read failed", path: display)
-                }
-            } catch {
-                readError = error.withDisplay(display)
             }
-            used += n
-            readTotal += UInt64(n)
-            state.contentBytes += UInt64(n)
-            if readError != nil { break }
-            let shortRead = n < want
-            let atRunEnd = shortRead || readTotal >= dataEnd
-            if wholeFileChunk {
-                // A packed file is one chunk: the whole file.
-                if atRunEnd, used > pendingStart {
-                    events.append(.chunk(pendingStart..<used))
-                    chunksInBatch += 1
-                    pendingStart = used
-                }
-            } else {
-                cutChunks(isFinal: atRunEnd)
-            }
-            if shortRead || readTotal >= limit { break }
-            onProgress(state.contentBytes)
-            if !atRunEnd { try await flushBatch() }
+            break
         }
-        onProgress(state.contentBytes)
-        if let readError {
-            // A short file must never look complete: leave the whole file out. The writer goes
-            // back to the commit before its entry (and cuts back what reached the sink).
-            pendingStart = used
-            state.paths.remove(PathKey(archivePath))
-            try await emit(.discardOpenFile(display))
-            warn(
-                CairnError(
-                    .io, "read failed after \(readTotal) bytes; left out of the archive", path: display,
-                    cause: readError.cause))
-            return false
-        }
-        try await emit(.endFile)
-        if let after = try? fd.status() {
-            if after.size > before.size, readTotal == before.size {
-                warn(
-                    CairnError(
-                        .sourceChanged, "grew while read; archived the first \(readTotal) bytes", path: display))
-            } else if after.size != before.size || after.modificationTime != before.modificationTime
-                || after.changeTime != before.changeTime || readTotal != before.size
-            {
-                warn(
-                    CairnError(
-                        .sourceChanged,
-                        "changed while it was read (size \(before.size) → \(after.size), \(readTotal) bytes archived)",
-                        path: display))
-            }
-        }
+        if snapshot != nil { try await appendSnapshotSidecars(name: name, parent: parent, sourcePath: sourcePath, archivePath: archivePath) }
         // Keep small files packed together, but start a fresh batch once this one is mostly full.
         if used >= batchBytes - batchBytes / 8 { try await flushBatch() }
         return true
+    }
+
+    /// Forgets a file whose read is abandoned: its undetermined tail and its path in archive.
+    private mutating func discardReadFile(_ archivePath: [UInt8]) {
+        pendingStart = used
+        state.paths.remove(PathKey(archivePath))
+    }
+
+    /// Starts a read transaction on `fd`'s file if it is an SQLite database
+    /// (``SQLiteSnapshot``); a database that cannot be locked or opened is warned about and
+    /// archived as a plain file.
+    ///
+    /// A WAL database without a `-wal` is at rest (no connection has it open) and is read as
+    /// a plain file: a read-only connection would create a `-wal` and a `-shm` beside it and
+    /// could not remove them; a writer that comes meanwhile writes to a new `-wal`, and the main
+    /// file changes only at a checkpoint, which the change check sees.
+    ///
+    /// - Returns: the held snapshot; nil when `fd` is no database, is at rest, or on failure.
+    private mutating func takeSnapshot(
+        of fd: FileDescriptor, status: FileStatus, name: [UInt8], parent: FileDescriptor?, sourcePath: [UInt8]
+    ) -> SQLiteSnapshot? {
+        guard status.size >= UInt64(SQLiteSnapshot.header.count), SQLiteSnapshot.isDatabase(fd) else { return nil }
+        if SQLiteSnapshot.isWriteAheadLogDatabase(fd), (try? FileStatus.of(name + Array("-wal".utf8), relativeTo: parent)) == nil {
+            return nil
+        }
+        let display = PathBytes.display(sourcePath)
+        switch SQLiteSnapshot.begin(path: sourcePath, display: display, timeoutMilliseconds: options.sqliteLockTimeoutMilliseconds) {
+        case .success(let snapshot):
+            // libsqlite3 opened the file by its path: it must be the file being read.
+            var st = stat()
+            guard sourcePath.withNullTerminated({ stat($0, &st) }) == 0, UInt64(st.st_dev) == status.device,
+                UInt64(st.st_ino) == status.inode
+            else {
+                snapshot.end()
+                warn(
+                    CairnError(
+                        .sourceChanged, "SQLite database was replaced while it was opened; archived as a plain file",
+                        path: display))
+                return nil
+            }
+            return snapshot
+        case .failure(let error):
+            warn(error)
+            return nil
+        }
+    }
+
+    /// Appends a snapshotted database's `-wal` (if there is one) right after it, still under
+    /// the snapshot, and marks its `-wal`, `-shm` and `-journal` as dealt with
+    /// (``State/snapshotSidecars``); `Spec/0003-command-line.md §3.2` says why the last two are
+    /// left out.
+    private mutating func appendSnapshotSidecars(
+        name: [UInt8], parent: FileDescriptor?, sourcePath: [UInt8], archivePath: [UInt8]
+    ) async throws {
+        let suffix = Array("-wal".utf8)
+        for other in ["-shm", "-journal"] {
+            let path = archivePath + Array(other.utf8)
+            if !state.paths.contains(PathKey(path)) { state.snapshotSidecars.insert(PathKey(path)) }
+        }
+        let walArchivePath = archivePath + suffix
+        guard !state.paths.contains(PathKey(walArchivePath)) else { return }
+        // Listed or not, gone or not, the walk must not archive it (or warn that it vanished).
+        state.snapshotSidecars.insert(PathKey(walArchivePath))
+        guard !options.exclusions.excludes(walArchivePath), let status = try? FileStatus.of(name + suffix, relativeTo: parent),
+            status.kind == .regular
+        else { return }
+        _ = try await appendFile(
+            name: name + suffix, parent: parent, sourcePath: sourcePath + suffix, archivePath: walArchivePath,
+            isSnapshotSidecar: true)
     }
 
     /// Appends a file whose content comes from an async sequence of byte arrays.
