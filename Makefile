@@ -21,7 +21,8 @@ BENCH_ARGS ?= --targets --profile
 
 # Build dependencies: the C libraries Cairn links and pkg-config to find them.
 DEB_PACKAGES := zlib1g-dev liblz4-dev libzstd-dev libssl-dev libcurl4-openssl-dev libsqlite3-dev pkg-config
-# What the tests run besides the build: nginx serves archives to the HTTP tests.
+# What the tests run besides the build: nginx serves archives to the HTTP tests, sqlite3 is the
+# live writer of the database tests, python3 runs the fault-injecting proxy.
 TEST_PACKAGES := nginx-light sqlite3 python3
 # The tools the benchmark compares Cairn with.
 PEER_PACKAGES := lz4 zstd casync borgbackup restic libarchive-tools hyperfine
