@@ -66,7 +66,6 @@ struct LiveDatabaseTests {
         let done = DispatchSemaphore(value: 0)
 
         init(database: String, scratch: String) throws {
-            signal(SIGPIPE, SIG_IGN)
             process = Process()
             process.executableURL = LiveDatabaseTests.sqlite3
             process.arguments = ["-bail", database]
@@ -80,6 +79,12 @@ struct LiveDatabaseTests {
             let fd = input.fileHandleForWriting.fileDescriptor
             let thread = Thread { [self] in
                 defer { done.signal() }
+                // A sqlite3 that exits early makes write(2) fail with EPIPE: block SIGPIPE on this
+                // thread only (other suites check the process-wide default).
+                var signals = sigset_t()
+                sigemptyset(&signals)
+                sigaddset(&signals, SIGPIPE)
+                pthread_sigmask(SIG_BLOCK, &signals, nil)
                 func send(_ text: String) -> Bool {
                     let bytes = Array(text.utf8)
                     return bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == bytes.count
