@@ -4,7 +4,7 @@ import Foundation
 /// `cairn fetch URL -o FILE [--seed ARCHIVE]... [--json] [--progress] [--retries N] [--force]`
 enum FetchCommand {
     static let usage = """
-        usage: cairn fetch URL -o FILE [--seed ARCHIVE]... [--retries N] [--force] [--json] [--progress]
+        usage: cairn fetch URL -o FILE [--seed ARCHIVE]... [--retries N] [--timeout S] [--force] [--json] [--progress]
 
         Downloads the archive at URL (http:// or https://) into FILE, verifying every record,
         chunk and commit as the bytes arrive. The bytes go to FILE.partial; FILE appears only
@@ -91,7 +91,7 @@ enum FetchCommand {
             line += String(format: " (%.1f%% of the archive)", share)
             if report.seedBytes > 0 { line += ", \(Output.bytes(report.seedBytes)) from seeds" }
             if report.resumedFrom > 0 { line += ", resumed at \(report.resumedFrom)" }
-            line += " in \(String(format: "%.2f", seconds)) s (\(Output.rate(report.fetchedBytes, seconds: seconds)))"
+            line += " in \(String(format: "%.2f", seconds)) s (\(Output.rate(report.archiveBytes, seconds: seconds)) of archive)"
             Output.out(line)
         }
         return .success

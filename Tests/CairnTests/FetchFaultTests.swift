@@ -45,7 +45,7 @@ struct FetchFaultTests {
         try setup.proxy.set(.cut(afterBodyBytes: 700_000, times: 2))
         let result = try FetchCLI.run(["fetch", setup.url, "-o", setup.out, "--json"])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(try FetchTests.bytes(setup.out) == setup.expected)
+        try FetchTests.expectSame(setup.out, setup.expected)
         #expect(result.stdout.contains("\"retries\":2"), "\(result.stdout)")
         let requests = setup.proxy.requests
         #expect(requests.count == 3, "\(requests)")
@@ -70,7 +70,7 @@ struct FetchFaultTests {
         try setup.proxy.set(.stall(afterBodyBytes: 400_000, times: 1))
         let retried = try FetchCLI.run(["fetch", setup.url, "-o", setup.out, "--timeout", "1", "--json"])
         #expect(retried.status == 0, "\(retried.stderr)")
-        #expect(try FetchTests.bytes(setup.out) == setup.expected)
+        try FetchTests.expectSame(setup.out, setup.expected)
         #expect(retried.stdout.contains("\"retries\":1"), "\(retried.stdout)")
     }
 
@@ -89,7 +89,7 @@ struct FetchFaultTests {
         try setup.proxy.set(.shiftContentRange(by: 100))
         let rerun = try FetchCLI.run(["fetch", setup.url, "-o", setup.out, "--json"])
         #expect(rerun.status == 0, "\(rerun.stderr)")
-        #expect(try FetchTests.bytes(setup.out) == setup.expected)
+        try FetchTests.expectSame(setup.out, setup.expected)
         #expect(rerun.stdout.contains("\"restarts\":1"), "\(rerun.stdout)")
         // The shifted 206 was refused; the archive then came whole, as a 200.
         #expect(setup.proxy.requests.contains { $0.status == 200 && $0.method == "GET" }, "\(setup.proxy.requests)")

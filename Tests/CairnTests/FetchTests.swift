@@ -35,6 +35,14 @@ struct FetchTests {
 
     static func bytes(_ path: String) throws -> [UInt8] { try RawFileSystem.contents(ofFile: Array(path.utf8)) }
 
+    /// Expects the file at `path` to hold exactly `expected`, saying where it differs if not.
+    static func expectSame(_ path: String, _ expected: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let got = try bytes(path)
+        guard got != expected else { return }
+        let first = (0..<min(got.count, expected.count)).first { got[$0] != expected[$0] } ?? min(got.count, expected.count)
+        Issue.record("\(path): \(got.count) bytes, expected \(expected.count); first difference at offset \(first)", sourceLocation: sourceLocation)
+    }
+
     @Test("fetch downloads a verified, byte-identical archive; nothing is left beside it")
     func fullFetch() async throws { try await onDedicatedThread { try Self().fullFetchOnThread() } }
 
@@ -97,7 +105,7 @@ struct FetchTests {
         }
         let finished = try FetchCLI.run(["fetch", url, "-o", out, "--json"], timeout: 120)
         #expect(finished.status == 0, "\(finished.stderr)")
-        #expect(try Self.bytes(out) == expected)
+        try FetchTests.expectSame(out, expected)
         let ranged = server.accessLog().filter { $0.status == 206 }
         #expect(!ranged.isEmpty || resumedAt.allSatisfy { $0 == 0 }, "the reruns asked for ranges: \(server.accessLog())")
         for entry in ranged { #expect(entry.bodyBytesSent < UInt64(expected.count)) }
@@ -128,7 +136,7 @@ struct FetchTests {
 
         let rerun = try FetchCLI.run(["fetch", url, "-o", out, "--json"])
         #expect(rerun.status == 0, "\(rerun.stderr)")
-        #expect(try Self.bytes(out) == expected)
+        try FetchTests.expectSame(out, expected)
         #expect(rerun.stdout.contains("\"restarts\":1"), "\(rerun.stdout)")
     }
 
@@ -218,7 +226,7 @@ struct FetchTests {
         let out = work.appending("copy.cairn")
         let result = try FetchCLI.run(["fetch", server.url("a.cairn"), "-o", out, "--seed", old, "--json"])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(try Self.bytes(out) == expected)
+        try FetchTests.expectSame(out, expected)
         let fetched = server.accessLog().reduce(UInt64(0)) { $0 + $1.bodyBytesSent }
         // What must cross: the manifest, the footer and the records no seed has.
         let needed = try FetchFixture.changedBytes(archive: served + "/a.cairn", seed: old)
@@ -247,7 +255,7 @@ struct FetchTests {
         let out = work.appending("copy.cairn")
         let result = try FetchCLI.run(["fetch", server.url("a.cairn"), "-o", out, "--seed", seedPath, "--json"])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(try Self.bytes(out) == expected)
+        try FetchTests.expectSame(out, expected)
     }
 
     @Test("404 and 500 end with exit 1 naming the URL and the status; nothing is left at FILE")
@@ -269,6 +277,32 @@ struct FetchTests {
         #expect(failing.status == 1)
         #expect(failing.stderr.contains("500") && failing.stderr.contains("retrying (2 of 2)"), "\(failing.stderr)")
         #expect(!RawFileSystem.exists(Array(out.utf8)))
+        #expect(!RawFileSystem.exists(Array((out + ".partial").utf8)), "nothing verified, nothing kept")
+        #expect(!RawFileSystem.exists(Array((out + ".partial.fetch").utf8)))
+    }
+
+    @Test("a URL that is not a Cairn archive: exit 1 naming it, nothing left behind, and a rerun says the same")
+    func notAnArchive() async throws { try await onDedicatedThread { try Self().notAnArchiveOnThread() } }
+
+    /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
+    func notAnArchiveOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-fetch-notarchive")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        var generator = SeededGenerator(seed: 12)
+        try RawFileSystem.writeFile(Array((served + "/page.html").utf8), generator.bytes(600_000))
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+        let out = work.appending("z.cairn")
+        for run in 0..<2 {
+            let result = try FetchCLI.run(["fetch", server.url("page.html"), "-o", out])
+            #expect(result.status == 1, "run \(run)")
+            #expect(result.stderr.contains(server.url("page.html")), "run \(run): \(result.stderr)")
+            #expect(!RawFileSystem.exists(Array(out.utf8)))
+            #expect(!RawFileSystem.exists(Array((out + ".partial").utf8)), "run \(run): unverified bytes were kept")
+        }
+        #expect(server.accessLog().count == 2, "the rerun asked the server again")
     }
 
     @Test("a redirect is followed; gzip offered by the server is never applied (Accept-Encoding: identity)")
@@ -312,7 +346,7 @@ struct FetchTests {
         #expect(!RawFileSystem.exists(Array(out.utf8)))
         let rerun = try FetchCLI.run(["fetch", server.url("a.cairn"), "-o", out, "--json"])
         #expect(rerun.status == 0, "\(rerun.stderr)")
-        #expect(try Self.bytes(out) == expected)
+        try FetchTests.expectSame(out, expected)
         #expect(!rerun.stdout.contains("\"resumedFrom\":0"), "the rerun resumed: \(rerun.stdout)")
     }
 
@@ -337,7 +371,7 @@ struct FetchTests {
         #expect(prefix.verifiedLength > 0 && !prefix.isComplete)
         let report = try await ArchiveFetcher(url: url).fetch(to: out)
         #expect(report.resumedFrom == prefix.verifiedLength)
-        #expect(try Self.bytes(out) == expected)
+        try FetchTests.expectSame(out, expected)
     }
 
     private func awaitPrefix(_ path: String) throws -> UInt64 {

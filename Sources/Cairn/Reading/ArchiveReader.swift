@@ -29,6 +29,9 @@ package final class ArchiveReader {
     /// a remote source: the extractor then checks the records of each entry it extracts
     /// (§13.7, ``ArchiveScanner/checkRecords(ofEntries:in:version:source:limit:batchBytes:)``).
     package let walkedRecords: Bool
+    /// With `keepingManifestRegion`: the manifest records as read (`footer.manifestOffset ..<`
+    /// the footer).
+    package let manifestRegion: [UInt8]?
 
     /// Opens `path` and checks that its manifest describes the records really there.
     ///
@@ -60,7 +63,10 @@ package final class ArchiveReader {
     /// rows, and the extractor checks the records of each entry it extracts (§13.7).
     ///
     /// - Throws: as ``init(path:verifyingStructure:)``, naming the source's path or URL.
-    package init(source: any ArchiveSource, verifyingStructure: Bool = true) throws(CairnError) {
+    ///
+    /// - Parameter keepingManifestRegion: keep the manifest records' bytes as read, in
+    ///   ``manifestRegion`` (a seeded fetch appends them to what it rebuilds).
+    package init(source: any ArchiveSource, verifyingStructure: Bool = true, keepingManifestRegion: Bool = false) throws(CairnError) {
         self.path = source.name
         self.source = source
         let local = (source as? LocalArchiveSource)?.descriptor
@@ -79,11 +85,13 @@ package final class ArchiveReader {
             let header = try ArchiveHeader.decode(headerRecord.payload, offset: UInt64(Prelude.length + RecordFraming.headerLength))
             let footer = try ArchiveReader.readFooter(source, fileSize: size)
             let manifest: Manifest
+            var region: [UInt8]?
             // Where the manifest and footer claim to start: a problem the scan finds there is the
             // same problem the footer check found.
             let tail = min(footer.manifestOffset, size - UInt64(Footer.framedLength))
             do throws(CairnError) {
-                manifest = try ArchiveReader.readManifest(source, footer: footer, bodyOffset: headerEnd, fileSize: size, version: version)
+                (manifest, region) = try ArchiveReader.readManifest(
+                    source, footer: footer, bodyOffset: headerEnd, fileSize: size, version: version)
             } catch {
                 guard let local else { throw error }
                 throw ArchiveReader.fallBackToScanning(local, footerProblem: error, tail: tail)
@@ -108,6 +116,7 @@ package final class ArchiveReader {
             self.version = version
             self.bodyOffset = headerEnd
             self.walkedRecords = walking
+            self.manifestRegion = keepingManifestRegion ? region : nil
         } catch {
             source.close()
             throw error.withPath(source.name)
@@ -246,7 +255,7 @@ package final class ArchiveReader {
 
     private static func readManifest(
         _ fd: any ArchiveSource, footer: Footer, bodyOffset: UInt64, fileSize: UInt64, version: FormatVersion
-    ) throws(CairnError) -> Manifest {
+    ) throws(CairnError) -> (Manifest, [UInt8]) {
         let footerOffset = fileSize - UInt64(Footer.framedLength)
         let (end, overflow) = footer.manifestOffset.addingReportingOverflow(footer.manifestLength)
         guard !overflow, footer.manifestOffset >= bodyOffset, end == footerOffset else {
@@ -297,7 +306,7 @@ package final class ArchiveReader {
                 throw CairnError(.corrupted, "manifest places chunk \(row.id) outside the archive body", offset: row.offset)
             }
         }
-        return manifest
+        return (manifest, region)
     }
 
     /// Decodes a chunk record payload into `destination` and verifies its id.

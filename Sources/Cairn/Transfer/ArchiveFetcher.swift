@@ -70,10 +70,27 @@ public final class ArchiveFetcher: Sendable {
         if access(path + ".partial.seed", F_OK) == 0 { try? seeds.add(path: path + ".partial.seed") }
 
         var output = try FileSink(continuing: path, overwrite: options.overwrite)
+        if try output.partialLength > 0, FetchState.load(for: path)?.url != url, !options.overwrite {
+            await output.abandon()
+            throw CairnError(
+                .alreadyExists,
+                "was not left by a fetch of \(url); move it away, or use --force to set it aside as a seed and start over",
+                path: output.partialPath)
+        }
         do {
             return try await fetch(to: path, client: client, seeds: seeds, output: &output)
         } catch {
-            // The partial file stays (synced and unlocked), to be resumed.
+            // The partial file keeps what verified (synced and unlocked), to be resumed; when
+            // nothing did (a 404, a body that is not an archive), nothing is left.
+            // Measured in a task of its own: a cancelled fetch must not stop this count halfway
+            // (and discard what verified).
+            let partialPath = output.partialPath
+            let verified = await Task.detached { (try? await Extractor.verifyPrefix(atPath: partialPath))?.verifiedLength ?? 0 }.value
+            try? output.truncate(to: verified)
+            if verified == 0 {
+                unlink(output.partialPath)
+                FetchState.remove(for: path)
+            }
             await output.abandon()
             throw error
         }
@@ -100,12 +117,8 @@ public final class ArchiveFetcher: Sendable {
             var state = FetchState.load(for: path)
             if try output.partialLength > 0 {
                 if let known = state, known.url == url {
-                    start = try await Extractor.verifyPrefix(atPath: output.partialPath).verifiedLength
-                } else if firstAttempt && !options.overwrite {
-                    throw CairnError(
-                        .alreadyExists,
-                        "was not left by a fetch of \(url); move it away, or use --force to set it aside as a seed and start over",
-                        path: output.partialPath)
+                    // A partial that does not even start like an archive verified nothing.
+                    start = (try? await Extractor.verifyPrefix(atPath: output.partialPath))?.verifiedLength ?? 0
                 } else {
                     output = try await setAside(output, path: path, seeds: seeds)
                     cachedRemote = nil

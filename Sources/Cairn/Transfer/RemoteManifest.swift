@@ -37,14 +37,19 @@ package struct RemoteManifest: Sendable {
             source.close()
             throw CairnError(.sourceChanged, "the archive at the URL changed (it is now \(source.size) bytes, was \(length))", path: url)
         }
-        let reader = try ArchiveReader(source: source)
+        let reader = try ArchiveReader(source: source, keepingManifestRegion: true)
         defer { reader.close() }
         let footer = reader.footer
-        guard let tail = try source.read(ranges: [footer.manifestOffset..<source.size]).first,
-            UInt64(tail.count) == source.size - footer.manifestOffset
-        else {
+        // The manifest as the reader read it, and the footer from the opening suffix request:
+        // nothing is asked for twice.
+        var footerBytes = [UInt8](repeating: 0, count: Footer.framedLength)
+        let got = try footerBytes.withMutableBytes { (raw) throws(CairnError) in
+            try source.read(fromAbsoluteOffset: source.size - UInt64(Footer.framedLength), into: raw)
+        }
+        guard let region = reader.manifestRegion, got == Footer.framedLength else {
             throw CairnError(.truncated, "the manifest and footer could not be read whole", path: url, offset: footer.manifestOffset)
         }
+        let tail = region + footerBytes
         return RemoteManifest(
             length: source.size, validator: source.validator, version: reader.version, footer: footer, manifest: reader.manifest,
             tail: tail)
