@@ -24,7 +24,7 @@ DEB_PACKAGES := zlib1g-dev liblz4-dev libzstd-dev libssl-dev libcurl4-openssl-de
 # What the tests run besides the build: nginx serves archives to the HTTP tests.
 TEST_PACKAGES := nginx-light
 # The tools the benchmark compares Cairn with.
-PEER_PACKAGES := lz4 zstd casync borgbackup restic libarchive-tools hyperfine
+PEER_PACKAGES := lz4 zstd casync borgbackup restic libarchive-tools hyperfine curl zsync nginx-light
 # perf for `cairn-bench --profile` (Debian's name; where it cannot be installed the harness
 # says "perf not available" instead of a profile, so a failure here does not stop the bench).
 PERF_PACKAGES := linux-perf
