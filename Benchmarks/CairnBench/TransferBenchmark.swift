@@ -26,6 +26,8 @@ enum TransferTool {
     static let cairnSeeded = "cairn fetch --seed old.cairn"
     static let cairnExtract = "cairn extract URL"
     static let curl = "curl -o"
+    /// `curl -o F URL && sync F`: `cairn fetch` fsyncs FILE before renaming it into place.
+    static let curlSync = "curl -o + sync"
     static let curlResume = "curl -C -"
     static let zsync = "zsync -i old.cairn"
 }
@@ -297,6 +299,12 @@ struct TransferBenchmark {
                 check: same(fullC)))
         list.append(
             Step(tool: TransferTool.curl, measure: .full, arguments: ["curl", "-s", "-S", "-f", "-o", fullP, url], clean: cleaning(fullP), check: same(fullP)))
+        // Cairn syncs FILE before renaming it into place; this row costs that in for curl.
+        list.append(
+            Step(
+                tool: TransferTool.curlSync, measure: .full,
+                arguments: ["/bin/bash", "-c", "curl -s -S -f -o \(shellQuoted(fullP)) \(shellQuoted(url)) && sync \(shellQuoted(fullP))"],
+                clean: cleaning(fullP), check: same(fullP)))
         for measure in [TransferMeasure.resume50, .resume90] {
             let percent = Int((measure.cutFraction ?? 0) * 100)
             let c = "\(out)/resume\(percent)-cairn.cairn"

@@ -230,6 +230,8 @@ extension Report {
         let fullC = (TransferTool.cairn, TransferMeasure.full)
         let fullP = (TransferTool.curl, TransferMeasure.full)
         list.append(("full fetch", "throughput (peer wall / Cairn wall)", fullC.0, fullP.0, values(TransferTarget.ratio(t, fullP, fullC) { $0.result.wallSeconds })))
+        let fullS = (TransferTool.curlSync, TransferMeasure.full)
+        list.append(("full fetch", "throughput (peer wall / Cairn wall)", fullC.0, fullS.0, values(TransferTarget.ratio(t, fullS, fullC) { $0.result.wallSeconds })))
         list.append(("full fetch", "CPU seconds", fullC.0, fullP.0, values(TransferTarget.ratio(t, fullC, fullP) { $0.result.cpuSeconds })))
         list.append(("full fetch", "bytes sent", fullC.0, fullP.0, values(TransferTarget.ratio(t, fullC, fullP) { Double($0.bodyBytes) })))
         for measure in [TransferMeasure.resume50, .resume90] {

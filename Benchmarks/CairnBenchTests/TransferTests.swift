@@ -57,7 +57,7 @@ struct TransferTests {
         let section = try #require(text.range(of: "## Transfer (issue 10)"))
         let tail = text[section.upperBound...]
         for row in [
-            "| full fetch | cairn fetch | ", "| full fetch | curl -o | ", "| resume after a cut at 50% | cairn fetch | ",
+            "| full fetch | cairn fetch | ", "| full fetch | curl -o | ", "| full fetch | curl -o + sync | ", "| resume after a cut at 50% | cairn fetch | ",
             "| resume after a cut at 50% | curl -C - | ", "| resume after a cut at 90% | cairn fetch | ",
             "| resume after a cut at 90% | curl -C - | ", "| seeded delta | cairn fetch --seed old.cairn | ",
             "| seeded delta | zsync -i old.cairn | ", "| remote extract of one file | cairn extract URL | ",
@@ -75,7 +75,7 @@ struct TransferTests {
             try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(out)/\(json)"))) as? [String: Any])
         let transfer = try #require(object["transfer"] as? [String: Any])
         let operations = try #require(transfer["operations"] as? [[String: Any]])
-        #expect(operations.count == 9)
+        #expect(operations.count == 10)
         let full = try #require(operations.first { $0["tool"] as? String == "curl -o" })
         let layout = try #require(transfer["layout"] as? [String: Any])
         let archive = try #require((layout["newArchiveBytes"] as? NSNumber)?.uint64Value)
