@@ -34,7 +34,8 @@ let package = Package(
         .target(
             name: "CairnTestSupport",
             dependencies: ["Cairn", "CairnCorpus"],
-            path: "Tests/CairnTestSupport"
+            path: "Tests/CairnTestSupport",
+            resources: [.copy("fault-proxy.py")]
         ),
         .testTarget(
             name: "CairnBenchTests",

@@ -26,4 +26,9 @@ extern long lgetxattr(const char *path, const char *name, void *value, unsigned 
 extern int fsetxattr(int fd, const char *name, const void *value, unsigned long size, int flags);
 extern int lsetxattr(const char *path, const char *name, const void *value, unsigned long size, int flags);
 
+/* pipe2(2) (glibc 2.9 and later, declared only under _GNU_SOURCE) and fcntl's F_SETPIPE_SZ
+   (<linux/fcntl.h>: F_LINUX_SPECIFIC_BASE + 7, Linux 2.6.35 and later). */
+extern int pipe2(int pipefd[2], int flags);
+static inline int cairn_f_setpipe_sz(void) { return 1024 + 7; }
+
 #endif

@@ -1,3 +1,5 @@
+import Cairn
+
 /// A small command-line parser: options (`-o X`, `--name X`, `--name=X`, flags) and operands,
 /// operands kept as raw bytes.
 struct Arguments {
@@ -105,5 +107,25 @@ enum ByteSize {
             throw UsageError("\(option) takes a size in bytes, optionally with K, M, G or T (powers of 1024): got '\(text)'")
         }
         return size
+    }
+}
+
+/// An ARCHIVE operand: a path, or an `http://` / `https://` URL (`Spec/0003-command-line.md §1.3`).
+enum ArchiveOperand {
+    /// Whether `archive` is an HTTP(S) URL.
+    static func isURL(_ archive: String) -> Bool { HTTPArchiveSource.isURL(archive) }
+
+    /// Opens `archive` for random access: a local file, or a URL through range requests (which
+    /// the server must support; the error says which commands work without them).
+    ///
+    /// - Throws: `CairnError` naming the path or URL.
+    static func open(_ archive: String) throws(CairnError) -> Extractor {
+        isURL(archive) ? try Extractor(source: HTTPArchiveSource(url: archive)) : try Extractor(path: archive)
+    }
+
+    /// The archive's bytes front to back for the readers that see each byte once (`verify`,
+    /// `extract` of everything): one GET, without ranges.
+    static func openSequential(_ url: String) throws(CairnError) -> SequentialArchiveBytes {
+        try HTTPArchiveSource.openSequential(url: url)
     }
 }

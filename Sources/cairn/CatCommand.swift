@@ -13,7 +13,9 @@ enum CatCommand {
         commit are not trusted), then appends what this prints; the result is identical to
         ARCHIVE. With --expect-token, refuses (exit 1) unless the receiver's prefix is a prefix of
         ARCHIVE; the token holds N, so --from-offset may be left out (if given, it must agree).
-        Offsets are plain byte offsets, so HTTP range requests work the same way.
+        Offsets are plain byte offsets, so HTTP range requests work the same way: ARCHIVE may be
+        an http:// or https:// URL, whose bytes from N are fetched with range requests (the
+        token is checked against the record before N first, one small range request).
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
@@ -36,7 +38,13 @@ enum CatCommand {
             token = parsed
         }
         try Terminal.refuseArchive(on: 1)
-        try ArchiveTransfer.send(archiveAt: archive, from: offset ?? 0, expecting: token, to: FileHandle.standardOutput)
+        if ArchiveOperand.isURL(archive) {
+            let source = try HTTPArchiveSource(url: archive)
+            defer { source.close() }
+            try ArchiveTransfer.send(source, from: offset ?? 0, expecting: token, to: FileHandle.standardOutput)
+        } else {
+            try ArchiveTransfer.send(archiveAt: archive, from: offset ?? 0, expecting: token, to: FileHandle.standardOutput)
+        }
         return .success
     }
 }

@@ -20,7 +20,8 @@ enum CommandLineTool {
                                                   itself, only what the seeds lack
           demo     [--size-mib N] [--keep DIR]    run create/list/verify/extract on sample data
 
-        ARCHIVE may be - for standard input (verify, extract) or output (create).
+        ARCHIVE may be - for standard input (verify, extract) or output (create), or an
+        http:// or https:// URL (list, info, verify, extract, cat; see Spec/0003 §1.1).
         Run 'cairn <command> --help' for a command's options.
         Exit status: 0 success, 1 failure (diff: differences found), 2 usage error, 3 completed
         with warnings, 130/143 interrupted by SIGINT/SIGTERM.

@@ -13,6 +13,13 @@ enum ExtractCommand {
         failure nothing partial remains and nothing that existed is changed. If DEST exists, the
         archive's top-level names must not exist in it.
 
+        ARCHIVE may be an http:// or https:// URL. Without PATHs it is read once, front to back,
+        with one GET (as - is; no range support needed). With PATHs, or with --resume after an
+        interrupted extraction, it is read at random with range requests: the footer, the
+        manifest, then only the records the entries to write need (the server must support
+        ranges); --resume continues from the staging directory's journal and fetches only what
+        is missing, after checking that the archive at the URL is the one the journal is of.
+
         options:
           -C, --directory DEST     where to extract; created if missing (its parent must
                                    exist); a symlink to a directory is followed
@@ -65,9 +72,12 @@ enum ExtractCommand {
             return try await extractFromStandardInput(args, destination: destination, options: options, warnings: warnings)
         }
         let selection = args.operands.dropFirst().map { String(decoding: $0, as: UTF8.self) }
+        if ArchiveOperand.isURL(archive), selection.isEmpty, !options.resume {
+            return try await extractFromURL(archive, args, destination: destination, options: options, warnings: warnings)
+        }
         let started = monotonicSeconds()
         let cpuStarted = ProcessTimes.cpuSeconds()
-        let extractor = try Extractor(path: archive)
+        let extractor = try ArchiveOperand.open(archive)
         defer { extractor.close() }
         let bar = ProgressBar.shouldShow(args) ? ProgressBar(progress: extractor.progress, label: "extract") : nil
         bar?.start()
@@ -174,6 +184,34 @@ enum ExtractCommand {
         bar?.stop()
         return report(
             args, entries: verified.entryCount, contentBytes: verified.contentBytes, source: " from standard input",
+            destination: destination, seconds: monotonicSeconds() - started,
+            cpuSeconds: ProcessTimes.cpuSeconds() - cpuStarted, warnings: warnings.all)
+    }
+
+    /// `cairn extract URL -C DEST`: reads the archive once, front to back, from one GET (the
+    /// streaming extraction of `extract -`, which needs no range support).
+    static func extractFromURL(
+        _ url: String, _ args: Arguments, destination: [UInt8], options: ExtractionOptions, warnings: Warnings
+    ) async throws -> ExitStatus {
+        let started = monotonicSeconds()
+        let cpuStarted = ProcessTimes.cpuSeconds()
+        let progress = Progress(totalUnitCount: 0)
+        let bar = ProgressBar.shouldShow(args) ? ProgressBar(progress: progress, label: "extract") : nil
+        let input = try ArchiveOperand.openSequential(url)
+        bar?.start()
+        let verified: VerificationReport
+        do {
+            verified = try await Extractor.extractStream(from: input.descriptor, to: destination, options: options, progress: progress)
+            try input.finish()
+        } catch {
+            bar?.stop()
+            let failure = Extractor.ending(input, after: error, path: url)
+            if let failure = failure as? CairnError { throw failure.withPath(url) }
+            throw failure
+        }
+        bar?.stop()
+        return report(
+            args, entries: verified.entryCount, contentBytes: verified.contentBytes, source: " from \(url)",
             destination: destination, seconds: monotonicSeconds() - started,
             cpuSeconds: ProcessTimes.cpuSeconds() - cpuStarted, warnings: warnings.all)
     }

@@ -12,6 +12,9 @@ enum InfoCommand {
         On an incomplete archive (ARCHIVE.partial left by an interrupted create, a cut copy):
         what is committed so far, verified up to its last valid commit: the verified length,
         the entries and content bytes committed, and that it is not complete.
+
+        ARCHIVE may be an http:// or https:// URL (the server must support range requests: only
+        the footer and the manifest are fetched).
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
@@ -19,11 +22,11 @@ enum InfoCommand {
         let archive = try CommandLineTool.archiveOperand(args)
         let extractor: Extractor
         do {
-            extractor = try Extractor(path: archive)
+            extractor = try ArchiveOperand.open(archive)
         } catch {
             // Incomplete (no valid footer): say what is committed, if it is a Cairn archive at all.
             // A corrupt archive fails here as it does for every other reading command.
-            guard error.code == .truncated, let prefix = try? await Extractor.verifyPrefix(atPath: archive), !prefix.isComplete,
+            guard error.code == .truncated, !ArchiveOperand.isURL(archive), let prefix = try? await Extractor.verifyPrefix(atPath: archive), !prefix.isComplete,
                 prefix.verifiedLength > 0 || archive.hasSuffix(".partial")
             else { throw error }
             Self.printIncomplete(prefix, archive: archive, json: args.flag("--json"))

@@ -8,13 +8,15 @@ enum ListCommand {
 
         Prints one line per entry: its path, with bytes that are not printable UTF-8 escaped as
         \\xHH and backslashes doubled (reversible). --long adds kind, mode, size and mtime;
-        --json prints a JSON array with one object per entry and line.
+        --json prints a JSON array with one object per entry and line. ARCHIVE may be an
+        http:// or https:// URL (the server must support range requests: the footer and the
+        manifest are fetched, and for --json the packs holding files).
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(raw, valued: [], flags: ["--json", "-l", "--long", "-q", "--quiet"])
         let archive = try CommandLineTool.archiveOperand(args)
-        let extractor = try Extractor(path: archive)
+        let extractor = try ArchiveOperand.open(archive)
         defer { extractor.close() }
         if args.flag("--json") {
             var lines = ["["]

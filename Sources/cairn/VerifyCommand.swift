@@ -9,7 +9,8 @@ enum VerifyCommand {
         Reads the archive front to back (ARCHIVE may be - for standard input) and checks every
         record's CRC-32, every chunk's SHA-256, every commit's chain digest, every file's size
         and digest, the manifest and the footer. Exit status 0 when everything verifies, 1 with
-        the offset of the first problem otherwise.
+        the offset of the first problem otherwise. ARCHIVE may be an http:// or https:// URL:
+        it is read with one GET, front to back (no range support needed).
 
         --partial   for a copy that may be cut off (an interrupted transfer): verify as much as
                     is valid and print the verified length (bytes, up to the end of the last
@@ -21,9 +22,17 @@ enum VerifyCommand {
         let args = try Arguments(raw, valued: [], flags: ["--json", "--partial", "-q", "--quiet"])
         let archive = try CommandLineTool.archiveOperand(args)
         if archive == "-" { try Terminal.refuseArchive(on: 0) }
-        if args.flag("--partial") { return try await partial(archive, json: args.flag("--json")) }
+        if args.flag("--partial") {
+            guard !ArchiveOperand.isURL(archive) else {
+                throw UsageError("--partial reads a local copy; 'cairn verify URL' checks the archive at a URL, 'cairn fetch' downloads it")
+            }
+            return try await partial(archive, json: args.flag("--json"))
+        }
         let started = monotonicSeconds()
-        let report = try await Extractor.verifyArchive(atPath: archive)
+        let report =
+            ArchiveOperand.isURL(archive)
+            ? try await Extractor.verify(ArchiveOperand.openSequential(archive), path: archive)
+            : try await Extractor.verifyArchive(atPath: archive)
         let seconds = monotonicSeconds() - started
         if args.flag("--json") {
             Output.out(

@@ -36,6 +36,9 @@ public final class NginxServer {
 
     /// The port nginx listens on (127.0.0.1).
     public let port: UInt16
+    /// The TLS port (a self-signed certificate for 127.0.0.1, which no client trusts), when
+    /// started with `tls: true`.
+    public let tlsPort: UInt16?
     /// The directory `/` serves.
     public let root: String
     /// The `limit_rate` of `/slow/`, nginx syntax (`512k`).
@@ -49,10 +52,13 @@ public final class NginxServer {
 
     /// Starts nginx serving `root` and returns once it accepts connections.
     ///
-    /// - Parameter slowRate: the `limit_rate` of `/slow/` (bytes per second, nginx syntax).
+    /// - Parameters:
+    ///   - slowRate: the `limit_rate` of `/slow/` (bytes per second, nginx syntax).
+    ///   - tls: also listen with TLS on ``tlsPort``, with a self-signed certificate made by the
+    ///     `openssl` command line tool.
     /// - Throws: ``TestServerError`` when nginx is not installed (naming the Debian package) or does
     ///   not start (with its error log).
-    public init(root: String, slowRate: String = "512k") throws {
+    public init(root: String, slowRate: String = "512k", tls: Bool = false) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.executable) else {
             throw TestServerError(
                 "nginx is not installed at \(Self.executable): install Debian's nginx-light (`make deps` or `make test` does)"
@@ -62,11 +68,20 @@ public final class NginxServer {
         self.slowRate = slowRate
         let scratch = try TemporaryDirectory(prefix: "cairn-nginx")
         self.scratch = scratch
+        if tls {
+            do {
+                try Self.makeCertificate(in: scratch)
+            } catch {
+                scratch.remove()
+                throw error
+            }
+        }
         var lastError = ""
         for _ in 0..<5 {
             let port = try Loopback.freePort()
+            let tlsPort = tls ? try Loopback.freePort() : nil
             let config = scratch.appending("nginx.conf")
-            try Self.configuration(port: port, root: root, rate: slowRate, scratch: scratch)
+            try Self.configuration(port: port, tlsPort: tlsPort, root: root, rate: slowRate, scratch: scratch)
                 .write(toFile: config, atomically: true, encoding: .utf8)
             let process = Process()
             process.executableURL = URL(fileURLWithPath: Self.executable)
@@ -75,8 +90,11 @@ public final class NginxServer {
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
-            if Loopback.waitUntilAccepting(port: port, stillRunning: { process.isRunning }) {
+            if Loopback.waitUntilAccepting(port: port, stillRunning: { process.isRunning }),
+                tlsPort.map({ Loopback.waitUntilAccepting(port: $0, stillRunning: { process.isRunning }) }) ?? true
+            {
                 self.port = port
+                self.tlsPort = tlsPort
                 self.process = process
                 return
             }
@@ -123,6 +141,29 @@ public final class NginxServer {
         }
     }
 
+    /// Request fields as nginx received them, one entry per finished request, oldest first
+    /// (empty for a field that was not sent).
+    public struct RequestFields: Sendable, Equatable {
+        public var range: String
+        public var ifRange: String
+        public var acceptEncoding: String
+        /// nginx's serial number of the connection the request came on (`$connection`).
+        public var connection: Int
+    }
+
+    /// The `Range`, `If-Range` and `Accept-Encoding` fields and the connection of every finished
+    /// request (a second access log), oldest first.
+    public func requestFields() -> [RequestFields] {
+        guard let text = try? String(contentsOfFile: scratch.appending("fields.log"), encoding: .utf8) else {
+            return []
+        }
+        return text.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            guard fields.count == 4, let connection = Int(fields[3]) else { return nil }
+            return RequestFields(range: fields[0], ifRange: fields[1], acceptEncoding: fields[2], connection: connection)
+        }
+    }
+
     /// The access log once it has at least `count` entries (nginx writes a line when it has
     /// finished a request, which can be a moment after the client saw the last byte), or what it
     /// has after `timeout` seconds.
@@ -136,7 +177,44 @@ public final class NginxServer {
         return entries
     }
 
-    private static func configuration(port: UInt16, root: String, rate: String, scratch: TemporaryDirectory) -> String {
+    /// `https://127.0.0.1:TLSPORT/` + `path`; nil without TLS.
+    public func tlsURL(_ path: String) -> String? {
+        tlsPort.map { "https://127.0.0.1:\($0)/" + (path.hasPrefix("/") ? String(path.dropFirst()) : path) }
+    }
+
+    /// `cert.pem` and `key.pem` in `scratch`: a self-signed P-256 certificate for 127.0.0.1.
+    private static func makeCertificate(in scratch: TemporaryDirectory) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = [
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-keyout", scratch.appending("key.pem"), "-out", scratch.appending("cert.pem"), "-days", "2",
+            "-subj", "/CN=127.0.0.1",
+        ]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        do {
+            try process.run()
+        } catch {
+            throw TestServerError("cannot run /usr/bin/openssl to make a test certificate: \(error)")
+        }
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw TestServerError("openssl req failed with status \(process.terminationStatus)")
+        }
+    }
+
+    private static func configuration(
+        port: UInt16, tlsPort: UInt16?, root: String, rate: String, scratch: TemporaryDirectory
+    ) -> String {
+        let tls = tlsPort.map { tlsPort in
+            """
+                    listen 127.0.0.1:\(tlsPort) ssl;
+                    ssl_certificate \(quoted(scratch.appending("cert.pem")));
+                    ssl_certificate_key \(quoted(scratch.appending("key.pem")));
+            """
+        } ?? ""
         let quotedRoot = quoted(root.hasSuffix("/") ? root : root + "/")
         let temporary = ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map {
             "    \($0)_temp_path \(quoted(scratch.appending("\($0)_temp")));"
@@ -153,11 +231,14 @@ public final class NginxServer {
                 default_type application/octet-stream;
                 log_format cairn '$request $status $bytes_sent $body_bytes_sent';
                 access_log \(quoted(scratch.appending("access.log"))) cairn;
+                log_format fields escape=none '$http_range\t$http_if_range\t$http_accept_encoding\t$connection';
+                access_log \(quoted(scratch.appending("fields.log"))) fields;
             \(temporary)
                 sendfile on;
                 keepalive_timeout 30s;
                 server {
                     listen 127.0.0.1:\(port);
+            \(tls)
                     server_name localhost;
                     root \(quotedRoot);
                     etag on;

@@ -36,7 +36,10 @@ struct FetchTests {
     static func bytes(_ path: String) throws -> [UInt8] { try RawFileSystem.contents(ofFile: Array(path.utf8)) }
 
     @Test("fetch downloads a verified, byte-identical archive; nothing is left beside it")
-    func fullFetch() throws {
+    func fullFetch() async throws { try await onDedicatedThread { try Self().fullFetchOnThread() } }
+
+    /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
+    func fullFetchOnThread() throws {
         let work = try TemporaryDirectory(prefix: "cairn-fetch")
         defer { work.remove() }
         let served = work.appending("www")
@@ -62,7 +65,10 @@ struct FetchTests {
     }
 
     @Test("a fetch killed mid-body and rerun continues from the last verified commit with a range request, byte-identical")
-    func resumeAfterKill() throws {
+    func resumeAfterKill() async throws { try await onDedicatedThread { try Self().resumeAfterKillOnThread() } }
+
+    /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
+    func resumeAfterKillOnThread() throws {
         let work = try TemporaryDirectory(prefix: "cairn-fetch-kill")
         defer { work.remove() }
         let served = work.appending("www")
@@ -98,7 +104,10 @@ struct FetchTests {
     }
 
     @Test("a server without range support: the rerun downloads the archive again from zero, never splices")
-    func serverWithoutRanges() throws {
+    func serverWithoutRanges() async throws { try await onDedicatedThread { try Self().serverWithoutRangesOnThread() } }
+
+    /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
+    func serverWithoutRangesOnThread() throws {
         let work = try TemporaryDirectory(prefix: "cairn-fetch-noranges")
         defer { work.remove() }
         let served = work.appending("www")
@@ -124,7 +133,10 @@ struct FetchTests {
     }
 
     @Test("an archive replaced on the server between two runs ends as the new archive exactly, even when the validator does not change")
-    func archiveReplacedBetweenRuns() throws {
+    func archiveReplacedBetweenRuns() async throws { try await onDedicatedThread { try Self().archiveReplacedBetweenRunsOnThread() } }
+
+    /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
+    func archiveReplacedBetweenRunsOnThread() throws {
         let work = try TemporaryDirectory(prefix: "cairn-fetch-replaced")
         defer { work.remove() }
         let served = work.appending("www")
@@ -170,7 +182,10 @@ struct FetchTests {
     }
 
     @Test("a seeded fetch downloads the manifest and the changed records only, and rebuilds the archive byte-identical")
-    func seededDelta() throws {
+    func seededDelta() async throws { try await onDedicatedThread { try Self().seededDeltaOnThread() } }
+
+    /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
+    func seededDeltaOnThread() throws {
         let work = try TemporaryDirectory(prefix: "cairn-fetch-delta")
         defer { work.remove() }
         let served = work.appending("www")
@@ -211,7 +226,10 @@ struct FetchTests {
     }
 
     @Test("a seed whose record has the right id and length but other bytes: the bytes are downloaded instead, result identical")
-    func lyingSeed() throws {
+    func lyingSeed() async throws { try await onDedicatedThread { try Self().lyingSeedOnThread() } }
+
+    /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
+    func lyingSeedOnThread() throws {
         let work = try TemporaryDirectory(prefix: "cairn-fetch-badseed")
         defer { work.remove() }
         let served = work.appending("www")
@@ -233,7 +251,10 @@ struct FetchTests {
     }
 
     @Test("404 and 500 end with exit 1 naming the URL and the status; nothing is left at FILE")
-    func httpErrors() throws {
+    func httpErrors() async throws { try await onDedicatedThread { try Self().httpErrorsOnThread() } }
+
+    /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
+    func httpErrorsOnThread() throws {
         let work = try TemporaryDirectory(prefix: "cairn-fetch-status")
         defer { work.remove() }
         let served = work.appending("www")
@@ -251,7 +272,10 @@ struct FetchTests {
     }
 
     @Test("a redirect is followed; gzip offered by the server is never applied (Accept-Encoding: identity)")
-    func redirectAndGzip() throws {
+    func redirectAndGzip() async throws { try await onDedicatedThread { try Self().redirectAndGzipOnThread() } }
+
+    /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
+    func redirectAndGzipOnThread() throws {
         let work = try TemporaryDirectory(prefix: "cairn-fetch-redirect")
         defer { work.remove() }
         let served = work.appending("www")
@@ -269,7 +293,10 @@ struct FetchTests {
     }
 
     @Test("a full disk: exit 1 naming the partial file, no FILE; the rerun completes byte-identical")
-    func fullDisk() throws {
+    func fullDisk() async throws { try await onDedicatedThread { try Self().fullDiskOnThread() } }
+
+    /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
+    func fullDiskOnThread() throws {
         let work = try TemporaryDirectory(prefix: "cairn-fetch-full")
         defer { work.remove() }
         let served = work.appending("www")

@@ -54,6 +54,15 @@ struct HTTPFixture {
     }
 }
 
+/// Runs `body` on a new thread and waits for it without holding a thread of the cooperative pool
+/// (two threads here): the HTTP tests block in system calls for up to seconds, which would starve
+/// the suite's async tests.
+func onDedicatedThread<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}
+
 /// Runs `body` with a fresh fixture and tears it down afterwards.
 func withHTTPFixture<R>(slowRate: String = "512k", _ body: (HTTPFixture) throws -> R) throws -> R {
     let fixture = try HTTPFixture(slowRate: slowRate)
@@ -87,22 +96,24 @@ func expectCairnError(_ body: () throws -> Void, sourceLocation: SourceLocation 
 @Suite("HTTP client (libcurl, against nginx)")
 struct HTTPClientTests {
     @Test("a full GET returns the file's bytes, its length and a strong ETag")
-    func fullGet() throws {
-        try withHTTPFixture { fixture in
-            let client = HTTPClient()
-            let (head, body) = try fetch(client, HTTPRequest(url: fixture.server.url("data.bin")))
-            #expect(head.status == 200)
-            #expect(body == fixture.data)
-            #expect(head.contentLength == UInt64(fixture.data.count))
-            #expect(head.resourceLength == UInt64(fixture.data.count))
-            #expect(head.contentRange == nil)
-            let etag = try #require(head.etag)
-            #expect(!etag.hasPrefix("W/"))
-            #expect(head.strongValidator == etag)
-            #expect(head.lastModified != nil)
-            #expect(head.url == fixture.server.url("data.bin"))
-            #expect(client.bytesReceived == UInt64(fixture.data.count))
-            #expect(client.requestCount == 1)
+    func fullGet() async throws {
+        try await onDedicatedThread {
+            try withHTTPFixture { fixture in
+                let client = HTTPClient()
+                let (head, body) = try fetch(client, HTTPRequest(url: fixture.server.url("data.bin")))
+                #expect(head.status == 200)
+                #expect(body == fixture.data)
+                #expect(head.contentLength == UInt64(fixture.data.count))
+                #expect(head.resourceLength == UInt64(fixture.data.count))
+                #expect(head.contentRange == nil)
+                let etag = try #require(head.etag)
+                #expect(!etag.hasPrefix("W/"))
+                #expect(head.strongValidator == etag)
+                #expect(head.lastModified != nil)
+                #expect(head.url == fixture.server.url("data.bin"))
+                #expect(client.bytesReceived == UInt64(fixture.data.count))
+                #expect(client.requestCount == 1)
+            }
         }
     }
 
@@ -111,244 +122,315 @@ struct HTTPClientTests {
         arguments: [
             HTTPByteRange.from(1000), .bounded(0, 0), .bounded(4096, 70_000), .suffix(123), .from(1 << 20 + 122),
         ])
-    func ranges(range: HTTPByteRange) throws {
-        try withHTTPFixture { fixture in
-            let client = HTTPClient()
-            let total = UInt64(fixture.data.count)
-            let (head, body) = try fetch(client, HTTPRequest(url: fixture.server.url("data.bin"), range: range))
-            let (first, last): (UInt64, UInt64)
-            switch range {
-            case .from(let start): (first, last) = (start, total - 1)
-            case .bounded(let start, let end): (first, last) = (start, end)
-            case .suffix(let count): (first, last) = (total - count, total - 1)
+    func ranges(range: HTTPByteRange) async throws {
+        try await onDedicatedThread {
+            try withHTTPFixture { fixture in
+                let client = HTTPClient()
+                let total = UInt64(fixture.data.count)
+                let (head, body) = try fetch(client, HTTPRequest(url: fixture.server.url("data.bin"), range: range))
+                let (first, last): (UInt64, UInt64)
+                switch range {
+                case .from(let start): (first, last) = (start, total - 1)
+                case .bounded(let start, let end): (first, last) = (start, end)
+                case .suffix(let count): (first, last) = (total - count, total - 1)
+                }
+                #expect(head.status == 206)
+                #expect(head.contentRange == HTTPContentRange(first: first, last: last, total: total))
+                #expect(head.resourceLength == total)
+                #expect(body == Array(fixture.data[Int(first)...Int(last)]))
+                #expect(client.bytesReceived == last - first + 1)
+                // nginx sent that many body bytes, not the whole file.
+                let log = fixture.server.accessLog(waitingFor: 1)
+                #expect(log.map(\.bodyBytesSent) == [last - first + 1])
+                #expect(log.map(\.status) == [206])
             }
-            #expect(head.status == 206)
-            #expect(head.contentRange == HTTPContentRange(first: first, last: last, total: total))
-            #expect(head.resourceLength == total)
-            #expect(body == Array(fixture.data[Int(first)...Int(last)]))
-            #expect(client.bytesReceived == last - first + 1)
-            // nginx sent that many body bytes, not the whole file.
-            let log = fixture.server.accessLog(waitingFor: 1)
-            #expect(log.map(\.bodyBytesSent) == [last - first + 1])
-            #expect(log.map(\.status) == [206])
         }
     }
 
     @Test("If-Range with the current ETag gives 206; after the file changed it gives 200 and the new bytes")
-    func ifRange() throws {
-        try withHTTPFixture { fixture in
-            let client = HTTPClient()
-            let url = fixture.server.url("data.bin")
-            let first = try fetch(client, HTTPRequest(url: url, method: .head))
-            #expect(first.body.isEmpty)
-            let validator = try #require(first.head.strongValidator)
+    func ifRange() async throws {
+        try await onDedicatedThread {
+            try withHTTPFixture { fixture in
+                let client = HTTPClient()
+                let url = fixture.server.url("data.bin")
+                let first = try fetch(client, HTTPRequest(url: url, method: .head))
+                #expect(first.body.isEmpty)
+                let validator = try #require(first.head.strongValidator)
 
-            let ranged = try fetch(client, HTTPRequest(url: url, range: .from(500_000), ifRange: validator))
-            #expect(ranged.head.status == 206)
-            #expect(ranged.body == Array(fixture.data[500_000...]))
+                let ranged = try fetch(client, HTTPRequest(url: url, range: .from(500_000), ifRange: validator))
+                #expect(ranged.head.status == 206)
+                #expect(ranged.body == Array(fixture.data[500_000...]))
 
-            var replacement = fixture.data
-            replacement[0] ^= 0xFF
-            replacement.append(7)
-            try fixture.replace("data.bin", with: replacement)
-            let stale = try fetch(client, HTTPRequest(url: url, range: .from(500_000), ifRange: validator))
-            #expect(stale.head.status == 200)
-            #expect(stale.head.contentRange == nil)
-            #expect(stale.body == replacement)
-            #expect(stale.head.resourceLength == UInt64(replacement.count))
-            #expect(stale.head.strongValidator != validator)
+                var replacement = fixture.data
+                replacement[0] ^= 0xFF
+                replacement.append(7)
+                try fixture.replace("data.bin", with: replacement)
+                let stale = try fetch(client, HTTPRequest(url: url, range: .from(500_000), ifRange: validator))
+                #expect(stale.head.status == 200)
+                #expect(stale.head.contentRange == nil)
+                #expect(stale.body == replacement)
+                #expect(stale.head.resourceLength == UInt64(replacement.count))
+                #expect(stale.head.strongValidator != validator)
+                let sent = fixture.server.accessLog(waitingFor: 3)
+                #expect(sent.map(\.status) == [200, 206, 200])
+                #expect(fixture.server.requestFields().map(\.ifRange) == ["", validator, validator])
+                #expect(fixture.server.requestFields().map(\.range) == ["", "bytes=500000-", "bytes=500000-"])
+            }
+        }
+    }
+
+    @Test("consecutive requests of one client reuse its connection (keep-alive); another client opens its own")
+    func keepAlive() async throws {
+        try await onDedicatedThread {
+            try withHTTPFixture { fixture in
+                let client = HTTPClient()
+                for range in [HTTPByteRange.bounded(0, 9), .suffix(10), .from(100)] {
+                    _ = try fetch(client, HTTPRequest(url: fixture.server.url("data.bin"), range: range))
+                }
+                _ = try fetch(HTTPClient(), HTTPRequest(url: fixture.server.url("text.txt")))
+                _ = fixture.server.accessLog(waitingFor: 4)
+                let connections = fixture.server.requestFields().map(\.connection)
+                #expect(connections.count == 4)
+                #expect(Set(connections.prefix(3)).count == 1, "\(connections)")
+                #expect(connections.last != connections.first)
+            }
         }
     }
 
     @Test("a server without range support (max_ranges 0) answers a range request with 200 and the whole body")
-    func noRanges() throws {
-        try withHTTPFixture { fixture in
-            let (head, body) = try fetch(
-                HTTPClient(), HTTPRequest(url: fixture.server.url("noranges/data.bin"), range: .from(1000)))
-            #expect(head.status == 200)
-            #expect(head.contentRange == nil)
-            #expect(body == fixture.data)
+    func noRanges() async throws {
+        try await onDedicatedThread {
+            try withHTTPFixture { fixture in
+                let (head, body) = try fetch(
+                    HTTPClient(), HTTPRequest(url: fixture.server.url("noranges/data.bin"), range: .from(1000)))
+                #expect(head.status == 200)
+                #expect(head.contentRange == nil)
+                #expect(body == fixture.data)
+            }
         }
     }
 
     @Test("a gzip-enabled location sends identity bytes, since the client asks for identity")
-    func gzipLocation() throws {
-        try withHTTPFixture { fixture in
-            let (head, body) = try fetch(HTTPClient(), HTTPRequest(url: fixture.server.url("gzip/text.txt")))
-            #expect(head.status == 200)
-            #expect(head.headers["content-encoding"] == nil)
-            #expect(body == fixture.text)
-            // nginx did not compress (it would send far fewer body bytes).
-            #expect(fixture.server.accessLog(waitingFor: 1).map(\.bodyBytesSent) == [UInt64(fixture.text.count)])
+    func gzipLocation() async throws {
+        try await onDedicatedThread {
+            try withHTTPFixture { fixture in
+                let (head, body) = try fetch(HTTPClient(), HTTPRequest(url: fixture.server.url("gzip/text.txt")))
+                #expect(head.status == 200)
+                #expect(head.headers["content-encoding"] == nil)
+                #expect(body == fixture.text)
+                // nginx did not compress (it would send far fewer body bytes), as the client asked.
+                #expect(fixture.server.accessLog(waitingFor: 1).map(\.bodyBytesSent) == [UInt64(fixture.text.count)])
+                #expect(fixture.server.requestFields().map(\.acceptEncoding) == ["identity"])
+            }
         }
     }
 
     @Test("gzip bytes sent despite identity are refused with .corrupted before any body byte")
-    func gzipForced() throws {
-        try withHTTPFixture { fixture in
-            let client = HTTPClient()
-            var pieces = 0
-            var heads = 0
-            let url = fixture.server.url("gzip-always/text.txt")
-            let error = expectCairnError {
-                _ = try client.perform(HTTPRequest(url: url), onHead: { _ in heads += 1 }, onBody: { _ in pieces += 1 })
+    func gzipForced() async throws {
+        try await onDedicatedThread {
+            try withHTTPFixture { fixture in
+                let client = HTTPClient()
+                var pieces = 0
+                var heads = 0
+                let url = fixture.server.url("gzip-always/text.txt")
+                let error = expectCairnError {
+                    _ = try client.perform(HTTPRequest(url: url), onHead: { _ in heads += 1 }, onBody: { _ in pieces += 1 })
+                }
+                #expect(error?.code == .corrupted)
+                #expect(error?.message == "the server sent gzip-encoded bytes although identity was asked")
+                #expect(error?.path == url)
+                #expect(pieces == 0)
+                #expect(heads == 0)
+                #expect(client.bytesReceived == 0)
             }
-            #expect(error?.code == .corrupted)
-            #expect(error?.message == "the server sent gzip-encoded bytes although identity was asked")
-            #expect(error?.path == url)
-            #expect(pieces == 0)
-            #expect(heads == 0)
-            #expect(client.bytesReceived == 0)
         }
     }
 
     @Test("404 and 500 throw .httpStatus naming the URL and the status; the body is not delivered")
-    func errorStatuses() throws {
-        try withHTTPFixture { fixture in
-            let client = HTTPClient()
-            for (status, reason) in [(404, "Not Found"), (500, "Internal Server Error")] {
-                let url = fixture.server.url("status/\(status)")
-                for method in [HTTPRequest.Method.get, .head] {
-                    var pieces = 0
-                    let error = expectCairnError {
-                        _ = try client.perform(
-                            HTTPRequest(url: url, method: method), onHead: { _ in }, onBody: { _ in pieces += 1 })
+    func errorStatuses() async throws {
+        try await onDedicatedThread {
+            try withHTTPFixture { fixture in
+                let client = HTTPClient()
+                for (status, reason) in [(404, "Not Found"), (500, "Internal Server Error")] {
+                    let url = fixture.server.url("status/\(status)")
+                    for method in [HTTPRequest.Method.get, .head] {
+                        var pieces = 0
+                        let error = expectCairnError {
+                            _ = try client.perform(
+                                HTTPRequest(url: url, method: method), onHead: { _ in }, onBody: { _ in pieces += 1 })
+                        }
+                        #expect(error?.code == .httpStatus)
+                        #expect(error?.message == "the server answered \(status) \(reason)")
+                        #expect(error?.path == url)
+                        #expect(error?.httpStatusCode == status)
+                        #expect(error.map { "\($0)" } == "\(url): the server answered \(status) \(reason)")
+                        #expect(pieces == 0)
                     }
-                    #expect(error?.code == .httpStatus)
-                    #expect(error?.message == "the server answered \(status) \(reason)")
-                    #expect(error?.path == url)
-                    #expect(error?.httpStatusCode == status)
-                    #expect(error.map { "\($0)" } == "\(url): the server answered \(status) \(reason)")
-                    #expect(pieces == 0)
                 }
+                let missing = expectCairnError { _ = try fetch(client, HTTPRequest(url: fixture.server.url("absent.bin"))) }
+                #expect(missing?.httpStatusCode == 404)
+                #expect(client.bytesReceived == 0)
             }
-            let missing = expectCairnError { _ = try fetch(client, HTTPRequest(url: fixture.server.url("absent.bin"))) }
-            #expect(missing?.httpStatusCode == 404)
-            #expect(client.bytesReceived == 0)
         }
     }
 
     @Test("a redirect is followed; head.url is the final URL and the body is the target's")
-    func redirect() throws {
-        try withHTTPFixture { fixture in
-            let client = HTTPClient()
-            let (head, body) = try fetch(
-                client, HTTPRequest(url: fixture.server.url("redirect/data.bin"), range: .bounded(10, 19)))
-            #expect(head.status == 206)
-            #expect(head.url == fixture.server.url("data.bin"))
-            #expect(body == Array(fixture.data[10...19]))
-            #expect(client.bytesReceived == 10)
-            let log = fixture.server.accessLog(waitingFor: 2)
-            #expect(log.map(\.status) == [302, 206])
+    func redirect() async throws {
+        try await onDedicatedThread {
+            try withHTTPFixture { fixture in
+                let client = HTTPClient()
+                let (head, body) = try fetch(
+                    client, HTTPRequest(url: fixture.server.url("redirect/data.bin"), range: .bounded(10, 19)))
+                #expect(head.status == 206)
+                #expect(head.url == fixture.server.url("data.bin"))
+                #expect(body == Array(fixture.data[10...19]))
+                #expect(client.bytesReceived == 10)
+                let log = fixture.server.accessLog(waitingFor: 2)
+                #expect(log.map(\.status) == [302, 206])
 
-            var configuration = HTTPClient.Configuration()
-            configuration.maximumRedirects = 0
-            let limited = expectCairnError {
-                _ = try fetch(HTTPClient(configuration: configuration), HTTPRequest(url: fixture.server.url("redirect/data.bin")))
+                var configuration = HTTPClient.Configuration()
+                configuration.maximumRedirects = 0
+                let limited = expectCairnError {
+                    _ = try fetch(HTTPClient(configuration: configuration), HTTPRequest(url: fixture.server.url("redirect/data.bin")))
+                }
+                #expect(limited?.code == .limitExceeded)
             }
-            #expect(limited?.code == .limitExceeded)
         }
     }
 
     @Test("a refused connection is .network naming the URL")
-    func connectionRefused() throws {
-        let port = try Loopback.freePort()
-        let url = "http://127.0.0.1:\(port)/x"
-        let error = expectCairnError { _ = try fetch(HTTPClient(), HTTPRequest(url: url)) }
-        #expect(error?.code == .network)
-        #expect(error?.path == url)
-        #expect(error?.cause != nil)
-        #expect(error?.offset == nil)
+    func connectionRefused() async throws {
+        try await onDedicatedThread {
+            let port = try Loopback.freePort()
+            let url = "http://127.0.0.1:\(port)/x"
+            let error = expectCairnError { _ = try fetch(HTTPClient(), HTTPRequest(url: url)) }
+            #expect(error?.code == .network)
+            #expect(error?.path == url)
+            #expect(error?.cause != nil)
+            #expect(error?.offset == nil)
+        }
     }
 
-    @Test("a URL that is not http or https is .invalidArgument")
-    func unsupportedScheme() throws {
-        let error = expectCairnError { _ = try fetch(HTTPClient(), HTTPRequest(url: "file:///etc/passwd")) }
-        #expect(error?.code == .invalidArgument)
+    @Test("a TLS server whose certificate is not trusted is .network 'TLS failed'")
+    func untrustedCertificate() async throws {
+        try await onDedicatedThread {
+            let directory = try TemporaryDirectory(prefix: "cairn-https")
+            defer { directory.remove() }
+            let server = try NginxServer(root: directory.path, tls: true)
+            defer { server.stop() }
+            let url = try #require(server.tlsURL("x"))
+            let error = expectCairnError { _ = try fetch(HTTPClient(), HTTPRequest(url: url)) }
+            #expect(error?.code == .network)
+            #expect(error?.message == "TLS failed")
+            #expect(error?.path == url)
+            #expect(error?.cause?.contains("certificate") == true, "\(String(describing: error?.cause))")
+            #expect(server.accessLog().isEmpty)
+        }
+    }
+
+    @Test("a URL that is not http or https, or a validator that would add a header, is .invalidArgument")
+    func invalidArguments() async throws {
+        try await onDedicatedThread {
+            let error = expectCairnError { _ = try fetch(HTTPClient(), HTTPRequest(url: "file:///etc/passwd")) }
+            #expect(error?.code == .invalidArgument)
+            let injected = expectCairnError {
+                _ = try fetch(
+                    HTTPClient(), HTTPRequest(url: "http://127.0.0.1:1/x", range: .from(1), ifRange: "\"a\"\r\nX-Evil: 1"))
+            }
+            #expect(injected?.code == .invalidArgument)
+        }
     }
 
     @Test("an error thrown by onBody stops the transfer and is rethrown as it was")
-    func onBodyError() throws {
-        try withHTTPFixture { fixture in
-            let client = HTTPClient()
-            var received = 0
-            let thrown = CairnError(.io, "disk full", path: "/tmp/x", offset: 7)
-            let error = expectCairnError {
-                _ = try client.perform(
-                    HTTPRequest(url: fixture.server.url("data.bin")), onHead: { _ in },
-                    onBody: { (piece) throws(CairnError) in
-                        received += piece.count
-                        if received > 100_000 { throw thrown }
-                    })
+    func onBodyError() async throws {
+        try await onDedicatedThread {
+            try withHTTPFixture { fixture in
+                let client = HTTPClient()
+                var received = 0
+                let thrown = CairnError(.io, "disk full", path: "/tmp/x", offset: 7)
+                let error = expectCairnError {
+                    _ = try client.perform(
+                        HTTPRequest(url: fixture.server.url("data.bin")), onHead: { _ in },
+                        onBody: { (piece) throws(CairnError) in
+                            received += piece.count
+                            if received > 100_000 { throw thrown }
+                        })
+                }
+                #expect(error?.code == .io)
+                #expect(error?.message == "disk full")
+                #expect(error?.path == "/tmp/x")
+                #expect(received < fixture.data.count)
+                // The handle is still good for the next request.
+                let again = try fetch(client, HTTPRequest(url: fixture.server.url("data.bin")))
+                #expect(again.body == fixture.data)
             }
-            #expect(error?.code == .io)
-            #expect(error?.message == "disk full")
-            #expect(error?.path == "/tmp/x")
-            #expect(received < fixture.data.count)
-            // The handle is still good for the next request.
-            let again = try fetch(client, HTTPRequest(url: fixture.server.url("data.bin")))
-            #expect(again.body == fixture.data)
         }
     }
 
     @Test("an error thrown by onHead stops the transfer before any body byte")
-    func onHeadError() throws {
-        try withHTTPFixture { fixture in
-            var pieces = 0
-            let error = expectCairnError {
-                _ = try HTTPClient().perform(
-                    HTTPRequest(url: fixture.server.url("data.bin")),
-                    onHead: { (head) throws(CairnError) in throw CairnError(.sourceChanged, "status \(head.status)") },
-                    onBody: { _ in pieces += 1 })
+    func onHeadError() async throws {
+        try await onDedicatedThread {
+            try withHTTPFixture { fixture in
+                var pieces = 0
+                let error = expectCairnError {
+                    _ = try HTTPClient().perform(
+                        HTTPRequest(url: fixture.server.url("data.bin")),
+                        onHead: { (head) throws(CairnError) in throw CairnError(.sourceChanged, "status \(head.status)") },
+                        onBody: { _ in pieces += 1 })
+                }
+                #expect(error?.code == .sourceChanged)
+                #expect(error?.message == "status 200")
+                #expect(pieces == 0)
             }
-            #expect(error?.code == .sourceChanged)
-            #expect(error?.message == "status 200")
-            #expect(pieces == 0)
         }
     }
 
     @Test("get(limit:) returns the body up to the limit and throws .limitExceeded past it")
-    func getWithLimit() throws {
-        try withHTTPFixture { fixture in
-            let client = HTTPClient()
-            let url = fixture.server.url("data.bin")
-            let whole = try client.get(HTTPRequest(url: url), limit: fixture.data.count)
-            #expect(whole.body == fixture.data)
-            let error = expectCairnError { _ = try client.get(HTTPRequest(url: url), limit: fixture.data.count - 1) }
-            #expect(error?.code == .limitExceeded)
-            #expect(error?.path == url)
-            let tail = try client.get(HTTPRequest(url: url, range: .suffix(5)), limit: 5)
-            #expect(tail.body == Array(fixture.data.suffix(5)))
+    func getWithLimit() async throws {
+        try await onDedicatedThread {
+            try withHTTPFixture { fixture in
+                let client = HTTPClient()
+                let url = fixture.server.url("data.bin")
+                let whole = try client.get(HTTPRequest(url: url), limit: fixture.data.count)
+                #expect(whole.body == fixture.data)
+                let error = expectCairnError { _ = try client.get(HTTPRequest(url: url), limit: fixture.data.count - 1) }
+                #expect(error?.code == .limitExceeded)
+                #expect(error?.path == url)
+                let tail = try client.get(HTTPRequest(url: url, range: .suffix(5)), limit: 5)
+                #expect(tail.body == Array(fixture.data.suffix(5)))
+            }
         }
     }
 
     @Test("4 concurrent range requests on one client each return their own bytes, over reused connections")
-    func concurrentRanges() throws {
-        try withHTTPFixture { fixture in
-            let client = HTTPClient()
-            let url = fixture.server.url("data.bin")
-            let size = fixture.data.count / 4
-            let results = Mutex<[Int: [UInt8]]>([:])
-            let failures = Mutex<[String]>([])
-            DispatchQueue.concurrentPerform(iterations: 4) { index in
-                for _ in 0..<3 {
-                    let range = HTTPByteRange.bounded(UInt64(index * size), UInt64((index + 1) * size - 1))
-                    do {
-                        let (head, body) = try fetch(client, HTTPRequest(url: url, range: range))
-                        if head.status != 206 { failures.withLock { $0.append("status \(head.status)") } }
-                        results.withLock { $0[index] = body }
-                    } catch {
-                        failures.withLock { $0.append("\(error)") }
+    func concurrentRanges() async throws {
+        try await onDedicatedThread {
+            try withHTTPFixture { fixture in
+                let client = HTTPClient()
+                let url = fixture.server.url("data.bin")
+                let size = fixture.data.count / 4
+                let results = Mutex<[Int: [UInt8]]>([:])
+                let failures = Mutex<[String]>([])
+                DispatchQueue.concurrentPerform(iterations: 4) { index in
+                    for _ in 0..<3 {
+                        let range = HTTPByteRange.bounded(UInt64(index * size), UInt64((index + 1) * size - 1))
+                        do {
+                            let (head, body) = try fetch(client, HTTPRequest(url: url, range: range))
+                            if head.status != 206 { failures.withLock { $0.append("status \(head.status)") } }
+                            results.withLock { $0[index] = body }
+                        } catch {
+                            failures.withLock { $0.append("\(error)") }
+                        }
                     }
                 }
+                #expect(failures.withLock { $0 } == [])
+                for index in 0..<4 {
+                    #expect(results.withLock { $0[index] } == Array(fixture.data[index * size..<(index + 1) * size]))
+                }
+                #expect(client.requestCount == 12)
+                #expect(client.bytesReceived == UInt64(12 * size))
+                #expect(fixture.server.accessLog(waitingFor: 12).count == 12)
             }
-            #expect(failures.withLock { $0 } == [])
-            for index in 0..<4 {
-                #expect(results.withLock { $0[index] } == Array(fixture.data[index * size..<(index + 1) * size]))
-            }
-            #expect(client.requestCount == 12)
-            #expect(client.bytesReceived == UInt64(12 * size))
-            #expect(fixture.server.accessLog(waitingFor: 12).count == 12)
         }
     }
 }
@@ -448,18 +530,20 @@ struct RetryPolicyTests {
     }
 
     @Test("a 500 from nginx is retried through the client; a 404 is not")
-    func retriesRealStatuses() throws {
-        try withHTTPFixture { fixture in
-            let client = HTTPClient()
-            for (path, expectedCalls) in [("status/500", 4), ("status/404", 1)] {
-                var calls = 0
-                _ = expectCairnError {
-                    _ = try Self.policy().run { () throws(CairnError) in
-                        calls += 1
-                        return try fetch(client, HTTPRequest(url: fixture.server.url(path)))
+    func retriesRealStatuses() async throws {
+        try await onDedicatedThread {
+            try withHTTPFixture { fixture in
+                let client = HTTPClient()
+                for (path, expectedCalls) in [("status/500", 4), ("status/404", 1)] {
+                    var calls = 0
+                    _ = expectCairnError {
+                        _ = try Self.policy().run { () throws(CairnError) in
+                            calls += 1
+                            return try fetch(client, HTTPRequest(url: fixture.server.url(path)))
+                        }
                     }
+                    #expect(calls == expectedCalls, "\(path)")
                 }
-                #expect(calls == expectedCalls, "\(path)")
             }
         }
     }
@@ -471,5 +555,265 @@ struct RetryPolicyTests {
         #expect((1...6).map { policy.delay(beforeRetry: $0) } == [0.2, 0.4, 0.8, 1.6, 3.2, 5])
         policy.maximumDelay = 1
         #expect(policy.delay(beforeRetry: 10) == 1)
+    }
+}
+
+/// Runs `body` with a fixture and a fault proxy in front of its nginx, and stops both afterwards.
+func withFaultProxy<R>(_ mode: FaultProxy.Mode, _ body: (HTTPFixture, FaultProxy) throws -> R) throws -> R {
+    try withHTTPFixture { fixture in
+        let proxy = try FaultProxy(upstreamPort: fixture.server.port, mode: mode)
+        defer { proxy.stop() }
+        return try body(fixture, proxy)
+    }
+}
+
+/// A client that gives up after `stallTimeout` seconds without a byte.
+func client(stallTimeout: Double) -> HTTPClient {
+    var configuration = HTTPClient.Configuration()
+    configuration.stallTimeout = stallTimeout
+    configuration.connectTimeout = 5
+    return HTTPClient(configuration: configuration)
+}
+
+@Suite("HTTP client under network faults (fault proxy in front of nginx)")
+struct HTTPFaultTests {
+    @Test("the proxy passes responses through unchanged")
+    func passThrough() async throws {
+        try await onDedicatedThread {
+            try withFaultProxy(.passThrough) { fixture, proxy in
+                let (head, body) = try fetch(HTTPClient(), HTTPRequest(url: proxy.url("data.bin"), range: .from(77)))
+                #expect(head.status == 206)
+                #expect(body == Array(fixture.data[77...]))
+                #expect(proxy.requests == [FaultProxy.Request(method: "GET", target: "/data.bin", status: 206, fault: "pass")])
+            }
+        }
+    }
+
+    @Test("a server that stalls mid-body fails with .network 'timed out' within the stall timeout")
+    func stall() async throws {
+        try await onDedicatedThread {
+            try withFaultProxy(.stall(afterBodyBytes: 100_000)) { fixture, proxy in
+                let started = Date()
+                var received = 0
+                let error = expectCairnError {
+                    _ = try client(stallTimeout: 1).perform(
+                        HTTPRequest(url: proxy.url("data.bin")), onHead: { _ in }, onBody: { received += $0.count })
+                }
+                let elapsed = Date().timeIntervalSince(started)
+                #expect(error?.code == .network)
+                #expect(error?.message.hasPrefix("timed out") == true, "\(String(describing: error))")
+                #expect(error?.path == proxy.url("data.bin"))
+                #expect(error?.offset == 100_000)
+                #expect(received == 100_000)
+                #expect(elapsed >= 0.9 && elapsed < 4, "gave up after \(elapsed) s")
+                #expect(proxy.requests.map(\.fault) == ["stall"])
+            }
+        }
+    }
+
+    @Test("a connection cut mid-body fails with .network at the offset reached; a range request resumes there")
+    func cut() async throws {
+        try await onDedicatedThread {
+            try withFaultProxy(.cut(afterBodyBytes: 300_000, times: 1)) { fixture, proxy in
+                let client = HTTPClient()
+                let url = proxy.url("data.bin")
+                var received: [UInt8] = []
+                let error = expectCairnError {
+                    _ = try client.perform(
+                        HTTPRequest(url: url, range: .from(1000)), onHead: { _ in },
+                        onBody: { received.append(contentsOf: $0) })
+                }
+                #expect(error?.code == .network)
+                #expect(error?.message == "the connection was cut")
+                #expect(error?.offset == 301_000)
+                #expect(error?.cause != nil)
+                #expect(received == Array(fixture.data[1000..<301_000]))
+                // The fault was for the first request only: resume from the offset reached.
+                let rest = try fetch(client, HTTPRequest(url: url, range: .from(301_000)))
+                #expect(rest.head.contentRange?.first == 301_000)
+                #expect(received + rest.body == Array(fixture.data[1000...]))
+                #expect(proxy.requests.map(\.fault) == ["cut", "pass"])
+            }
+        }
+    }
+
+    @Test("RetryPolicy repeats a request whose connection was cut, and the proxy saw both")
+    func retryAfterCut() async throws {
+        try await onDedicatedThread {
+            try withFaultProxy(.cut(afterBodyBytes: 10, times: 2)) { fixture, proxy in
+                var policy = RetryPolicy(attempts: 4)
+                policy.initialDelay = 0.001
+                var calls = 0
+                let body = try policy.run { () throws(CairnError) -> [UInt8] in
+                    calls += 1
+                    return try fetch(HTTPClient(), HTTPRequest(url: proxy.url("text.txt"))).body
+                }
+                #expect(body == fixture.text)
+                #expect(calls == 3)
+                #expect(proxy.requestCount == 3)
+            }
+        }
+    }
+
+    @Test("a 206 whose Content-Range starts elsewhere than asked is reported as the server sent it")
+    func shiftedContentRange() async throws {
+        try await onDedicatedThread {
+            try withFaultProxy(.shiftContentRange(by: 10)) { fixture, proxy in
+                let total = UInt64(fixture.data.count)
+                let (head, body) = try fetch(HTTPClient(), HTTPRequest(url: proxy.url("data.bin"), range: .bounded(1000, 1999)))
+                #expect(head.status == 206)
+                #expect(head.contentRange == HTTPContentRange(first: 1010, last: 2009, total: total))
+                #expect(body == Array(fixture.data[1000...1999]))
+                // Shifted past the end, the range is impossible: no contentRange, no resourceLength.
+                let end = try fetch(HTTPClient(), HTTPRequest(url: proxy.url("data.bin"), range: .suffix(5)))
+                #expect(end.head.contentRange == nil)
+                #expect(end.head.resourceLength == nil)
+                #expect(proxy.requests.map(\.fault) == ["shift", "shift"])
+                // Modes change between requests.
+                try proxy.set(.passThrough)
+                let plain = try fetch(HTTPClient(), HTTPRequest(url: proxy.url("data.bin"), range: .bounded(1000, 1999)))
+                #expect(plain.head.contentRange == HTTPContentRange(first: 1000, last: 1999, total: total))
+            }
+        }
+    }
+}
+
+/// Reads `descriptor` to its end.
+func readToEnd(_ descriptor: FileDescriptor) throws -> [UInt8] {
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let n = try buffer.withUnsafeMutableBytes { raw in try descriptor.read(into: raw) }
+        if n == 0 { return bytes }
+        bytes += buffer[0..<n]
+    }
+}
+
+@Suite("HTTP body stream (a transfer thread writing into a pipe)")
+struct HTTPBodyStreamTests {
+    @Test("the reader of body gets exactly the bytes, tee sees them first, and finish() succeeds")
+    func deliversBytes() async throws {
+        try await onDedicatedThread {
+            try withHTTPFixture { fixture in
+                let client = HTTPClient()
+                let teed = Mutex<[UInt8]>([])
+                let stream = try HTTPBodyStream(
+                    client: client, request: HTTPRequest(url: fixture.server.url("data.bin"), range: .from(5)),
+                    tee: { piece in teed.withLock { $0.append(contentsOf: piece) } })
+                let head = try stream.head()
+                #expect(head.status == 206)
+                #expect(head.contentRange?.first == 5)
+                let bytes = try readToEnd(stream.body)
+                try stream.finish()
+                #expect(bytes == Array(fixture.data[5...]))
+                #expect(teed.withLock { $0 } == bytes)
+                #expect(client.bytesReceived == UInt64(bytes.count))
+                #expect(try stream.head().status == 206, "head() can be asked again")
+            }
+        }
+    }
+
+    @Test("a cut connection ends the body early and finish() throws .network")
+    func cutStream() async throws {
+        try await onDedicatedThread {
+            try withFaultProxy(.cut(afterBodyBytes: 200_000)) { fixture, proxy in
+                let stream = try HTTPBodyStream(client: HTTPClient(), request: HTTPRequest(url: proxy.url("data.bin")))
+                #expect(try stream.head().status == 200)
+                let bytes = try readToEnd(stream.body)
+                #expect(bytes == Array(fixture.data[..<200_000]))
+                let error = expectCairnError { try stream.finish() }
+                #expect(error?.code == .network)
+                #expect(error?.offset == 200_000)
+            }
+        }
+    }
+
+    @Test("an error status reaches head() and finish(); the body is empty")
+    func statusStream() async throws {
+        try await onDedicatedThread {
+            try withHTTPFixture { fixture in
+                let stream = try HTTPBodyStream(client: HTTPClient(), request: HTTPRequest(url: fixture.server.url("status/404")))
+                let error = expectCairnError { _ = try stream.head() }
+                #expect(error?.httpStatusCode == 404)
+                #expect(try readToEnd(stream.body).isEmpty)
+                #expect(expectCairnError { try stream.finish() }?.httpStatusCode == 404)
+            }
+        }
+    }
+
+    @Test("an error thrown by tee aborts the transfer and finish() throws it")
+    func teeError() async throws {
+        try await onDedicatedThread {
+            try withHTTPFixture { fixture in
+                let stream = try HTTPBodyStream(
+                    client: HTTPClient(), request: HTTPRequest(url: fixture.server.url("data.bin")),
+                    tee: { (_) throws(CairnError) in throw CairnError(.io, "no space left on device", path: "x.partial") })
+                #expect(try readToEnd(stream.body).isEmpty)
+                let error = expectCairnError { try stream.finish() }
+                #expect(error?.message == "no space left on device")
+                #expect(error?.path == "x.partial")
+            }
+        }
+    }
+
+    @Test("cancel() of a stream whose server stalls returns promptly")
+    func cancelStalled() async throws {
+        try await onDedicatedThread {
+            try withFaultProxy(.stall(afterBodyBytes: 1000)) { fixture, proxy in
+                // A stall timeout far longer than the test: only cancel() can end it.
+                let stream = try HTTPBodyStream(client: client(stallTimeout: 60), request: HTTPRequest(url: proxy.url("data.bin")))
+                #expect(try stream.head().status == 200)
+                var first = [UInt8](repeating: 0, count: 1000)
+                let n = try first.withUnsafeMutableBytes { raw in try stream.body.readFully(into: raw) }
+                #expect(n == 1000)
+                #expect(first == Array(fixture.data[..<1000]))
+                usleep(200_000)
+                let started = Date()
+                stream.cancel()
+                let elapsed = Date().timeIntervalSince(started)
+                #expect(elapsed < 2.5, "cancel() took \(elapsed) s")
+                try stream.finish()  // nothing to report after cancel()
+                stream.cancel()  // again: nothing happens
+            }
+        }
+    }
+
+    @Test("cancel() while the transfer waits on a full pipe ends it (EPIPE) without killing the process by SIGPIPE")
+    func cancelWithFullPipe() async throws {
+        try await onDedicatedThread {
+            var action = sigaction()
+            sigaction(SIGPIPE, nil, &action)
+            // The runner leaves SIGPIPE at its default (terminate), so this test would die without
+            // the transfer thread's signal mask.
+            #expect(action.__sigaction_handler.sa_handler == nil, "SIGPIPE is handled or ignored by the test runner")
+            try withHTTPFixture { fixture in
+                var generator = SeededGenerator(seed: 77)
+                let large = generator.bytes(3 << 20)
+                try fixture.replace("large.bin", with: large)
+                let stream = try HTTPBodyStream(client: HTTPClient(), request: HTTPRequest(url: fixture.server.url("large.bin")))
+                #expect(try stream.head().status == 200)
+                usleep(300_000)  // the transfer fills the pipe and blocks in write(2)
+                let started = Date()
+                stream.cancel()
+                #expect(Date().timeIntervalSince(started) < 1)
+                try stream.finish()
+            }
+        }
+    }
+
+    @Test("cancel() of a slow transfer stops it: nginx sent less than the file")
+    func cancelSlow() async throws {
+        try await onDedicatedThread {
+            try withHTTPFixture(slowRate: "256k") { fixture in
+                let stream = try HTTPBodyStream(client: HTTPClient(), request: HTTPRequest(url: fixture.server.url("slow/data.bin")))
+                #expect(try stream.head().status == 200)
+                var buffer = [UInt8](repeating: 0, count: 10_000)
+                _ = try buffer.withUnsafeMutableBytes { raw in try stream.body.readFully(into: raw) }
+                stream.cancel()
+                let log = fixture.server.accessLog(waitingFor: 1)
+                #expect(log.count == 1)
+                #expect((log.first?.bodyBytesSent ?? .max) < UInt64(fixture.data.count) / 2)
+            }
+        }
     }
 }

@@ -109,6 +109,15 @@ struct ItemProducer {
     package static let packMetadataTarget = 1 << 20
     package static let packMetadataLimit = 64 << 10
     private var packMetadataBytes = 0
+    /// Whether the last item admitted to the open pack is a content-defined cut point: the pack
+    /// ends after it.
+    private var packEndsAfterLast = false
+    /// Content-defined pack ends (`Spec/0001 §10.2`): once a pack's content and metadata reach
+    /// this many bytes, it ends after the first item whose path's FNV-1a hash is a multiple of
+    /// ``packCutDivisor``; so an item added or removed moves the ends of its own pack only,
+    /// and a seeded fetch finds every other pack unchanged in the previous export.
+    package static let packCutMinimum = 256 << 10
+    package static let packCutDivisor: UInt64 = 8
 
     /// The bytes of an entry that are not fixed-size numbers: its path, link target and
     /// extended attributes.
@@ -199,23 +208,36 @@ struct ItemProducer {
     private mutating func prepareForItem(_ entry: ArchiveEntry, packable: Bool, contentBytes: UInt64 = 0) async throws {
         let metadata = Self.metadataBytes(entry)
         if packable, metadata <= Self.packMetadataLimit {
-            if packOpen, packItems < Self.packItemLimit, packContentBytes + contentBytes <= Self.packContentTarget,
+            if packOpen, !packEndsAfterLast, packItems < Self.packItemLimit, packContentBytes + contentBytes <= Self.packContentTarget,
                 packMetadataBytes + metadata <= Self.packMetadataTarget
             {
                 packItems += 1
                 packContentBytes += contentBytes
                 packMetadataBytes += metadata
-                return
+            } else {
+                if state.openFileToContinue != nil { discardOpenFile() }
+                try await flushBatch()
+                packOpen = true
+                packItems = 1
+                packContentBytes = contentBytes
+                packMetadataBytes = metadata
             }
-            if state.openFileToContinue != nil { discardOpenFile() }
-            try await flushBatch()
-            packOpen = true
-            packItems = 1
-            packContentBytes = contentBytes
-            packMetadataBytes = metadata
+            packEndsAfterLast =
+                packContentBytes + UInt64(packMetadataBytes) >= UInt64(Self.packCutMinimum)
+                && Self.pathHash(entry.pathBytes) % Self.packCutDivisor == 0
         } else if packOpen {
             try await flushBatch()
         }
+    }
+
+    /// FNV-1a, 64 bits, of a path's bytes: where content-defined pack ends fall.
+    package static func pathHash(_ bytes: [UInt8]) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01B3
+        }
+        return hash
     }
 
     /// ``prepareForItem(_:packable:contentBytes:)``, then emits the entry event.

@@ -10,8 +10,13 @@ import Glibc
 ///
 /// - Complexity: opening is O(manifest size); reading one file reads only its chunks.
 package final class ArchiveReader {
+    /// What errors name: the archive's path, or its URL.
     package let path: String
-    package let descriptor: FileDescriptor
+    /// Where the archive's bytes come from: a local file (`pread`) or a remote one (ranges).
+    package let source: any ArchiveSource
+    /// The local file's descriptor (for the structural walk, `verify` and extracting
+    /// everything front to back); nil for a remote source.
+    package let descriptor: FileDescriptor?
     package let fileSize: UInt64
     package let header: ArchiveHeader
     package let footer: Footer
@@ -20,6 +25,10 @@ package final class ArchiveReader {
     package let version: FormatVersion
     /// Offset of the first record after the header (the first commit).
     package let bodyOffset: UInt64
+    /// Whether every record was walked and compared with the manifest (§13.1 step 5). False for
+    /// a remote source: the extractor then checks the records of each entry it extracts
+    /// (§13.7, ``ArchiveScanner/checkRecords(ofEntries:in:version:source:limit:batchBytes:)``).
+    package let walkedRecords: Bool
 
     /// Opens `path` and checks that its manifest describes the records really there.
     ///
@@ -37,53 +46,71 @@ package final class ArchiveReader {
     ///   malformed record, a manifest that disagrees with the records); `.unsupportedVersion`;
     ///   `.checksumMismatch`; `.unsafePath`; `.truncated` when the archive is incomplete (verify
     ///   it with `verify --partial`).
-    package init(path: String, verifyingStructure: Bool = true) throws(CairnError) {
-        self.path = path
-        let fd = try FileDescriptor.open(path, flags: O_RDONLY)
+    package convenience init(path: String, verifyingStructure: Bool = true) throws(CairnError) {
+        let source: LocalArchiveSource
+        do throws(CairnError) { source = try LocalArchiveSource(path: path) } catch { throw error.withPath(path) }
+        try self.init(source: source, verifyingStructure: verifyingStructure)
+    }
+
+    /// Opens the archive `source` serves, as ``init(path:verifyingStructure:)``; the reader owns
+    /// the source and closes it in ``close()`` (or when opening fails).
+    ///
+    /// A remote source (``ArchiveSource/isRemote``) is never walked (that would transfer the
+    /// whole archive) nor scanned from its start: the entry rules are applied to the manifest's
+    /// rows, and the extractor checks the records of each entry it extracts (§13.7).
+    ///
+    /// - Throws: as ``init(path:verifyingStructure:)``, naming the source's path or URL.
+    package init(source: any ArchiveSource, verifyingStructure: Bool = true) throws(CairnError) {
+        self.path = source.name
+        self.source = source
+        let local = (source as? LocalArchiveSource)?.descriptor
+        let walking = verifyingStructure && !source.isRemote && local != nil
         do throws(CairnError) {
-            let size = try fd.status().size
+            let size = source.size
             var prelude = [UInt8](repeating: 0, count: Prelude.length)
             let got = try prelude.withMutableBytes { (raw) throws(CairnError) in
-                try fd.read(fromAbsoluteOffset: 0, into: raw)
+                try source.read(fromAbsoluteOffset: 0, into: raw)
             }
             let version = try Prelude.parse(Array(prelude[0..<got]))
-            let (headerRecord, headerEnd) = try ArchiveReader.readRecord(fd, at: UInt64(Prelude.length), fileSize: size)
+            let (headerRecord, headerEnd) = try ArchiveReader.readRecord(source, at: UInt64(Prelude.length), fileSize: size)
             guard headerRecord.type == .header else {
                 throw CairnError(.corrupted, "the first record is not a header record", offset: UInt64(Prelude.length))
             }
             let header = try ArchiveHeader.decode(headerRecord.payload, offset: UInt64(Prelude.length + RecordFraming.headerLength))
-            let footer = try ArchiveReader.readFooter(fd, fileSize: size)
+            let footer = try ArchiveReader.readFooter(source, fileSize: size)
             let manifest: Manifest
             // Where the manifest and footer claim to start: a problem the scan finds there is the
             // same problem the footer check found.
             let tail = min(footer.manifestOffset, size - UInt64(Footer.framedLength))
             do throws(CairnError) {
-                manifest = try ArchiveReader.readManifest(fd, footer: footer, bodyOffset: headerEnd, fileSize: size, version: version)
+                manifest = try ArchiveReader.readManifest(source, footer: footer, bodyOffset: headerEnd, fileSize: size, version: version)
             } catch {
-                throw ArchiveReader.fallBackToScanning(fd, footerProblem: error, tail: tail)
+                guard let local else { throw error }
+                throw ArchiveReader.fallBackToScanning(local, footerProblem: error, tail: tail)
             }
-            if verifyingStructure {
+            if walking, let local {
                 do throws(CairnError) {
-                    try ArchiveReader.walk(fd, fileSize: size, against: manifest)
+                    try ArchiveReader.walk(local, fileSize: size, against: manifest)
                 } catch {
                     // A manifest that disagrees with the records may be a forgery inside a
                     // truncated archive: scanning tells, and otherwise names the same problem.
-                    throw ArchiveReader.fallBackToScanning(fd, footerProblem: error, tail: tail)
+                    throw ArchiveReader.fallBackToScanning(local, footerProblem: error, tail: tail)
                 }
             } else {
                 var rules = EntryRules()
                 for row in manifest.entries { try rules.admit(row.entry, offset: row.recordOffset) }
             }
-            self.descriptor = fd
+            self.descriptor = local
             self.fileSize = size
             self.header = header
             self.footer = footer
             self.manifest = manifest
             self.version = version
             self.bodyOffset = headerEnd
+            self.walkedRecords = walking
         } catch {
-            _ = try? fd.close()
-            throw error.withPath(path)
+            source.close()
+            throw error.withPath(source.name)
         }
     }
 
@@ -153,8 +180,9 @@ package final class ArchiveReader {
         return error
     }
 
+    /// Closes the source.
     package func close() {
-        _ = try? descriptor.close()
+        source.close()
     }
 
     /// A decoded record.
@@ -167,7 +195,7 @@ package final class ArchiveReader {
     }
 
     /// Reads and checks the record at `offset`; returns it and the offset after it.
-    package static func readRecord(_ fd: FileDescriptor, at offset: UInt64, fileSize: UInt64) throws(CairnError)
+    package static func readRecord(_ fd: any ArchiveSource, at offset: UInt64, fileSize: UInt64) throws(CairnError)
         -> (Record, UInt64)
     {
         guard offset < fileSize, fileSize - offset >= UInt64(RecordFraming.overhead) else {
@@ -189,7 +217,7 @@ package final class ArchiveReader {
         return (Record(type: header.type, typeByte: header.typeByte, payload: payload, framed: whole), offset + UInt64(header.framedLength))
     }
 
-    private static func readFooter(_ fd: FileDescriptor, fileSize: UInt64) throws(CairnError) -> Footer {
+    private static func readFooter(_ fd: any ArchiveSource, fileSize: UInt64) throws(CairnError) -> Footer {
         let length = UInt64(Footer.framedLength)
         guard fileSize >= UInt64(Prelude.length) + length else {
             throw CairnError(.truncated, "the archive is incomplete: it has no footer", offset: fileSize)
@@ -217,7 +245,7 @@ package final class ArchiveReader {
     }
 
     private static func readManifest(
-        _ fd: FileDescriptor, footer: Footer, bodyOffset: UInt64, fileSize: UInt64, version: FormatVersion
+        _ fd: any ArchiveSource, footer: Footer, bodyOffset: UInt64, fileSize: UInt64, version: FormatVersion
     ) throws(CairnError) -> Manifest {
         let footerOffset = fileSize - UInt64(Footer.framedLength)
         let (end, overflow) = footer.manifestOffset.addingReportingOverflow(footer.manifestLength)
@@ -307,6 +335,29 @@ package final class ArchiveReader {
                 .checksumMismatch, "chunk content does not match its id (expected \(prefix.id), got \(actual))",
                 offset: offset)
         }
+    }
+
+    /// Where every record `manifest` names starts (entry records, chunk records, packs) and
+    /// `end` (the manifest's offset), sorted and without repeats.
+    package static func recordStarts(of manifest: Manifest, end: UInt64) -> [UInt64] {
+        var starts = Set<UInt64>()
+        for row in manifest.entries { starts.insert(row.recordOffset) }
+        for row in manifest.chunks { starts.insert(row.offset) }
+        for row in manifest.packs { starts.insert(row.offset) }
+        starts.insert(end)
+        return starts.sorted()
+    }
+
+    /// The first of `starts` (sorted) after `offset`, or `end`: where the record at `offset`
+    /// ends at the latest.
+    package static func nextRecordStart(after offset: UInt64, in starts: [UInt64], end: UInt64) -> UInt64 {
+        var low = 0
+        var high = starts.count
+        while low < high {
+            let middle = (low + high) / 2
+            if starts[middle] <= offset { low = middle + 1 } else { high = middle }
+        }
+        return low < starts.count ? min(starts[low], end) : end
     }
 
     /// The chunk-table indices of entry `entryIndex`'s content.

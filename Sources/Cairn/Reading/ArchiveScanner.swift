@@ -261,25 +261,15 @@ package final class ArchiveScanner {
             guard openFile == nil else {
                 throw CairnError(.corrupted, "entry record while a file is still open", offset: offset)
             }
-            var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "entry record")
-            let entry: ArchiveEntry
-            if version.isVersion1 {
-                entry = try ArchiveEntry.decodeVersion1(&r)
-                guard r.isAtEnd else { throw r.error("\(r.remaining) byte\(r.remaining == 1 ? "" : "s") after the last field") }
-            } else {
-                entry = try EntryCodec.decodeRecord(&r)
-            }
+            let entry = try Self.decodeEntryRecord(record.payload, offset: offset, version: version)
             try rules.admit(entry, offset: offset)
             let index = entryCount
-            var row = Manifest.EntryRow(
-                recordOffset: offset, firstReference: UInt64(expected.references.count), referenceCount: 0,
-                contentDigest: .zero, entry: entry)
+            let row = Self.row(ofEntryRecord: entry, at: offset, firstReference: UInt64(expected.references.count))
             if entry.kind == .file {
                 openFile = (index, 0, 0, SHA256())
                 openRow = row
                 totals.files += 1
             } else {
-                row.entry.size = 0
                 try checkAgainstReference(row, index: index, offset: offset)
                 awaitingCommit = ("\(entry.kind.noun) entry", offset)
             }
@@ -449,58 +439,34 @@ package final class ArchiveScanner {
         var nextInline = 0
         let packIndex = expected.packs.count
         let firstEntry = entryCount
-        let firstReference = expected.references.count
-        let firstChunk = chunkCount
-        var packedRows: [Manifest.ChunkRow] = []
-        var position = 0
+        var builder = PackRowBuilder(
+            packIndex: packIndex, offset: offset, firstReference: expected.references.count, firstChunk: chunkCount)
         var events: [Event] = []
         for item in items {
             try rules.admit(item.entry, offset: offset)
             let index = entryCount
-            var row = Manifest.EntryRow(
-                recordOffset: offset, firstReference: UInt64(expected.references.count), referenceCount: 0,
-                contentDigest: .zero, entry: item.entry, pack: packIndex)
             events.append(.entry(index: index, entry: item.entry, offset: offset))
             let length = Int(item.entry.size)
-            var chunkIndex: Int?
-            switch item.content {
-            case .none:
-                break
-            case .inline:
+            let (row, chunkIndex, inlineRow) = try builder.add(item) { (k) throws(CairnError) in try chunkLength(k, offset: offset) }
+            if let inlineRow {
                 var id = Digest.zero
                 if let content {
                     id = inlineIDs[nextInline]
                     nextInline += 1
                     if emitsChunkPayloads {
+                        let position = inlineRow.packOffset
                         events.append(.packedChunk(id: id, bytes: Array(content[position..<(position + length)]), offset: offset))
                     }
                 }
-                chunkIndex = chunkCount
-                let chunkRow = Manifest.ChunkRow(
-                    id: .zero, offset: offset, rawLength: UInt32(truncatingIfNeeded: length), storedLength: 0, codec: .none,
-                    pack: packIndex, packOffset: position)
-                packedRows.append(chunkRow)
-                if keepsRows { expected.chunks.append(chunkRow) }
+                if keepsRows { expected.chunks.append(inlineRow) }
                 chunkCount += 1
                 chunkIDs.append(id)
                 totals.chunks += 1
-                position += length
-            case .chunk(let k):
-                let target = Int(k)
-                let targetLength = try chunkLength(target, offset: offset)
-                guard UInt64(targetLength) == item.entry.size else {
-                    throw CairnError(
-                        .corrupted, "\(item.entry.path) is \(length) bytes, but the chunk it names has \(targetLength)",
-                        path: item.entry.path, offset: offset)
-                }
-                chunkIndex = target
             }
             if item.entry.kind == .file {
                 totals.files += 1
                 if let chunkIndex {
                     expected.references.append(UInt32(truncatingIfNeeded: chunkIndex))
-                    row.referenceCount = 1
-                    row.entry.chunkCount = 1
                     totals.references += 1
                     totals.contentBytes += UInt64(length)
                     events.append(.references(entryIndex: index, [ChunkReference(id: chunkIDs[chunkIndex], length: length)]))
@@ -516,14 +482,7 @@ package final class ArchiveScanner {
             offset: offset, entryCount: items.count, contentLength: prefix.contentRawLength, contentDigest: prefix.contentDigest,
             firstEntry: firstEntry)
         if let reference {
-            guard packIndex < reference.packs.count, reference.packs[packIndex] == packRow,
-                expected.references[firstReference...].elementsEqual(
-                    reference.references.dropFirst(firstReference).prefix(expected.references.count - firstReference)),
-                reference.chunks.count >= chunkCount,
-                reference.chunks[firstChunk..<chunkCount].elementsEqual(packedRows)
-            else {
-                throw CairnError(.corrupted, "the manifest's rows for pack \(packIndex) disagree with its record", offset: offset)
-            }
+            try Self.requirePackAgreement(reference, packRow: packRow, packIndex: packIndex, builder: builder)
         }
         expected.packs.append(packRow)
         totals.storedBytes += UInt64(prefix.contentStoredLength(payloadLength: payloadLength))
@@ -613,12 +572,62 @@ package final class ArchiveScanner {
     /// With a reference manifest: its row `index` must be the one the records just completed.
     private func checkAgainstReference(_ row: Manifest.EntryRow, index: Int, offset: UInt64) throws(CairnError) {
         guard let reference else { return }
-        guard index < reference.entries.count, reference.entries[index] == row else {
+        try Self.requireAgreement(reference, row: row, index: index, offset: offset)
+    }
+
+    /// The one comparison of a manifest's entry row with the row its records make (the walk's,
+    /// and a remote reader's per entry, §13.7).
+    ///
+    /// - Throws: `.corrupted` "the manifest's row for entry N disagrees with its records: ..."
+    ///   naming the fields, the entry and `offset`.
+    static func requireAgreement(_ reference: Manifest, row: Manifest.EntryRow, index: Int, offset: UInt64) throws(CairnError) {
+        guard index < reference.entries.count else {
+            throw CairnError(.corrupted, "the manifest has no row for entry \(index)", path: row.entry.path, offset: offset)
+        }
+        guard reference.entries[index] == row else {
             throw CairnError(
                 .corrupted,
                 "the manifest's row for entry \(index) disagrees with its records: \(Self.differences(reference.entries[index], row))",
                 path: row.entry.path, offset: offset)
         }
+    }
+
+    /// The one comparison of a manifest's rows for pack `packIndex` (its pack row, its packed
+    /// chunk rows, its files' references) with what its record makes (`builder`, after every item).
+    ///
+    /// - Throws: `.corrupted` "the manifest's rows for pack N disagree with its record".
+    static func requirePackAgreement(
+        _ reference: Manifest, packRow: Manifest.PackRow, packIndex: Int, builder: PackRowBuilder
+    ) throws(CairnError) {
+        let firstReference = builder.firstReference
+        let firstChunk = builder.firstChunk
+        let chunkEnd = firstChunk + builder.packedRows.count
+        guard packIndex < reference.packs.count, reference.packs[packIndex] == packRow,
+            builder.references.elementsEqual(reference.references.dropFirst(firstReference).prefix(builder.references.count)),
+            reference.chunks.count >= chunkEnd,
+            reference.chunks[firstChunk..<chunkEnd].elementsEqual(builder.packedRows)
+        else {
+            throw CairnError(.corrupted, "the manifest's rows for pack \(packIndex) disagree with its record", offset: packRow.offset)
+        }
+    }
+
+    /// An entry record's entry (§6), in either format's encoding.
+    static func decodeEntryRecord(_ payload: [UInt8], offset: UInt64, version: FormatVersion) throws(CairnError) -> ArchiveEntry {
+        var r = ByteReader(payload, baseOffset: offset + UInt64(RecordFraming.headerLength), what: "entry record")
+        if version.isVersion1 {
+            let entry = try ArchiveEntry.decodeVersion1(&r)
+            guard r.isAtEnd else { throw r.error("\(r.remaining) byte\(r.remaining == 1 ? "" : "s") after the last field") }
+            return entry
+        }
+        return try EntryCodec.decodeRecord(&r)
+    }
+
+    /// The row an entry record starts (§11.6); a file's content fields are completed at its file end.
+    static func row(ofEntryRecord entry: ArchiveEntry, at offset: UInt64, firstReference: UInt64) -> Manifest.EntryRow {
+        var row = Manifest.EntryRow(
+            recordOffset: offset, firstReference: firstReference, referenceCount: 0, contentDigest: .zero, entry: entry)
+        if entry.kind != .file { row.entry.size = 0 }
+        return row
     }
 
     /// The manifest read must equal the one rebuilt from the stream. With a reference manifest,
@@ -645,5 +654,73 @@ package final class ArchiveScanner {
         guard decoded.entries == expected.entries else {
             throw CairnError(.corrupted, "the manifest's entry table does not match the entry records", offset: offset)
         }
+    }
+}
+
+/// The manifest rows a pack record's items make (§7.5, §11.6), item by item: each entry's row,
+/// the packed chunk row of each inline file, and each file's reference. The scanner and a remote
+/// reader's per-entry check (§13.7) build them the same way.
+struct PackRowBuilder {
+    let packIndex: Int
+    let offset: UInt64
+    /// The reference-table index of the pack's first reference.
+    let firstReference: Int
+    /// The chunk-table index of the pack's first inline chunk (the chunks before the pack).
+    let firstChunk: Int
+    /// The pack's references so far.
+    private(set) var references: [UInt32] = []
+    /// The pack's packed chunk rows so far.
+    private(set) var packedRows: [Manifest.ChunkRow] = []
+    private var position = 0
+
+    init(packIndex: Int, offset: UInt64, firstReference: Int, firstChunk: Int) {
+        self.packIndex = packIndex
+        self.offset = offset
+        self.firstReference = firstReference
+        self.firstChunk = firstChunk
+    }
+
+    /// The next item's rows.
+    ///
+    /// - Parameter chunkLength: the raw length of chunk `k`, an earlier chunk an item names.
+    /// - Returns: the entry's row, the chunk index of its content (if any), and its packed chunk
+    ///   row when the content is inline.
+    /// - Throws: `.corrupted` when an item's size is not that of the chunk it names.
+    mutating func add(_ item: PackItem, chunkLength: (Int) throws(CairnError) -> UInt32) throws(CairnError)
+        -> (row: Manifest.EntryRow, chunkIndex: Int?, inline: Manifest.ChunkRow?)
+    {
+        var row = Manifest.EntryRow(
+            recordOffset: offset, firstReference: UInt64(firstReference + references.count), referenceCount: 0,
+            contentDigest: .zero, entry: item.entry, pack: packIndex)
+        let length = Int(item.entry.size)
+        var chunkIndex: Int?
+        var inline: Manifest.ChunkRow?
+        switch item.content {
+        case .none:
+            break
+        case .inline:
+            chunkIndex = firstChunk + packedRows.count
+            let chunkRow = Manifest.ChunkRow(
+                id: .zero, offset: offset, rawLength: UInt32(truncatingIfNeeded: length), storedLength: 0, codec: .none,
+                pack: packIndex, packOffset: position)
+            packedRows.append(chunkRow)
+            inline = chunkRow
+            position += length
+        case .chunk(let k):
+            let target = Int(k)
+            let targetLength = try chunkLength(target)
+            guard UInt64(targetLength) == item.entry.size else {
+                throw CairnError(
+                    .corrupted, "\(item.entry.path) is \(length) bytes, but the chunk it names has \(targetLength)",
+                    path: item.entry.path, offset: offset)
+            }
+            chunkIndex = target
+        }
+        if item.entry.kind == .file, let chunkIndex {
+            references.append(UInt32(truncatingIfNeeded: chunkIndex))
+            row.referenceCount = 1
+            row.entry.chunkCount = 1
+        }
+        return (row, chunkIndex, inline)
     }
 }

@@ -12,19 +12,30 @@ public enum ArchiveTransfer {
     public static func send(archiveAt path: String, from offset: UInt64, expecting token: ResumeToken?, to output: FileHandle)
         throws
     {
-        let fd = try FileDescriptor.open(path, flags: O_RDONLY)
-        defer { _ = try? fd.close() }
-        let size = try fd.status().size
+        let source = try LocalArchiveSource(path: path)
+        defer { source.close() }
+        try send(source, from: offset, expecting: token, to: output)
+    }
+
+    /// Writes the bytes `source` serves from `offset` to its end into `output` (a remote source:
+    /// in 8 MiB range requests, each checked against the archive's validator).
+    ///
+    /// - Throws: as ``send(archiveAt:from:expecting:to:)``, and what reading `source` throws.
+    package static func send(_ source: any ArchiveSource, from offset: UInt64, expecting token: ResumeToken?, to output: FileHandle)
+        throws
+    {
+        let size = source.size
+        let path = source.name
         guard offset <= size else {
             throw CairnError(.invalidArgument, "offset is past the end of the archive (\(size) bytes)", path: path, offset: offset)
         }
-        if let token { try token.check(against: fd, fileSize: size, path: path) }
+        if let token { try token.check(against: source) }
         let out = FileDescriptor(rawValue: output.fileDescriptor, path: "<output>")
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var buffer = [UInt8](repeating: 0, count: source.isRemote ? 8 << 20 : 1 << 20)
         var position = offset
         while position < size {
             let n = try buffer.withMutableBytes { (raw) throws(CairnError) in
-                try fd.read(fromAbsoluteOffset: position, into: raw)
+                try source.read(fromAbsoluteOffset: position, into: raw)
             }
             if n == 0 { break }
             try buffer.withBytes { (raw) throws(CairnError) in

@@ -6,14 +6,53 @@
 /// by their own tasks while the caller writes earlier ones, so memory stays near
 /// `window × groupBytes`.
 final class ChunkPrefetcher {
-    /// What a decode task needs: the archive descriptor (read with `pread`, so tasks share it) and
-    /// the chunk table.
+    /// What a decode task needs: the archive's source (a local file read with `pread`, or a
+    /// remote one read with range requests; tasks share it) and the chunk table.
     struct Source: Sendable {
-        var descriptor: FileDescriptor
+        var source: any ArchiveSource
         var path: String
         var chunks: [Manifest.ChunkRow]
         /// Chunk records end before the manifest.
         var limit: UInt64
+        /// For a remote source: where every record the manifest knows of starts (entries, chunk
+        /// records, packs, the manifest), sorted, so a pack's record, whose length the manifest
+        /// does not hold, is fetched up to the next of them (its commit comes with it).
+        var recordStarts: [UInt64] = []
+
+        /// The source of `reader`'s archive and its chunk table.
+        init(reader: ArchiveReader) {
+            source = reader.source
+            path = reader.path
+            chunks = reader.manifest.chunks
+            limit = reader.footer.manifestOffset
+            if reader.source.isRemote { recordStarts = ArchiveReader.recordStarts(of: reader.manifest, end: limit) }
+        }
+
+        /// The bytes that hold the record of chunk `index`: exactly its chunk record, or its pack
+        /// record and what follows up to the next record the manifest names.
+        func recordRange(ofChunk index: Int) -> Range<UInt64> {
+            let row = chunks[index]
+            guard row.pack != nil else {
+                let framed = UInt64(RecordFraming.overhead + ChunkRecordPrefix.length) + UInt64(row.storedLength)
+                return row.offset..<min(limit, row.offset + framed)
+            }
+            return row.offset..<ArchiveReader.nextRecordStart(after: row.offset, in: recordStarts, end: limit)
+        }
+
+        /// The records of a group's chunks fetched together (remote; a local source reads each
+        /// record where it is, with no copy): one coalesced transfer instead of a request per record.
+        func prefetching(_ group: [Int]) throws(CairnError) -> Source {
+            guard source.isRemote else { return self }
+            var seen = Set<UInt64>()
+            let ranges = group.map(recordRange(ofChunk:)).filter { seen.insert($0.lowerBound).inserted }
+            var copy = self
+            do throws(CairnError) {
+                copy.source = try PrefetchedArchiveBytes(source, fetching: ranges)
+            } catch {
+                throw error.withPath(path)
+            }
+            return copy
+        }
 
         /// The last pack read, decompressed and verified: packed chunks of one pack come together.
         struct PackCache {
@@ -27,7 +66,7 @@ final class ChunkPrefetcher {
             let row = chunks[index]
             if row.pack != nil {
                 if cache?.offset != row.offset {
-                    let (record, _) = try ArchiveReader.readRecord(descriptor, at: row.offset, fileSize: limit)
+                    let (record, _) = try ArchiveReader.readRecord(source, at: row.offset, fileSize: limit)
                     guard record.type == .pack else {
                         throw CairnError(.corrupted, "the record the manifest names as a pack is not one", path: path, offset: row.offset)
                     }
@@ -47,7 +86,7 @@ final class ChunkPrefetcher {
                 }
                 return Array(content[row.packOffset..<(row.packOffset + Int(row.rawLength))])
             }
-            let (record, _) = try ArchiveReader.readRecord(descriptor, at: row.offset, fileSize: limit)
+            let (record, _) = try ArchiveReader.readRecord(source, at: row.offset, fileSize: limit)
             guard record.type == .chunk, record.payload.count == ChunkRecordPrefix.length + Int(row.storedLength),
                 record.payload.count > ChunkRecordPrefix.length, record.payload[32] == row.codec.rawValue
             else {
@@ -101,6 +140,7 @@ final class ChunkPrefetcher {
             tasks.append(
                 Task.detached {
                     let decompressor = ChunkDecompressor()
+                    let source = try source.prefetching(group)
                     var out: [[UInt8]] = []
                     out.reserveCapacity(group.count)
                     var cache: Source.PackCache?

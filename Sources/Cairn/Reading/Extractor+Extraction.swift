@@ -15,6 +15,9 @@ extension Extractor {
                 path: reader.path)
         }
         if selection == nil {
+            if options.resume, !reader.walkedRecords, let resumed = try await resumeEverything(plan, to: destination, options: options) {
+                return resumed
+            }
             return try await extractEverything(plan, to: destination, options: options)
         }
         let staging = try StagingDirectory(for: destination, resume: options.resume, existingFiles: options.existingFiles)
@@ -31,7 +34,8 @@ extension Extractor {
                     .notResumable,
                     lines.first?.hasPrefix("cairn-journal 1 stream") == true
                         ? "the interrupted extraction staged here is of every entry: rerun it without PATHs and with --resume"
-                        : "the interrupted extraction staged here is of another archive, selection or --strip-components",
+                        : "the interrupted extraction staged here is of another archive than \(reader.path), "
+                            + "or of another selection or --strip-components",
                     path: PathBytes.display(destination))
             }
             for line in lines.dropFirst() {
@@ -77,29 +81,38 @@ extension Extractor {
     {
         let staging = try StagingDirectory(for: destination, resume: options.resume, existingFiles: options.existingFiles)
         try checkBeforeWriting(plan, staging: staging, destination: destination, options: options)
-        let input: FileDescriptor
+        let input: SequentialArchiveBytes
         do {
-            input = try reader.descriptor.duplicatedAtStart()
+            input = try reader.source.openSequential()
         } catch {
             if staging.isResumed { staging.release() } else { staging.discard() }
             throw error
         }
-        defer { _ = try? input.close() }
-        let extractor = try StreamExtractor(
-            staging: staging, options: options, progress: progress, expectedOutput: plan.outputBytes, manifest: reader.manifest)
+        let extractor: StreamExtractor
         do {
-            let report = try await extractor.run(RecordStream(descriptor: input))
-            return (report.entryCount, report.contentBytes)
-        } catch let error as CairnError {
-            throw error.withPath(reader.path)
+            extractor = try StreamExtractor(
+                staging: staging, options: options, progress: progress, expectedOutput: plan.outputBytes, manifest: reader.manifest)
+        } catch {
+            input.cancel()
+            throw error
         }
+        let report: VerificationReport
+        do {
+            report = try await extractor.run(RecordStream(descriptor: input.descriptor))
+        } catch {
+            let failure = Extractor.ending(input, after: error, path: reader.path)
+            if let failure = failure as? CairnError { throw failure.withPath(reader.path) }
+            throw failure
+        }
+        try input.finish()
+        return (report.entryCount, report.contentBytes)
     }
 
     /// What must be refused before the first byte is written (so that a 2 GiB extraction does
     /// not fail at 100%): top-level names that exist in DEST under the all-or-nothing policy, and
     /// declared output beyond the free space. On a refusal the staging directory is removed, or
     /// kept when an interrupted run's work is in it.
-    private func checkBeforeWriting(
+    func checkBeforeWriting(
         _ plan: ExtractionPlan, staging: StagingDirectory, destination: [UInt8], options: ExtractionOptions
     ) throws(CairnError) {
         do throws(CairnError) {
@@ -130,11 +143,30 @@ extension Extractor {
     }
 
     /// Writes the plan's entries, journaling each one once it is complete; the first `skipping`
-    /// entries were completed by an interrupted run.
-    nonisolated(nonsending) private func write(
+    /// entries were completed by an interrupted run. From an archive whose records were not
+    /// walked (a remote one), the records of every entry to be written are checked against the
+    /// manifest first (§13.7).
+    nonisolated(nonsending) func write(
         _ plan: ExtractionPlan, into staging: StagingDirectory, skipping: Int, options: ExtractionOptions
     ) async throws {
         let rows = reader.manifest.entries
+        if !reader.walkedRecords {
+            var checked: [Int] = []
+            for (position, index) in plan.indices.enumerated() where position >= skipping {
+                checked.append(index)
+                if let target = plan.copiedHardLinks[index] { checked.append(target) }
+            }
+            do throws(CairnError) {
+                try ArchiveScanner.checkRecords(
+                    ofEntries: checked, in: reader.manifest, version: reader.version, source: reader.source,
+                    limit: reader.footer.manifestOffset)
+            } catch {
+                // The error names the entry; say which archive too.
+                var named = error.withPath(reader.path)
+                if named.path != reader.path { named.message += " (in \(reader.path))" }
+                throw named
+            }
+        }
         var order: [Int] = []
         // Holes: the zero chunk is decoded once, not once per reference (see `writeFile`).
         var zeros = RepeatedZeroChunk(chunks: reader.manifest.chunks, maximum: reader.header.chunking.maximum)
@@ -145,10 +177,7 @@ extension Extractor {
             order.append(contentsOf: reader.references(ofEntry: contentIndex).filter { zeros.needsDecoding($0) }.map { Int($0) })
         }
         let prefetcher = ChunkPrefetcher(
-            source: ChunkPrefetcher.Source(
-                descriptor: reader.descriptor, path: reader.path, chunks: reader.manifest.chunks,
-                limit: reader.footer.manifestOffset),
-            order: order)
+            source: ChunkPrefetcher.Source(reader: reader), order: order)
         defer { prefetcher.cancel() }
         var directories: [(path: [UInt8], entry: ArchiveEntry)] = []
         var symlinks: [ArchiveEntry] = []

@@ -39,6 +39,15 @@ public final class Extractor {
         entries = reader.manifest.entries.map(\.entry)
     }
 
+    /// Opens the archive `source` serves (a local file or a remote one, ``HTTPArchiveSource``)
+    /// and reads its manifest; the extractor owns the source and closes it in ``close()``.
+    ///
+    /// - Throws: as ``init(path:)``, naming the source's path or URL.
+    package init(source: any ArchiveSource) throws(CairnError) {
+        reader = try ArchiveReader(source: source)
+        entries = reader.manifest.entries.map(\.entry)
+    }
+
     /// Closes the archive file.
     public func close() {
         reader.close()
@@ -65,8 +74,7 @@ public final class Extractor {
     /// - Throws: `CairnError` when a pack cannot be read or fails its checks.
     package func entriesWithContentDigests() throws(CairnError) -> [ArchiveEntry] {
         let manifest = reader.manifest
-        let source = ChunkPrefetcher.Source(
-            descriptor: reader.descriptor, path: reader.path, chunks: manifest.chunks, limit: reader.footer.manifestOffset)
+        let source = ChunkPrefetcher.Source(reader: reader)
         let decompressor = ChunkDecompressor()
         var cache: ChunkPrefetcher.Source.PackCache?
         var result = entries
@@ -121,7 +129,40 @@ public final class Extractor {
     /// - Returns: what was verified.
     /// - Throws: the first problem found, naming its offset.
     nonisolated(nonsending) public func verify() async throws -> VerificationReport {
-        try await Extractor.verify(descriptor: reader.descriptor, path: reader.path, seekToStart: true)
+        try await Extractor.verify(reader.source.openSequential(), path: reader.path)
+    }
+
+    /// Verifies the archive read once from `input` front to back, then tells a clean end of its
+    /// bytes from a cut one (a remote transfer's error explains a truncation).
+    nonisolated(nonsending) package static func verify(_ input: SequentialArchiveBytes, path: String) async throws
+        -> VerificationReport
+    {
+        let report: VerificationReport
+        do {
+            report = try await verify(descriptor: input.descriptor, path: path, seekToStart: false)
+        } catch {
+            throw Extractor.ending(input, after: error, path: path)
+        }
+        try input.finish()
+        return report
+    }
+
+    /// What to throw when reading `input` failed with `error`: the transfer's own error when the
+    /// bytes ended early because it failed (the input is at its end, so waiting for the transfer
+    /// cannot block), else `error`; `input` is released either way.
+    package static func ending(_ input: SequentialArchiveBytes, after error: any Error, path: String) -> any Error {
+        guard let failure = error as? CairnError, failure.code == .truncated else {
+            input.cancel()
+            return error
+        }
+        do throws(CairnError) {
+            try input.finish()
+        } catch {
+            var cut = error.withPath(path)
+            cut.message += " (\(failure.message))"
+            return cut
+        }
+        return error
     }
 
     /// Verifies the archive at `path` front to back without opening its manifest first, so an

@@ -27,11 +27,14 @@ public struct ResumeToken: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { "cairn1-\(length)-\(chainDigest.hexString)" }
 
-    /// Checks that the archive file open at `descriptor` (of `fileSize` bytes) has this token:
-    /// the record ending at ``length`` is a commit record, or the footer, with this chain digest.
+    /// Checks that the archive `source` serves has this token: the record ending at ``length`` is
+    /// a commit record, or the footer, with this chain digest. Reads that one record (over HTTP,
+    /// one small range request).
     ///
-    /// - Throws: `.tokenMismatch` naming the offset when it does not.
-    package func check(against descriptor: FileDescriptor, fileSize: UInt64, path: String) throws(CairnError) {
+    /// - Throws: `.tokenMismatch` naming the offset when it does not; what reading throws
+    ///   (`.network`, `.sourceChanged`, ... naming the URL) for a remote source.
+    package func check(against source: any ArchiveSource) throws(CairnError) {
+        let (descriptor, fileSize, path) = (source, source.size, source.name)
         let mismatch = CairnError(
             .tokenMismatch, "the receiver's prefix is not a prefix of this archive (token \(self))", path: path,
             offset: length)
@@ -40,7 +43,16 @@ public struct ResumeToken: Hashable, Sendable, CustomStringConvertible {
         for framedLength in [CommitRecord.framedLength, Footer.framedLength] {
             guard length >= UInt64(framedLength) else { continue }
             let start = length - UInt64(framedLength)
-            guard let (record, _) = try? ArchiveReader.readRecord(descriptor, at: start, fileSize: length) else { continue }
+            let record: ArchiveReader.Record
+            do throws(CairnError) {
+                (record, _) = try ArchiveReader.readRecord(descriptor, at: start, fileSize: length)
+            } catch {
+                // A record that does not parse there is no commit; a source that cannot be read is
+                // its own problem.
+                let format: [CairnError.Code] = [.corrupted, .checksumMismatch, .truncated, .unsupportedVersion, .limitExceeded]
+                if format.contains(error.code) { continue }
+                throw error.withPath(path)
+            }
             let payloadOffset = start + UInt64(RecordFraming.headerLength)
             if record.type == .commit, framedLength == CommitRecord.framedLength {
                 var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "commit record")

@@ -467,8 +467,15 @@ extension Extractor {
         progress: Progress? = nil
     ) async throws -> VerificationReport {
         let descriptor = FileDescriptor(rawValue: input.fileDescriptor, path: "<input>")
-        let staging = try StagingDirectory(
-            for: Archiver.fileSystemPath(destination), resume: options.resume, existingFiles: options.existingFiles)
+        return try await extractStream(from: descriptor, to: Archiver.fileSystemPath(destination), options: options, progress: progress)
+    }
+
+    /// ``extractStream(from:to:options:progress:)`` from a descriptor (a pipe: standard input,
+    /// or the body of an HTTP transfer), into the file-system path `destination`.
+    nonisolated(nonsending) package static func extractStream(
+        from descriptor: FileDescriptor, to destination: [UInt8], options: ExtractionOptions, progress: Progress?
+    ) async throws -> VerificationReport {
+        let staging = try StagingDirectory(for: destination, resume: options.resume, existingFiles: options.existingFiles)
         let extractor = try StreamExtractor(staging: staging, options: options, progress: progress)
         return try await extractor.run(RecordStream(descriptor: descriptor))
     }

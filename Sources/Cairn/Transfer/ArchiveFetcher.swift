@@ -44,10 +44,7 @@ public final class ArchiveFetcher: Sendable {
     }
 
     /// Whether `text` is an archive URL (`http://` or `https://`), as opposed to a path.
-    public static func isURL(_ text: String) -> Bool {
-        let lower = text.lowercased()
-        return lower.hasPrefix("http://") || lower.hasPrefix("https://")
-    }
+    public static func isURL(_ text: String) -> Bool { HTTPArchiveSource.isURL(text) }
 
     /// Fetches the archive into `path`.
     ///
@@ -140,15 +137,22 @@ public final class ArchiveFetcher: Sendable {
                     if let cachedRemote, start > 0 {
                         remote = cachedRemote
                     } else {
-                        remote = try RemoteManifest.fetch(client: client, url: url, validator: validator)
+                        remote = try RemoteManifest.fetch(
+                            client: client, url: url, validator: validator, length: start > 0 ? state?.length : nil)
                     }
-                } catch where error.code == .sourceChanged {
-                    if error.message.hasPrefix(RemoteManifest.noRangesMessage) {
+                } catch where error.code == .sourceChanged || error.message.hasPrefix(HTTPArchiveSource.noRangesMessage) {
+                    // No ranges, or range answers that are not what was asked: the seeds cannot
+                    // be used, and the archive is downloaded whole.
+                    if error.message.hasPrefix(HTTPArchiveSource.noRangesMessage) || start == 0 {
                         rangesWork = false
                         options.onEvent?(.restarting(reason: error.message + "; downloading the whole archive without seeds"))
+                        if start > 0 {
+                            restarts += 1
+                            output = try await setAside(output, path: path, seeds: nil)
+                        }
                         continue
                     }
-                    guard start > 0, restarts < 3 else { throw error }
+                    guard restarts < 3 else { throw error }
                     restarts += 1
                     options.onEvent?(.restarting(reason: error.message))
                     output = try await setAside(output, path: path, seeds: seeds)
@@ -214,7 +218,6 @@ public final class ArchiveFetcher: Sendable {
             channel.stopReading()
             let writerError = await completion.wait()
             report.seedBytes += writer.seedBytes
-            report.rejectedCopies += writer.crcRejectedCopies
 
             // 4. Done, or why not.
             if let verified, verifyError == nil, writerError == nil {

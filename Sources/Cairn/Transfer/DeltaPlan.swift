@@ -22,16 +22,19 @@ package struct DeltaPlan: Sendable {
         case fetch(Range<UInt64>)
         /// Copy these archive bytes from seed `seed`, starting at `from` in it.
         case copy(seed: Int, from: UInt64, to: Range<UInt64>)
-        /// Copy a whole record from seed `seed` but its CRC-32, which the next segment (a
-        /// download) starts with: the writer reads that first and copies only when it equals the
-        /// seed record's own CRC (the bytes after `to` in the seed), else downloads `to` too.
-        case copyCheckingCRC(seed: Int, from: UInt64, to: Range<UInt64>)
+        /// Copy a whole pack record from seed `seed` but its CRC-32, which the next segment (a
+        /// download) starts with: the writer reads that first and copies the record only when
+        /// it equals the seed record's own CRC (the bytes after `to` in the seed). Otherwise the
+        /// item tables differ (metadata, or dedup references by chunk index, changed): the
+        /// first `contentStart` bytes (framing, prefix, item table) are downloaded and the
+        /// content section is still copied.
+        case copyCheckingCRC(seed: Int, from: UInt64, to: Range<UInt64>, contentStart: UInt64)
 
         /// The archive bytes this segment produces.
         package var range: Range<UInt64> {
             switch self {
             case .fetch(let range): return range
-            case .copy(_, _, let range), .copyCheckingCRC(_, _, let range): return range
+            case .copy(_, _, let range), .copyCheckingCRC(_, _, let range, _): return range
             }
         }
 
@@ -106,7 +109,10 @@ package struct DeltaPlan: Sendable {
                 // All but the CRC: the download that follows (the commit) starts with the remote's
                 // CRC, which tells before anything is written whether the item tables agree.
                 let body = recordLength - UInt64(RecordFraming.trailerLength)
-                copies.append(.copyCheckingCRC(seed: whole.seed, from: whole.offset, to: pack.offset..<(pack.offset + body)))
+                copies.append(
+                    .copyCheckingCRC(
+                        seed: whole.seed, from: whole.offset, to: pack.offset..<(pack.offset + body),
+                        contentStart: UInt64(whole.contentStart)))
                 continue
             }
             // The item table differs (metadata changed): copy only the content section, whose

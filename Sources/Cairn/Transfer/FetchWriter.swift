@@ -75,7 +75,7 @@ package final class FetchWriter: @unchecked Sendable {
                     try fetch(from: range.lowerBound, to: range.upperBound, total: length)
                 case .copy(let seed, let from, let range):
                     try copy(seed: seed, from: from, count: range.upperBound - range.lowerBound)
-                case .copyCheckingCRC(let seed, let from, let range):
+                case .copyCheckingCRC(let seed, let from, let range, let contentStart):
                     let count = range.upperBound - range.lowerBound
                     guard index + 1 < segments.count, case .fetch(let next) = segments[index + 1], next.lowerBound == range.upperBound,
                         next.upperBound - next.lowerBound >= UInt64(RecordFraming.trailerLength),
@@ -89,8 +89,11 @@ package final class FetchWriter: @unchecked Sendable {
                     let seedCRC = try seedBytes(seed: seed, at: from + count, count: RecordFraming.trailerLength)
                     if Array(following.prefix(RecordFraming.trailerLength)) == seedCRC {
                         try copy(seed: seed, from: from, count: count)
+                    } else if contentStart < count {
+                        tableOnlyCopies += 1
+                        try fetch(from: range.lowerBound, to: range.lowerBound + contentStart, total: length)
+                        try copy(seed: seed, from: from + contentStart, count: count - contentStart)
                     } else {
-                        crcRejectedCopies += 1
                         try fetch(from: range.lowerBound, to: range.upperBound, total: length)
                     }
                     try following.withBytes { (raw) throws(CairnError) in try deliver(raw) }
@@ -102,43 +105,13 @@ package final class FetchWriter: @unchecked Sendable {
         }
     }
 
-    /// Seed copies not made because the remote record's CRC-32 differed.
-    package private(set) var crcRejectedCopies = 0
+    /// Packs whose CRC-32 differed from the seed's: their item tables were downloaded, their
+    /// content copied.
+    package private(set) var tableOnlyCopies = 0
 
     /// Downloads `range` into memory (a few KiB: the commit after a pack).
     private func download(_ range: Range<UInt64>, total: UInt64) throws(CairnError) -> [UInt8] {
-        try FetchWriter.download(client: client, url: url, range: range, validator: validator, total: total).body
-    }
-
-    /// Downloads `range` (at most 1 GiB) into memory with one request that must be answered
-    /// with exactly that range (``check(_:url:start:end:total:validator:)``, before any body
-    /// byte is kept).
-    ///
-    /// - Throws: as ``check(_:url:start:end:total:validator:)``; `.network` when the body ends
-    ///   early or the connection fails; `.httpStatus`.
-    package static func download(
-        client: HTTPClient, url: String, range: Range<UInt64>, validator: String?, total: UInt64?
-    ) throws(CairnError) -> (head: HTTPResponseHead, body: [UInt8]) {
-        let count = range.upperBound - range.lowerBound
-        guard count > 0, count <= 1 << 30 else { throw CairnError(.invalidArgument, "bad range \(range)", path: url) }
-        var body: [UInt8] = []
-        body.reserveCapacity(Int(count))
-        let request = HTTPRequest(url: url, range: .bounded(range.lowerBound, range.upperBound - 1), ifRange: validator)
-        let head = try client.perform(
-            request,
-            onHead: { (head) throws(CairnError) in
-                try check(head, url: url, start: range.lowerBound, end: range.upperBound, total: total, validator: validator)
-            },
-            onBody: { (piece) throws(CairnError) in
-                guard UInt64(body.count + piece.count) <= count else {
-                    throw CairnError(.sourceChanged, "the server sent more bytes than the range asked for", path: url, offset: range.upperBound)
-                }
-                body.append(contentsOf: piece)
-            })
-        guard UInt64(body.count) == count else {
-            throw CairnError(.network, "the server ended the range early", path: url, offset: range.lowerBound + UInt64(body.count))
-        }
-        return (head, body)
+        try RangeAnswer.download(client: client, url: url, range: range, validator: validator, total: total).body
     }
 
     private func seedBytes(seed: Int, at offset: UInt64, count: Int) throws(CairnError) -> [UInt8] {
@@ -220,7 +193,7 @@ package final class FetchWriter: @unchecked Sendable {
                     return
                 }
                 do throws(CairnError) {
-                    try FetchWriter.check(head, url: url, start: start, end: end, total: expected, validator: validator)
+                    try RangeAnswer.check(head, url: url, start: start, end: end, total: expected, validator: validator)
                 } catch {
                     if head.status == 200, let validator, head.etag == validator || head.lastModified == validator {
                         sawNoRangeSupport = true
@@ -237,43 +210,6 @@ package final class FetchWriter: @unchecked Sendable {
             })
         if let end, position != end {
             throw CairnError(.network, "the server ended the range early", path: url, offset: position)
-        }
-    }
-
-    /// The one check of a range answer (RFC 9110 §14.4, §15.3.7): a 206 whose Content-Range
-    /// starts exactly at `start`, ends at `end` when bounded, has the `total` expected, and
-    /// carries the same strong validator when one was sent.
-    ///
-    /// - Throws: `.sourceChanged` naming the URL and what the server sent instead.
-    package static func check(
-        _ head: HTTPResponseHead, url: String, start: UInt64, end: UInt64?, total: UInt64?, validator: String?
-    ) throws(CairnError) {
-        guard head.status == 206 else {
-            if head.status == 200, validator == nil || head.etag == validator || head.lastModified == validator {
-                throw CairnError(.sourceChanged, RemoteManifest.noRangesMessage + " (it answered 200 to a range request)", path: url)
-            }
-            throw CairnError(
-                .sourceChanged,
-                "the archive at the URL changed (the server answered \(head.status) to a request for bytes \(start)- with If-Range)",
-                path: url)
-        }
-        guard let range = head.contentRange else {
-            throw CairnError(.sourceChanged, "the server's 206 has no usable Content-Range", path: url, offset: start)
-        }
-        guard range.first == start, end.map({ range.last + 1 == $0 }) ?? true else {
-            throw CairnError(
-                .sourceChanged,
-                "asked for bytes \(start)-\(end.map { String($0 - 1) } ?? ""), the server sent bytes \(range.first)-\(range.last)",
-                path: url, offset: start)
-        }
-        if let total, let got = range.total, got != total {
-            throw CairnError(.sourceChanged, "the archive at the URL is now \(got) bytes, not \(total): it changed", path: url)
-        }
-        // Compare like with like: an entity tag with the ETag, a date with Last-Modified.
-        if let validator, let now = validator.hasPrefix("\"") || validator.hasPrefix("W/") ? head.etag : head.lastModified,
-            now != validator
-        {
-            throw CairnError(.sourceChanged, "the archive at the URL changed (validator \(now), was \(validator))", path: url)
         }
     }
 }

@@ -18,9 +18,9 @@ package final class HTTPClient: Sendable {
     package struct Configuration: Sendable {
         /// Seconds to wait for a TCP (and TLS) connection to be established.
         package var connectTimeout: Double = 10
-        /// Seconds without a single body byte (or, before the body, without the response head) after
-        /// which the transfer fails with `.network` "timed out". libcurl counts whole seconds: the
-        /// value is rounded up, at least 1.
+        /// Seconds without a single byte of the response (head or body) after which the transfer
+        /// fails with `.network` "timed out". Checked at least once a second, so a stall is noticed
+        /// between `stallTimeout` and `stallTimeout + 1` seconds after the last byte.
         package var stallTimeout: Double = 30
         /// Redirects followed before a request fails with `.limitExceeded`.
         package var maximumRedirects: Int = 10
@@ -61,6 +61,10 @@ package final class HTTPClient: Sendable {
     /// Performs one request, blocking; safe to call from several threads at once (connections are
     /// reused).
     ///
+    /// - Important: The calling thread blocks for the whole transfer, closures included. From
+    ///   async code, do not call it on the cooperative pool (two threads here): use a dedicated
+    ///   thread, as ``HTTPBodyStream`` does.
+    ///
     /// Sends `Accept-Encoding: identity`, and `Range` and `If-Range` when the request has them.
     /// Follows redirects. `onHead` is called once with the final response's head before any body
     /// byte; `onBody` with the body in order, in pieces of any size. Throwing from either aborts the
@@ -77,7 +81,8 @@ package final class HTTPClient: Sendable {
     ///   `.httpStatus` for a status >= 400 (the message names the status, `path` the URL; `onBody` is
     ///   not called), `.corrupted` for a Content-Encoding other than identity (before any body byte),
     ///   `.limitExceeded` for more than ``Configuration/maximumRedirects`` redirects,
-    ///   `.invalidArgument` for a URL libcurl cannot use, or what the closures throw.
+    ///   `.invalidArgument` for a URL libcurl cannot use or an `ifRange` with control characters,
+    ///   or what the closures throw.
     package func perform(
         _ request: HTTPRequest,
         onHead: (HTTPResponseHead) throws(CairnError) -> Void,

@@ -1,0 +1,187 @@
+/// Random access to a complete archive's bytes: a local file (``LocalArchiveSource``, a direct
+/// `pread(2)`) or a remote one (``HTTPArchiveSource``, range requests), for the seekable reader
+/// (``ArchiveReader``, ``ChunkPrefetcher``, ``ResumeToken/check(against:)``, ``Extractor``).
+///
+/// Offsets and sizes are bytes from the archive's start. Implementations are safe to call from
+/// several tasks at once (the prefetcher's decode tasks share one source).
+package protocol ArchiveSource: Sendable {
+    /// What errors name: the path of a local file, the URL of a remote one.
+    var name: String { get }
+    /// The archive's size in bytes, learned when the source was opened.
+    var size: UInt64 { get }
+    /// Whether reading every record costs a transfer of the whole archive (a remote source): the
+    /// seekable reader then checks, instead of walking every record, the records of each entry
+    /// it extracts (`Spec/0001-container-format.md §13.7`).
+    var isRemote: Bool { get }
+
+    /// Reads up to `buffer.count` bytes at `offset` into `buffer`, as `pread(2)`: fewer only at
+    /// the end of the archive.
+    ///
+    /// - Returns: the bytes read; 0 at or past the end.
+    /// - Throws: `CairnError` naming ``name`` and `offset`: `.io` for a local file, `.network`,
+    ///   `.httpStatus` or `.sourceChanged` for a remote one.
+    func read(fromAbsoluteOffset offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws(CairnError) -> Int
+
+    /// Reads several ranges at once (a remote source coalesces neighbours and runs a bounded
+    /// number of requests in parallel); each range must lie inside `0..<size`.
+    ///
+    /// - Returns: the bytes of each range, in the order given, each exactly its range's length.
+    /// - Throws: as ``read(fromAbsoluteOffset:into:)``; `.truncated` for a range past the end.
+    func read(ranges: [Range<UInt64>]) throws(CairnError) -> [[UInt8]]
+
+    /// The whole archive front to back as a descriptor to read once (a second descriptor of a
+    /// local file, positioned at 0; the read end of a pipe fed by one GET for a remote one), for
+    /// the readers that see every byte (`verify`, extracting everything).
+    ///
+    /// - Throws: as ``read(fromAbsoluteOffset:into:)``.
+    func openSequential() throws(CairnError) -> SequentialArchiveBytes
+
+    /// Releases what the source holds (a descriptor, connections). Reading afterwards is an error.
+    func close()
+}
+
+/// An archive's bytes read once, front to back, from ``descriptor``
+/// (``ArchiveSource/openSequential()``).
+package struct SequentialArchiveBytes: Sendable {
+    /// The bytes, then end of file.
+    package let descriptor: FileDescriptor
+    private let ending: @Sendable () throws(CairnError) -> Void
+    private let stopping: @Sendable () -> Void
+
+    /// - Parameters:
+    ///   - finish: after reading to the end: throws what cut the bytes short, if anything did.
+    ///   - cancel: stops early and releases everything.
+    package init(
+        descriptor: FileDescriptor, finish: @escaping @Sendable () throws(CairnError) -> Void,
+        cancel: @escaping @Sendable () -> Void
+    ) {
+        self.descriptor = descriptor
+        ending = finish
+        stopping = cancel
+    }
+
+    /// Tells a clean end from a cut one (a remote transfer's error), and releases the bytes.
+    package func finish() throws(CairnError) { try ending() }
+    /// Stops reading and releases the bytes.
+    package func cancel() { stopping() }
+}
+
+extension ArchiveSource {
+    /// Reads each range with ``read(fromAbsoluteOffset:into:)``, one after another: right for a
+    /// local file, where a `pread` costs no round trip.
+    package func readEachRange(_ ranges: [Range<UInt64>]) throws(CairnError) -> [[UInt8]] {
+        var result: [[UInt8]] = []
+        result.reserveCapacity(ranges.count)
+        for range in ranges {
+            guard range.upperBound <= size else {
+                throw CairnError(.truncated, "a read of \(range.count) bytes runs past the archive's end", path: name, offset: range.lowerBound)
+            }
+            var bytes = [UInt8](repeating: 0, count: range.count)
+            let got = try bytes.withMutableBytes { (raw) throws(CairnError) in
+                try read(fromAbsoluteOffset: range.lowerBound, into: raw)
+            }
+            guard got == bytes.count else {
+                throw CairnError(.truncated, "the archive ends inside a read", path: name, offset: range.lowerBound + UInt64(got))
+            }
+            result.append(bytes)
+        }
+        return result
+    }
+}
+
+/// A local archive file read with `pread(2)`: what ``ArchiveReader`` has always done, through
+/// the protocol at no extra cost (no copy, no cache).
+package struct LocalArchiveSource: ArchiveSource {
+    /// The open file.
+    package let descriptor: FileDescriptor
+    package let size: UInt64
+    package var name: String { descriptor.path }
+    package var isRemote: Bool { false }
+
+    /// Wraps an open descriptor of `size` bytes; ``close()`` closes it.
+    package init(descriptor: FileDescriptor, size: UInt64) {
+        self.descriptor = descriptor
+        self.size = size
+    }
+
+    /// Opens `path` read-only and learns its size with `fstat(2)`.
+    ///
+    /// - Throws: `.notFound` / `.io` naming `path`.
+    package init(path: String) throws(CairnError) {
+        let fd = try FileDescriptor.open(path, flags: 0)  // O_RDONLY
+        do {
+            self.init(descriptor: fd, size: try fd.status().size)
+        } catch {
+            _ = try? fd.close()
+            throw error
+        }
+    }
+
+    /// `pread(2)`, as ``FileDescriptor/read(fromAbsoluteOffset:into:)``.
+    @inline(__always)
+    package func read(fromAbsoluteOffset offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws(CairnError) -> Int {
+        try descriptor.read(fromAbsoluteOffset: offset, into: buffer)
+    }
+
+    package func read(ranges: [Range<UInt64>]) throws(CairnError) -> [[UInt8]] { try readEachRange(ranges) }
+
+    /// ``FileDescriptor/duplicatedAtStart()``: its own offset, so this source's `pread`s are
+    /// undisturbed.
+    package func openSequential() throws(CairnError) -> SequentialArchiveBytes {
+        let input = try descriptor.duplicatedAtStart()
+        return SequentialArchiveBytes(
+            descriptor: input, finish: { () throws(CairnError) in try input.close() }, cancel: { _ = try? input.close() })
+    }
+
+    package func close() { _ = try? descriptor.close() }
+}
+
+/// Bytes already fetched from a source (the ranges of one prefetch group), served from memory;
+/// reads outside them go to the source. Lets ``ArchiveReader/readRecord(_:at:fileSize:)`` decode
+/// records from one coalesced transfer without a request per record.
+package struct PrefetchedArchiveBytes: ArchiveSource {
+    package let base: any ArchiveSource
+    /// Fetched ranges with their bytes, sorted by start.
+    private let pieces: [(range: Range<UInt64>, bytes: [UInt8])]
+    package var name: String { base.name }
+    package var size: UInt64 { base.size }
+    package var isRemote: Bool { base.isRemote }
+
+    /// Fetches `ranges` from `base` with ``ArchiveSource/read(ranges:)``.
+    package init(_ base: any ArchiveSource, fetching ranges: [Range<UInt64>]) throws(CairnError) {
+        self.base = base
+        let bytes = try base.read(ranges: ranges)
+        for (range, piece) in zip(ranges, bytes) where piece.count != range.count {
+            throw CairnError(
+                .truncated, "a read of \(range.count) bytes returned \(piece.count)", path: base.name, offset: range.lowerBound)
+        }
+        pieces = zip(ranges, bytes).map { ($0, $1) }.sorted { $0.range.lowerBound < $1.range.lowerBound }
+    }
+
+    package func read(fromAbsoluteOffset offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws(CairnError) -> Int {
+        let end = min(size, offset.addingReportingOverflow(UInt64(buffer.count)).overflow ? UInt64.max : offset + UInt64(buffer.count))
+        // The last piece starting at or before `offset` (binary search: a batch may hold thousands).
+        var low = 0
+        var high = pieces.count
+        while low < high {
+            let middle = (low + high) / 2
+            if pieces[middle].range.lowerBound <= offset { low = middle + 1 } else { high = middle }
+        }
+        if low > 0, case let piece = pieces[low - 1], end <= piece.range.upperBound, offset < end {
+            let start = Int(offset - piece.range.lowerBound)
+            let count = Int(end - offset)
+            piece.bytes.withUnsafeBytes { raw in
+                buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[start..<(start + count)]))
+            }
+            return count
+        }
+        return try base.read(fromAbsoluteOffset: offset, into: buffer)
+    }
+
+    package func read(ranges: [Range<UInt64>]) throws(CairnError) -> [[UInt8]] { try base.read(ranges: ranges) }
+
+    package func openSequential() throws(CairnError) -> SequentialArchiveBytes { try base.openSequential() }
+
+    /// Does nothing: the base source belongs to its opener.
+    package func close() {}
+}

@@ -1,0 +1,343 @@
+import Foundation
+import Synchronization
+
+/// An archive on an HTTP(S) server read at random with single-range requests
+/// (`Spec/0001-container-format.md §13.7`, RFC 9110 §14): the seekable reader's source for
+/// `cairn list|info|extract|cat URL`.
+///
+/// Opening sends one suffix range request for the footer and ``tailSlack`` bytes before it
+/// (`Range: bytes=-N`), which learns the archive's size (Content-Range's total) and its strong
+/// validator (ETag, else Last-Modified) and usually holds the whole manifest too. Every later
+/// request carries `If-Range: <validator>` and must come back as a 206 whose Content-Range starts
+/// exactly where asked, ends where asked and has the same total; anything else (a 200: the
+/// archive changed, or the server stopped honouring ranges) is `.sourceChanged` naming the URL and
+/// the offset. Multi-range requests are never sent.
+///
+/// Small reads (record headers, entry records: at most ``smallRead`` bytes) go through a cache of
+/// ``blockSize`` blocks so the reader's many little reads do not each become a request.
+/// ``read(ranges:)`` coalesces neighbours (gaps up to ``coalescingGap``) into ranges of at most
+/// ``maximumRange`` bytes and runs at most ``maximumParallelRequests`` at once (for the whole
+/// source, however many tasks call it). Transient failures are retried with the ``RetryPolicy``.
+package final class HTTPArchiveSource: ArchiveSource {
+    /// Bytes fetched before the footer when opening (the manifest of a small archive, often all of it).
+    package static let tailSlack: UInt64 = 64 << 10
+    /// Neighbouring ranges this close are fetched as one.
+    package static let coalescingGap: UInt64 = 64 << 10
+    /// The largest range one request asks for.
+    package static let maximumRange: UInt64 = 8 << 20
+    /// Requests in flight at once, per source.
+    package static let maximumParallelRequests = 4
+    /// The block size of the small-read cache.
+    package static let blockSize: UInt64 = 32 << 10
+    /// Reads at most this long go through the block cache.
+    package static let smallRead = 16 << 10
+    /// Blocks the cache keeps (2 MiB).
+    private static let cachedBlocks = 64
+
+    /// The URL, as given (errors name it).
+    package let url: String
+    package let size: UInt64
+    /// The strong validator sent as `If-Range`, or nil when the server gave none (then only the
+    /// total size in each Content-Range, and the content ids and digests, tell a change).
+    package let validator: String?
+    /// The client every request goes through (its ``HTTPClient/bytesReceived`` counts them all).
+    package let client: HTTPClient
+    private let retry: RetryPolicy
+    /// The archive's last bytes, from the opening request.
+    private let tailOffset: UInt64
+    private let tail: [UInt8]
+    private let cache = Mutex(BlockCache())
+    private let slots = DispatchSemaphore(value: HTTPArchiveSource.maximumParallelRequests)
+
+    package var name: String { url }
+    package var isRemote: Bool { true }
+
+    /// Whether `text` names an HTTP(S) archive (`http://` or `https://`, any case).
+    package static func isURL(_ text: String) -> Bool {
+        let lower = text.prefix(8).lowercased()
+        return lower.hasPrefix("http://") || lower.hasPrefix("https://")
+    }
+
+    /// Opens the archive at `url`: one suffix range request for its footer and the bytes before it.
+    ///
+    /// - Throws: `.httpStatus` (404, ...) and `.network` naming the URL; `.invalidArgument` when
+    ///   the server does not honour range requests (it answered 200), saying which commands work
+    ///   without them; `.truncated` for a resource too short to be an archive.
+    package init(url: String, client: HTTPClient = HTTPClient(), retry: RetryPolicy = RetryPolicy()) throws(CairnError) {
+        self.url = url
+        self.client = client
+        self.retry = retry
+        let asked = UInt64(Footer.framedLength) + Self.tailSlack
+        var body: [UInt8] = []
+        var head: HTTPResponseHead?
+        let request = HTTPRequest(url: url, range: .suffix(asked))
+        do throws(CairnError) {
+            try retry.run { () throws(CairnError) in
+                body = []
+                head = try client.perform(
+                    request,
+                    onHead: { (answer) throws(CairnError) in
+                        guard answer.status == 206 else { throw Self.noRanges(url, status: answer.status) }
+                    },
+                    onBody: { (piece) throws(CairnError) in
+                        guard UInt64(body.count + piece.count) <= asked else {
+                            throw CairnError(.sourceChanged, "the server sent more than the \(asked) bytes asked for", path: url)
+                        }
+                        body.append(contentsOf: piece)
+                    })
+            }
+        } catch {
+            throw error.withPath(url)
+        }
+        guard let head else { throw CairnError(.network, "no answer", path: url) }
+        let (first, total) = try RangeAnswer.checkSuffix(head, url: url, length: asked, received: body.count)
+        size = total
+        tailOffset = first
+        tail = body
+        validator = head.strongValidator
+    }
+
+    /// How every error about a server that ignores range requests begins.
+    package static let noRangesMessage = "the server does not support range requests"
+
+    private static func noRanges(_ url: String, status: Int) -> CairnError {
+        CairnError(
+            .invalidArgument,
+            noRangesMessage + " (it answered \(status) to 'Range: bytes=-N'), which reading an archive "
+                + "at random needs; 'cairn extract URL -C DEST' (without PATHs), 'cairn verify URL' and 'cairn fetch URL -o FILE' "
+                + "read it front to back and work without them",
+            path: url)
+    }
+
+    /// One range request for `range` (inside `0..<size`), checked (``RangeAnswer``) and retried.
+    private func fetch(_ range: Range<UInt64>) throws(CairnError) -> [UInt8] {
+        guard !range.isEmpty else { return [] }
+        slots.wait()
+        defer { slots.signal() }
+        do throws(CairnError) {
+            return try retry.run { () throws(CairnError) in
+                try RangeAnswer.download(client: client, url: url, range: range, validator: validator, total: size).body
+            }
+        } catch {
+            var named = error.withPath(url)
+            if named.offset == nil { named.offset = range.lowerBound }
+            throw named
+        }
+    }
+
+    package func read(fromAbsoluteOffset offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws(CairnError) -> Int {
+        guard offset < size, buffer.count > 0 else { return 0 }
+        let end = offset + min(UInt64(buffer.count), size - offset)
+        let count = Int(end - offset)
+        // The tail fetched when opening.
+        if offset >= tailOffset {
+            copy(tail, from: Int(offset - tailOffset), count: count, into: buffer, at: 0)
+            return count
+        }
+        if count <= Self.smallRead {
+            var position = offset
+            while position < end {
+                let block = position / Self.blockSize
+                let bytes = try cachedBlock(block)
+                let start = Int(position - block * Self.blockSize)
+                let n = min(bytes.count - start, Int(end - position))
+                guard n > 0 else { throw CairnError(.truncated, "the archive ends inside a read", path: url, offset: position) }
+                copy(bytes, from: start, count: n, into: buffer, at: Int(position - offset))
+                position += UInt64(n)
+            }
+            return count
+        }
+        // A large read: what precedes the tail by request, the rest from the tail.
+        let fetchedEnd = min(end, tailOffset)
+        let bytes = try fetch(offset..<fetchedEnd)
+        copy(bytes, from: 0, count: bytes.count, into: buffer, at: 0)
+        if end > fetchedEnd { copy(tail, from: 0, count: Int(end - fetchedEnd), into: buffer, at: bytes.count) }
+        return count
+    }
+
+    private func copy(_ bytes: [UInt8], from start: Int, count: Int, into buffer: UnsafeMutableRawBufferPointer, at position: Int) {
+        bytes.withUnsafeBytes { raw in
+            UnsafeMutableRawBufferPointer(rebasing: buffer[position..<(position + count)])
+                .copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[start..<(start + count)]))
+        }
+    }
+
+    private func cachedBlock(_ block: UInt64) throws(CairnError) -> [UInt8] {
+        if let bytes = cache.withLock({ $0.blocks[block] }) { return bytes }
+        let start = block * Self.blockSize
+        let bytes = try fetch(start..<min(size, start + Self.blockSize))
+        cache.withLock { $0.insert(bytes, at: block, keeping: Self.cachedBlocks) }
+        return bytes
+    }
+
+    /// Coalesces `ranges` into at most ``maximumRange``-byte requests (gaps up to
+    /// ``coalescingGap`` are fetched and dropped), at most ``maximumParallelRequests`` at once.
+    package func read(ranges: [Range<UInt64>]) throws(CairnError) -> [[UInt8]] {
+        for range in ranges where range.upperBound > size {
+            throw CairnError(.truncated, "a read runs past the archive's end (\(size) bytes)", path: url, offset: range.lowerBound)
+        }
+        // What the tail does not hold (a range straddling its start is fetched up to it).
+        let wanted = ranges.compactMap { $0.lowerBound < tailOffset ? $0.lowerBound..<min($0.upperBound, tailOffset) : nil }
+        let requests = RangeCoalescer.coalesce(wanted, gap: Self.coalescingGap, maximum: Self.maximumRange)
+        let fetched = try fetchAll(requests)
+        return ranges.map { range in
+            if range.isEmpty { return [] }
+            if range.lowerBound >= tailOffset {
+                let start = Int(range.lowerBound - tailOffset)
+                return Array(tail[start..<(start + range.count)])
+            }
+            if range.upperBound > tailOffset {
+                // Straddles the tail: the part before it was requested.
+                let head = Self.slice(range.lowerBound..<tailOffset, of: requests, fetched)
+                return head + tail[0..<Int(range.upperBound - tailOffset)]
+            }
+            return Self.slice(range, of: requests, fetched)
+        }
+    }
+
+    /// The bytes of `range` out of the coalesced requests that cover it (one, or consecutive ones
+    /// where a range was split at the size cap).
+    private static func slice(_ range: Range<UInt64>, of requests: [Range<UInt64>], _ fetched: [[UInt8]]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(range.count)
+        var low = 0
+        var high = requests.count
+        while low < high {
+            let middle = (low + high) / 2
+            if requests[middle].upperBound <= range.lowerBound { low = middle + 1 } else { high = middle }
+        }
+        var index = low
+        while index < requests.count, out.count < range.count {
+            let request = requests[index]
+            let start = max(range.lowerBound, request.lowerBound)
+            let end = min(range.upperBound, request.upperBound)
+            if start < end {
+                out += fetched[index][Int(start - request.lowerBound)..<Int(end - request.lowerBound)]
+            }
+            index += 1
+        }
+        return out
+    }
+
+    /// Runs `requests` on up to ``maximumParallelRequests`` threads (blocking transfers stay off
+    /// the cooperative pool's two threads).
+    private func fetchAll(_ requests: [Range<UInt64>]) throws(CairnError) -> [[UInt8]] {
+        if requests.count <= 1 { return try requests.map { (range) throws(CairnError) in try fetch(range) } }
+        let results = Mutex<(next: Int, bytes: [[UInt8]?], failure: CairnError?)>(
+            (0, Array(repeating: nil, count: requests.count), nil))
+        let group = DispatchGroup()
+        for _ in 0..<min(Self.maximumParallelRequests, requests.count) {
+            group.enter()
+            let thread = Thread { [self] in
+                defer { group.leave() }
+                while true {
+                    let index: Int? = results.withLock { state in
+                        guard state.failure == nil, state.next < requests.count else { return nil }
+                        defer { state.next += 1 }
+                        return state.next
+                    }
+                    guard let index else { return }
+                    do throws(CairnError) {
+                        let bytes = try fetch(requests[index])
+                        results.withLock { $0.bytes[index] = bytes }
+                    } catch {
+                        results.withLock { state in
+                            if state.failure == nil { state.failure = error }
+                        }
+                        return
+                    }
+                }
+            }
+            thread.start()
+        }
+        group.wait()
+        let (bytes, failure) = results.withLock { ($0.bytes, $0.failure) }
+        if let failure { throw failure }
+        return bytes.map { $0 ?? [] }
+    }
+
+    /// One GET of the whole archive (no range), its body in a pipe; its validator and size must be
+    /// those learned when opening.
+    package func openSequential() throws(CairnError) -> SequentialArchiveBytes {
+        try Self.openSequential(url: url, client: client, expectingValidator: validator, size: size)
+    }
+
+    /// One GET of the whole archive at `url`, for the readers that read every byte once (`verify
+    /// URL`, `extract URL -C DEST`): needs no range support.
+    ///
+    /// - Parameters:
+    ///   - expectingValidator, size: when known (a source opened before), the response's validator
+    ///     and length must be these, else `.sourceChanged`.
+    /// - Throws: `.httpStatus`, `.network` naming the URL; `.sourceChanged`.
+    package static func openSequential(
+        url: String, client: HTTPClient = HTTPClient(), expectingValidator: String? = nil, size: UInt64? = nil
+    ) throws(CairnError) -> SequentialArchiveBytes {
+        let stream = try HTTPBodyStream(client: client, request: HTTPRequest(url: url))
+        do throws(CairnError) {
+            let head = try stream.head()
+            if let expectingValidator, head.strongValidator != expectingValidator {
+                throw CairnError(.sourceChanged, "the archive at \(url) changed while it was read (its validator differs)", path: url, offset: 0)
+            }
+            if let size, let length = head.resourceLength, length != size {
+                throw CairnError(
+                    .sourceChanged, "the archive at \(url) changed while it was read (it is \(length) bytes, was \(size))", path: url,
+                    offset: 0)
+            }
+        } catch {
+            stream.cancel()
+            throw error.withPath(url)
+        }
+        return SequentialArchiveBytes(
+            descriptor: FileDescriptor(rawValue: stream.body.rawValue, path: url),
+            finish: { () throws(CairnError) in
+                do throws(CairnError) { try stream.finish() } catch { throw error.withPath(url) }
+            },
+            cancel: { stream.cancel() })
+    }
+
+    /// Drops the cached blocks (connections belong to the client).
+    package func close() {
+        cache.withLock { $0 = BlockCache() }
+    }
+}
+
+/// The small-read cache: blocks by index, the oldest dropped first.
+private struct BlockCache {
+    var blocks: [UInt64: [UInt8]] = [:]
+    var order: [UInt64] = []
+
+    mutating func insert(_ bytes: [UInt8], at block: UInt64, keeping capacity: Int) {
+        guard blocks[block] == nil else { return }
+        blocks[block] = bytes
+        order.append(block)
+        if order.count > capacity { blocks[order.removeFirst()] = nil }
+    }
+}
+
+extension Extractor {
+    /// Opens the archive at `url`: a `file:` URL as ``init(path:)``, an `http:` or `https:` URL
+    /// through an ``HTTPArchiveSource`` (footer and manifest by range requests; extraction then
+    /// fetches only the records it needs, `Spec/0001-container-format.md §13.7`).
+    ///
+    /// - Throws: as ``init(path:)``, plus `.network`, `.httpStatus`, `.sourceChanged` naming the URL,
+    ///   and `.invalidArgument` for a server without range support.
+    public convenience init(url: URL) throws(CairnError) {
+        if url.isFileURL {
+            try self.init(path: url.path)
+        } else {
+            try self.init(source: HTTPArchiveSource(url: url.absoluteString))
+        }
+    }
+
+    /// Verifies the archive at `url` front to back without opening its manifest first: a
+    /// `file:` URL as ``verifyArchive(atPath:)``, an `http:` or `https:` URL read with one GET
+    /// (no range support needed), every byte through the same checker.
+    ///
+    /// - Returns: what was verified.
+    /// - Throws: the first problem found, naming its offset; `.network`, `.httpStatus` naming the URL.
+    nonisolated(nonsending) public static func verifyArchive(at url: URL) async throws -> VerificationReport {
+        if url.isFileURL { return try await verifyArchive(atPath: url.path) }
+        let name = url.absoluteString
+        return try await verify(HTTPArchiveSource.openSequential(url: name), path: name)
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+import Glibc
+
+/// A fault-injecting HTTP proxy in front of a test server (``NginxServer``), on 127.0.0.1.
+///
+/// It is `fault-proxy.py` (Python 3's standard library) run as a child process. Every client
+/// connection carries one request, forwarded to the upstream port; the response is changed as
+/// ``mode`` says, read afresh for each request, so a test can change it between requests.
+///
+/// - Important: Call ``stop()`` when done (also run by `deinit`, as a safety net).
+public final class FaultProxy {
+    /// What the proxy does to the responses.
+    public enum Mode: Sendable, Equatable {
+        /// Forwards everything as it is.
+        case passThrough
+        /// Sends the head and the first `afterBodyBytes` body bytes, then closes the connection;
+        /// only for the first `times` requests after this mode was set when `times` is given.
+        case cut(afterBodyBytes: Int, times: Int? = nil)
+        /// Sends the head and the first `afterBodyBytes` body bytes, then nothing, keeping the
+        /// connection open until the client closes it; only for the first `times` requests when
+        /// given.
+        case stall(afterBodyBytes: Int, times: Int? = nil)
+        /// Moves a 206's `Content-Range` by `by` bytes (both ends; the total and the body are
+        /// unchanged).
+        case shiftContentRange(by: Int64)
+    }
+
+    /// One request as the proxy saw it.
+    public struct Request: Sendable, Equatable {
+        public var method: String
+        public var target: String
+        public var status: Int
+        /// "pass", "cut", "stall" or "shift".
+        public var fault: String
+
+        public init(method: String, target: String, status: Int, fault: String) {
+            self.method = method
+            self.target = target
+            self.status = status
+            self.fault = fault
+        }
+    }
+
+    /// The port the proxy listens on (127.0.0.1).
+    public let port: UInt16
+    private let scratch: TemporaryDirectory
+    private let process: Process
+    private var generation = 0
+    private var stopped = false
+
+    /// The Python interpreter used.
+    public static let python = "/usr/bin/python3"
+
+    /// Starts the proxy in front of 127.0.0.1:`upstreamPort` and returns once it accepts
+    /// connections.
+    ///
+    /// - Throws: ``TestServerError`` when Python 3 is missing or the proxy does not start.
+    public init(upstreamPort: UInt16, mode: Mode = .passThrough) throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.python) else {
+            throw TestServerError("the fault proxy needs Python 3 at \(Self.python)")
+        }
+        guard let script = Bundle.module.path(forResource: "fault-proxy", ofType: "py") else {
+            throw TestServerError("fault-proxy.py is missing from CairnTestSupport's resources")
+        }
+        let scratch = try TemporaryDirectory(prefix: "cairn-proxy")
+        self.scratch = scratch
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.python)
+        process.arguments = [script, String(upstreamPort), scratch.path]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        let errorLog = scratch.appending("stderr")
+        _ = FileManager.default.createFile(atPath: errorLog, contents: nil)
+        let errorHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: errorLog))
+        defer { try? errorHandle.close() }
+        process.standardError = errorHandle
+        self.process = process
+        try Self.write(mode, generation: 0, into: scratch)
+        try process.run()
+
+        let deadline = Date().addingTimeInterval(10)
+        var found: UInt16? = nil
+        while found == nil, Date() < deadline, process.isRunning {
+            if let text = try? String(contentsOfFile: scratch.appending("port"), encoding: .utf8) {
+                found = UInt16(text.trimmingCharacters(in: .whitespacesAndNewlines))
+            } else {
+                usleep(10_000)
+            }
+        }
+        guard let found, Loopback.waitUntilAccepting(port: found, stillRunning: { process.isRunning }) else {
+            process.stop(with: SIGKILL)
+            let log = (try? String(contentsOfFile: errorLog, encoding: .utf8)) ?? ""
+            scratch.remove()
+            throw TestServerError("the fault proxy did not start; it said:\n\(log)")
+        }
+        port = found
+    }
+
+    deinit { stop() }
+
+    /// `http://127.0.0.1:PORT/` + `path` (without its leading slash, if any).
+    public func url(_ path: String) -> String {
+        "http://127.0.0.1:\(port)/" + (path.hasPrefix("/") ? String(path.dropFirst()) : path)
+    }
+
+    /// Changes the mode for the next requests (a `times` count starts again).
+    public func set(_ mode: Mode) throws {
+        generation += 1
+        try Self.write(mode, generation: generation, into: scratch)
+    }
+
+    /// The requests the proxy has answered (at least begun to answer), oldest first.
+    public var requests: [Request] {
+        guard let text = try? String(contentsOfFile: scratch.appending("requests.log"), encoding: .utf8) else {
+            return []
+        }
+        return text.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ")
+            guard fields.count == 4, let status = Int(fields[2]) else { return nil }
+            return Request(method: String(fields[0]), target: String(fields[1]), status: status, fault: String(fields[3]))
+        }
+    }
+
+    /// How many requests the proxy has answered.
+    public var requestCount: Int { requests.count }
+
+    /// Stops the proxy (SIGKILL; see ``NginxServer/stop()`` for why not SIGTERM), waits for it,
+    /// and removes its scratch directory. Calling it again does nothing.
+    public func stop() {
+        guard !stopped else { return }
+        stopped = true
+        process.stop(with: SIGKILL)
+        scratch.remove()
+    }
+
+    private static func write(_ mode: Mode, generation: Int, into scratch: TemporaryDirectory) throws {
+        var control: [String: Any] = ["generation": generation]
+        switch mode {
+        case .passThrough:
+            control["mode"] = "pass"
+        case .cut(let after, let times):
+            control["mode"] = "cut"
+            control["after"] = after
+            control["times"] = times.map { $0 as Any } ?? NSNull()
+        case .stall(let after, let times):
+            control["mode"] = "stall"
+            control["after"] = after
+            control["times"] = times.map { $0 as Any } ?? NSNull()
+        case .shiftContentRange(let by):
+            control["mode"] = "shift"
+            control["by"] = by
+        }
+        let data = try JSONSerialization.data(withJSONObject: control)
+        // Atomically, so the proxy never reads half a file.
+        try data.write(to: URL(fileURLWithPath: scratch.appending("control.json")), options: .atomic)
+    }
+}

@@ -1,0 +1,97 @@
+import CairnTestSupport
+import Foundation
+import Glibc
+import Testing
+
+import Cairn
+
+/// `cairn fetch` through the tests' fault-injecting proxy in front of a real nginx (issue 10):
+/// a connection the server cuts mid-body, a server that stalls, and a 206 that starts
+/// elsewhere than asked.
+@Suite("Fetch over HTTP: faults", .serialized)
+struct FetchFaultTests {
+    /// A served archive of a few MiB, nginx, and the proxy in front of it.
+    final class Setup {
+        let work: TemporaryDirectory
+        let server: NginxServer
+        let proxy: FaultProxy
+        let expected: [UInt8]
+        var url: String { proxy.url("a.cairn") }
+        var out: String { work.appending("copy.cairn") }
+
+        init(seed: UInt64) throws {
+            work = try TemporaryDirectory(prefix: "cairn-fetch-fault")
+            let served = work.appending("www")
+            try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+            try FetchTests.archive(FetchTests.tree(seed: seed, count: 24), at: served + "/a.cairn", work: work)
+            expected = try FetchTests.bytes(served + "/a.cairn")
+            server = try NginxServer(root: served)
+            proxy = try FaultProxy(upstreamPort: server.port)
+        }
+
+        deinit {
+            proxy.stop()
+            server.stop()
+            work.remove()
+        }
+    }
+
+    @Test("the server cuts the connection mid-body twice: one run retries from the last verified commit and ends byte-identical")
+    func serverCutsTwice() async throws { try await onDedicatedThread { try Self().serverCutsTwiceOnThread() } }
+
+    /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
+    func serverCutsTwiceOnThread() throws {
+        let setup = try Setup(seed: 21)
+        try setup.proxy.set(.cut(afterBodyBytes: 700_000, times: 2))
+        let result = try FetchCLI.run(["fetch", setup.url, "-o", setup.out, "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try FetchTests.bytes(setup.out) == setup.expected)
+        #expect(result.stdout.contains("\"retries\":2"), "\(result.stdout)")
+        let requests = setup.proxy.requests
+        #expect(requests.count == 3, "\(requests)")
+        // The retries asked for ranges: what was verified is not sent again.
+        #expect(requests.dropFirst().allSatisfy { $0.status == 206 }, "\(requests)")
+    }
+
+    @Test("a stalled server: --timeout ends the transfer, the retry completes it; with --retries 0 exit 1 naming the URL")
+    func stall() async throws { try await onDedicatedThread { try Self().stallOnThread() } }
+
+    /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
+    func stallOnThread() throws {
+        let setup = try Setup(seed: 22)
+        try setup.proxy.set(.stall(afterBodyBytes: 400_000, times: 1))
+        let started = Date()
+        let failed = try FetchCLI.run(["fetch", setup.url, "-o", setup.out, "--timeout", "1", "--retries", "0"])
+        #expect(failed.status == 1)
+        #expect(failed.stderr.contains(setup.url), "\(failed.stderr)")
+        #expect(Date().timeIntervalSince(started) < 20)
+        #expect(!RawFileSystem.exists(Array(setup.out.utf8)))
+
+        try setup.proxy.set(.stall(afterBodyBytes: 400_000, times: 1))
+        let retried = try FetchCLI.run(["fetch", setup.url, "-o", setup.out, "--timeout", "1", "--json"])
+        #expect(retried.status == 0, "\(retried.stderr)")
+        #expect(try FetchTests.bytes(setup.out) == setup.expected)
+        #expect(retried.stdout.contains("\"retries\":1"), "\(retried.stdout)")
+    }
+
+    @Test("a 206 that starts elsewhere than asked is never spliced in: the fetch starts over and ends byte-identical")
+    func shiftedRange() async throws { try await onDedicatedThread { try Self().shiftedRangeOnThread() } }
+
+    /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
+    func shiftedRangeOnThread() throws {
+        let setup = try Setup(seed: 23)
+        try setup.proxy.set(.cut(afterBodyBytes: 900_000, times: 1))
+        let cut = try FetchCLI.run(["fetch", setup.url, "-o", setup.out, "--retries", "0", "-q"])
+        #expect(cut.status == 1)
+        let prefix = try #require(try? RawFileSystem.status(Array((setup.out + ".partial").utf8)))
+        #expect(prefix.st_size > 0)
+
+        try setup.proxy.set(.shiftContentRange(by: 100))
+        let rerun = try FetchCLI.run(["fetch", setup.url, "-o", setup.out, "--json"])
+        #expect(rerun.status == 0, "\(rerun.stderr)")
+        #expect(try FetchTests.bytes(setup.out) == setup.expected)
+        #expect(rerun.stdout.contains("\"restarts\":1"), "\(rerun.stdout)")
+        // The shifted 206 was refused; the archive then came whole, as a 200.
+        #expect(setup.proxy.requests.contains { $0.status == 200 && $0.method == "GET" }, "\(setup.proxy.requests)")
+    }
+}
