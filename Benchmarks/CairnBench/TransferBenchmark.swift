@@ -251,7 +251,6 @@ struct TransferBenchmark {
     static func lacksURLSupport(_ result: ProcessResult) -> Bool {
         let text = result.standardError
         return result.exitStatus == 2 || text.contains("No such file or directory") || text.contains("cannot open")
-            || text.contains("not found")
     }
 
     /// `sync(2)` and `--pause` seconds before a timed step, as ``EndToEnd/settle()`` does.

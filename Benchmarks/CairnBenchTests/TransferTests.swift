@@ -82,5 +82,22 @@ struct TransferTests {
         let sent = try #require((full["runs"] as? [[String: Any]])?.first?["bodyBytes"] as? NSNumber)
         #expect(sent.uint64Value == archive, "nginx counts curl's body bytes: the whole archive")
         #expect((transfer["verdicts"] as? [[String: Any]])?.count == 6)
+        func number(_ key: String) -> UInt64 { (layout[key] as? NSNumber)?.uint64Value ?? 0 }
+        #expect(number("deltaYardstickBytes") > number("manifestAndFooterBytes") && number("deltaYardstickBytes") < archive)
+        #expect(number("newChunkRecords") > 0, "the small change makes new chunks")
+        #expect(number("commitCount") > 0 && number("resumeAllowanceBytes") == number("largestCommitIntervalBytes") + (1 << 20))
+        #expect(number("extractStoredBytes") > 0 && number("extractYardstickBytes") < archive)
+    }
+
+    @Test("a cairn that takes the URL for a local path (or rejects it) makes the remote extract not measured; other failures do not")
+    func urlSupport() {
+        func result(_ status: Int32, _ stderr: String) -> ProcessResult {
+            ProcessResult(
+                exitStatus: status, wallSeconds: 0, userSeconds: 0, systemSeconds: 0, peakRSSBytes: 0, standardOutput: "", standardError: stderr)
+        }
+        #expect(TransferBenchmark.lacksURLSupport(result(1, "cairn: error: http://127.0.0.1:1/a.cairn: cannot open: No such file or directory")))
+        #expect(TransferBenchmark.lacksURLSupport(result(2, "usage: cairn extract ARCHIVE")))
+        #expect(!TransferBenchmark.lacksURLSupport(result(1, "cairn: error: http://127.0.0.1:1/a.cairn: the server answered 500")))
+        #expect(!TransferBenchmark.lacksURLSupport(result(1, "cairn: error: http://127.0.0.1:1/a.cairn: the server answered 404 Not Found")))
     }
 }
