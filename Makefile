@@ -25,7 +25,7 @@ DEB_PACKAGES := zlib1g-dev liblz4-dev libzstd-dev libssl-dev libcurl4-openssl-de
 # live writer of the database tests, python3 runs the fault-injecting proxy.
 TEST_PACKAGES := nginx-light sqlite3 python3
 # The tools the benchmark compares Cairn with.
-PEER_PACKAGES := lz4 zstd casync borgbackup restic libarchive-tools hyperfine
+PEER_PACKAGES := lz4 zstd casync borgbackup restic libarchive-tools hyperfine curl zsync nginx-light
 # perf for `cairn-bench --profile` (Debian's name; where it cannot be installed the harness
 # says "perf not available" instead of a profile, so a failure here does not stop the bench).
 PERF_PACKAGES := linux-perf

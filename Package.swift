@@ -24,7 +24,7 @@ let package = Package(
         .executableTarget(name: "cairn", dependencies: ["Cairn", "CairnCorpus"]),
         .executableTarget(
             name: "cairn-bench",
-            dependencies: ["Cairn", "CairnCorpus", "CZlib", "CLZ4", "CCrypto", "CZstd"],
+            dependencies: ["Cairn", "CairnCorpus", "CairnTestSupport", "CZlib", "CLZ4", "CCrypto", "CZstd"],
             path: "Benchmarks/CairnBench"
         ),
         .executableTarget(

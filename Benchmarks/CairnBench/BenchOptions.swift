@@ -2,13 +2,18 @@ import Foundation
 
 /// The command line of `cairn-bench` (see Benchmarks/README.md).
 struct BenchOptions {
-    enum Selection: String { case all, stages, endToEnd = "end-to-end" }
+    enum Selection: String {
+        case all, stages, endToEnd = "end-to-end"
+        /// Issue 10's transfer case alone (``TransferBenchmark``); never part of `all`.
+        case transfer
+    }
 
     static let usage = """
         usage: cairn-bench [--targets] [--size-mib N] [--seed S] [--corpus DIR] [--small-files N]
                            [--tree PATH]... [--random-mib N] [--large-file] [--large-file-mib N]
                            [--profile] [--peers LIST] [--runs R] [--pause S] [--work DIR] [--out DIR]
-                           [--only stages|end-to-end] [--cairn PATH] [--keep]
+                           [--only stages|end-to-end|transfer] [--transfer-mib N]
+                           [--cairn PATH] [--keep]
 
           --targets        issue 9's target set: the corpus, the small files, /usr/share/man and
                            /usr/lib/python3 (the Swift toolchain's usr/lib/swift for a missing
@@ -40,7 +45,10 @@ struct BenchOptions {
           --work DIR       scratch space for corpora, archives, repositories (default /tmp/cairn-bench)
           --out DIR        where results-<UTC time>.md/.json/.svg are written (default
                            $XDG_STATE_HOME/cairn-bench/results, else /tmp/cairn-bench/results)
-          --only WHAT      stages (in-process micro-benchmarks) or end-to-end (tools), default both
+          --only WHAT      stages (in-process micro-benchmarks) or end-to-end (tools), default both;
+                           or transfer: issue 10's case alone (cairn fetch against curl and
+                           zsync over nginx on 127.0.0.1), which no other selection includes
+          --transfer-mib N size of the transfer case's generated corpus in MiB (default 512)
           --cairn PATH     the cairn executable (default: `cairn` next to cairn-bench)
           --keep           keep archives and extracted trees in the work directory
         """
@@ -66,6 +74,8 @@ struct BenchOptions {
     /// `--out`; nil means ``defaultOutputDirectory(environment:)``.
     var out: String?
     var selection = Selection.all
+    /// `--transfer-mib`: the transfer case's corpus, MiB.
+    var transferMiB = 512
     var cairn: String?
     var keep = false
 
@@ -121,9 +131,14 @@ struct BenchOptions {
             case "--only":
                 let text = try take()
                 guard let s = Selection(rawValue: text), s != .all else {
-                    throw UsageError(description: "--only takes stages or end-to-end")
+                    throw UsageError(description: "--only takes stages, end-to-end or transfer")
                 }
                 selection = s
+            case "--transfer-mib":
+                guard let n = Int(try take()), n > 0, n <= 1 << 20 else {
+                    throw UsageError(description: "--transfer-mib takes a positive number of MiB up to 1048576")
+                }
+                transferMiB = n
             case "--cairn": cairn = try take()
             case "--keep": keep = true
             case "--targets": targets = true
@@ -164,8 +179,10 @@ struct BenchOptions {
     /// `--targets`, which measures only what issue 9's targets need).
     var corpusExtras: Bool { !targets }
 
-    var runsStages: Bool { selection != .endToEnd }
-    var runsEndToEnd: Bool { selection != .stages }
+    var runsStages: Bool { selection == .all || selection == .stages }
+    var runsEndToEnd: Bool { selection == .all || selection == .endToEnd }
+    /// Only `--only transfer` runs the transfer case, so every other run stays as it was.
+    var runsTransfer: Bool { selection == .transfer }
 
     /// The results directory: `--out`, else ``defaultOutputDirectory(environment:)``.
     func outputDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {

@@ -134,6 +134,8 @@ struct Report {
     var caseNotes: [String] = []
     var notes: [String: String] = [:]
     var stages: [StageResult] = []
+    /// Issue 10's transfer case (`--only transfer`), when it ran.
+    var transfer: TransferResult?
     var loadAtStart = Machine.loadAverage()
     var loadAtEnd = ""
 
@@ -198,6 +200,7 @@ struct Report {
             for (index, result) in cases.enumerated() { lines += caseTable(result, index: index + 1) }
             lines += toolList()
         }
+        if let transfer { lines += transferSection(transfer) }
         if !stages.isEmpty { lines += stageTable() }
         if cases.contains(where: { !$0.profiles.isEmpty }) { lines += profileSection() }
         if !cases.isEmpty { lines += verdictTable() }
@@ -466,6 +469,7 @@ struct Report {
                 ]
             }
         }
+        if let transfer { object["transfer"] = transferJSON(transfer) }
         object["stages"] = stages.map { s -> [String: Any] in
             var o: [String: Any] = [
                 "stage": s.stage, "implementation": s.implementation, "bytes": s.bytes, "bestSeconds": s.bestSeconds,

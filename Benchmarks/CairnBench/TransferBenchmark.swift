@@ -1,0 +1,421 @@
+import CairnTestSupport
+import Foundation
+import Glibc
+
+/// What issue 10's transfer benchmark measures, each against its peer.
+enum TransferMeasure: String, CaseIterable {
+    case full = "full fetch"
+    case resume50 = "resume after a cut at 50%"
+    case resume90 = "resume after a cut at 90%"
+    case seeded = "seeded delta"
+    case remoteExtract = "remote extract of one file"
+
+    /// The share of the archive at which a resume measurement cuts the first run.
+    var cutFraction: Double? {
+        switch self {
+        case .resume50: 0.5
+        case .resume90: 0.9
+        default: nil
+        }
+    }
+}
+
+/// Tool names of the transfer case, as the report shows them.
+enum TransferTool {
+    static let cairn = "cairn fetch"
+    static let cairnSeeded = "cairn fetch --seed old.cairn"
+    static let cairnExtract = "cairn extract URL"
+    static let curl = "curl -o"
+    /// `curl -o F URL && sync F`: `cairn fetch` fsyncs FILE before renaming it into place.
+    static let curlSync = "curl -o + sync"
+    static let curlResume = "curl -C -"
+    static let zsync = "zsync -i old.cairn"
+}
+
+/// One round of one transfer step.
+struct TransferRun {
+    var round: Int
+    /// The timed command: the whole step, or for a resume the rerun after the cut.
+    var result: ProcessResult
+    /// HTTP body bytes nginx sent for the step (its access log; for a resume both runs).
+    var bodyBytes: UInt64
+    /// Requests nginx logged for the step.
+    var requests: Int
+    /// For a resume: the size of the file being written when the first run was killed, and the
+    /// body bytes nginx sent to that first run.
+    var cutAtBytes: UInt64?
+    var firstRunBodyBytes: UInt64?
+    /// Cairn's own count (`--json` `fetchedBytes` of the timed run), a check against nginx's.
+    var reportedBytes: UInt64?
+}
+
+/// One transfer step of one tool over all rounds.
+struct TransferOperation {
+    var tool: String
+    var measure: TransferMeasure
+    var command: String
+    var runs: [TransferRun] = []
+    var failure: String?
+    /// Why the step was not measured at all (the tool is missing, the feature is absent).
+    var notMeasured: String?
+    /// Bytes the step must transfer at least: the archive for fetches and resumes.
+    var archiveBytes: UInt64
+
+    var successful: [TransferRun] { runs.filter(\.result.succeeded) }
+    var wall: Spread? { Spread(successful.map(\.result.wallSeconds)) }
+    var cpu: Spread? { Spread(successful.map(\.result.cpuSeconds)) }
+    var peakRSS: Spread? { Spread(successful.map { Double($0.result.peakRSSBytes) }) }
+    var bodyBytes: Spread? { Spread(successful.map { Double($0.bodyBytes) }) }
+    /// For a resume: body bytes of both runs less the archive, per round.
+    var resentBytes: Spread? {
+        Spread(successful.map { Double($0.bodyBytes) - Double(archiveBytes) })
+    }
+
+    func run(round: Int) -> TransferRun? { successful.first { $0.round == round } }
+}
+
+/// Everything the transfer case measured.
+struct TransferResult {
+    var corpus: BenchCase
+    var trees: TransferTrees
+    var layout: TransferLayout
+    var runs: Int
+    /// nginx's `limit_rate` on `/slow/`, where the resume steps run, bytes per second.
+    var slowRate: UInt64
+    var createSeconds: [String: Double] = [:]
+    var operations: [TransferOperation] = []
+    var versions: [String: String] = [:]
+    var notes: [String] = []
+
+    func operation(_ tool: String, _ measure: TransferMeasure) -> TransferOperation? {
+        operations.first { $0.tool == tool && $0.measure == measure }
+    }
+}
+
+/// Issue 10's benchmark: the corpus and its small change as two archives served by nginx on
+/// 127.0.0.1, `cairn fetch` against `curl` (full and resumed) and `zsync` (seeded), and
+/// `cairn extract URL` of one file, in interleaved rounds. Bytes transferred are nginx's body
+/// bytes from its access log, for every tool alike.
+struct TransferBenchmark {
+    var cairn: String
+    var work: String
+    var runs: Int
+    var pauseSeconds: Double
+    var seed: UInt64
+    var keep: Bool
+    /// `/slow/`'s rate (the resume steps), bytes per second: 64 MiB/s, or less for an archive
+    /// smaller than 64 MiB, which then takes 1 s. The cut is made by polling the file being
+    /// written every millisecond, so the rate bounds how far past the mark the kill lands.
+    static func slowRate(archiveBytes: UInt64) -> UInt64 { min(64 << 20, max(64 << 10, archiveBytes)) }
+
+    var base: String { "\(work)/transfer" }
+
+    /// Prepares the trees and archives, starts nginx, runs every round, stops nginx.
+    ///
+    /// - Throws: ``BenchError`` or `TestServerError` when the preparation fails (a copy, a
+    ///   create, nginx); a failing measured step is recorded in its operation instead.
+    func run(corpus: BenchCase) throws -> TransferResult {
+        try? removeTree(base)
+        try FileManager.default.createDirectory(atPath: "\(base)/logs", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: "\(base)/serve", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: "\(base)/out", withIntermediateDirectories: true)
+        var runner = ProcessRunner(logDirectory: "\(base)/logs")
+        runner.environment = ["LC_ALL": "C"]
+        log("transfer: copying \(corpus.path) to old and new trees and applying the small change")
+        let trees = try TransferTrees.prepare(corpus: corpus.path, in: "\(base)/trees", seed: seed, runner: runner)
+        let serve = "\(base)/serve"
+        let oldArchive = "\(serve)/old.cairn"
+        let newArchive = "\(serve)/new.cairn"
+        var createSeconds: [String: Double] = [:]
+        for (tree, archive) in [(trees.old, oldArchive), (trees.new, newArchive)] {
+            let r = try runner.run([cairn, "create", "-o", archive, "--no-progress", tree], label: "transfer-create")
+            guard r.succeeded else { throw BenchError("cairn create \(archive) failed: \(r.standardError.suffix(300))") }
+            createSeconds[(archive as NSString).lastPathComponent] = r.wallSeconds
+            log(String(format: "transfer: created %@ (%@) in %.1f s", archive, formatMiB(TreeTally.size(of: archive)), r.wallSeconds))
+        }
+        if !keep {
+            try? removeTree(trees.old)
+            try? removeTree(trees.new)
+        }
+        let layout = try TransferLayout.analyse(old: oldArchive, new: newArchive, extractPath: trees.archivedExtractPath)
+        let archiveBytes = layout.newArchiveBytes
+        let rate = Self.slowRate(archiveBytes: archiveBytes)
+        let nginx = try NginxServer(root: serve, slowRate: String(rate))
+        defer { nginx.stop() }
+
+        var result = TransferResult(corpus: corpus, trees: trees, layout: layout, runs: runs, slowRate: rate)
+        result.createSeconds = createSeconds
+        for (name, command) in [
+            ("cairn", [cairn, "--version"]), ("curl", ["curl", "--version"]), ("zsync", ["zsync", "-V"]),
+            ("nginx", [NginxServer.executable, "-v"]),
+        ] {
+            if findExecutable(command[0]) == nil { continue }
+            if let r = try? runner.run(command, label: "version") {
+                let line = (r.standardOutput + "\n" + r.standardError).split(separator: "\n").first { !$0.isEmpty }
+                result.versions[name] = line.map(String.init) ?? "?"
+            }
+        }
+
+        var zsyncMissing: String?
+        if findExecutable("zsync") == nil || findExecutable("zsyncmake") == nil {
+            zsyncMissing = "zsync is not installed (Debian zsync; `make bench-deps`)"
+        } else {
+            let r = try runner.run(
+                ["zsyncmake", "-u", nginx.url("new.cairn"), "-o", "\(serve)/new.cairn.zsync", newArchive], label: "transfer-zsyncmake")
+            if !r.succeeded { zsyncMissing = "zsyncmake failed: \(r.standardError.suffix(200))" }
+        }
+
+        let steps = self.steps(nginx: nginx, trees: trees, serve: serve, runner: runner)
+        var operations: [TransferOperation] = steps.map {
+            TransferOperation(tool: $0.tool, measure: $0.measure, command: $0.command, archiveBytes: archiveBytes)
+        }
+        for index in operations.indices where operations[index].tool == TransferTool.zsync {
+            operations[index].notMeasured = zsyncMissing
+        }
+        if findExecutable("curl") == nil {
+            for index in operations.indices where operations[index].tool.hasPrefix("curl") {
+                operations[index].notMeasured = "curl is not installed"
+            }
+        }
+        let meter = AccessMeter(nginx: nginx)
+        for round in 1...runs {
+            for (index, step) in steps.enumerated() where operations[index].notMeasured == nil {
+                do {
+                    try step.clean()
+                    var run: TransferRun
+                    if let fraction = step.measure.cutFraction, let watched = step.watched {
+                        let mark = meter.mark()
+                        let cut = try Cutter.run(
+                            step.arguments, watching: watched, threshold: UInt64(Double(archiveBytes) * fraction),
+                            logPrefix: "\(base)/logs/transfer-cut-\(index)-\(round)")
+                        guard cut.killed else {
+                            throw BenchError("the first run ended (exit \(cut.exitStatus)) before the cut at \(Int(fraction * 100))%")
+                        }
+                        let first = meter.bytes(since: mark)
+                        settle()
+                        let mark2 = meter.mark()
+                        let r = try runner.run(step.arguments, label: "transfer-\(index)-\(round)")
+                        let second = meter.bytes(since: mark2)
+                        run = TransferRun(
+                            round: round, result: r, bodyBytes: first.bytes + second.bytes, requests: first.requests + second.requests,
+                            cutAtBytes: cut.fileBytes, firstRunBodyBytes: first.bytes)
+                    } else {
+                        settle()
+                        let mark = meter.mark()
+                        let r = try runner.run(step.arguments, label: "transfer-\(index)-\(round)")
+                        let sent = meter.bytes(since: mark)
+                        run = TransferRun(round: round, result: r, bodyBytes: sent.bytes, requests: sent.requests)
+                    }
+                    if step.tool.hasPrefix("cairn fetch"), let object = lastJSONObject(run.result.standardOutput),
+                        let n = (object["fetchedBytes"] as? NSNumber)?.uint64Value
+                    {
+                        run.reportedBytes = n
+                    }
+                    if run.result.succeeded {
+                        if let problem = step.check() { operations[index].failure = "round \(round): \(problem)" }
+                        log(
+                            String(
+                                format: "transfer round %d: %@ %@: %.2f s wall, %.2f s CPU, %@ sent by nginx in %d requests", round,
+                                step.tool, step.measure.rawValue, run.result.wallSeconds, run.result.cpuSeconds,
+                                formatMiB(run.bodyBytes), run.requests))
+                    } else {
+                        let tail = run.result.standardError.split(separator: "\n").suffix(2).joined(separator: " / ")
+                        if step.measure == .remoteExtract, round == 1, Self.lacksURLSupport(run.result) {
+                            operations[index].notMeasured = "extract URL not supported by this cairn (exit \(run.result.exitStatus): \(tail))"
+                            log("transfer: \(operations[index].notMeasured ?? "")")
+                            continue
+                        }
+                        operations[index].failure = "round \(round), exit \(run.result.exitStatus): \(tail)"
+                        log("transfer round \(round): \(step.tool) \(step.measure.rawValue) FAILED: \(tail)")
+                    }
+                    operations[index].runs.append(run)
+                } catch {
+                    operations[index].failure = "round \(round): \(error)"
+                    log("transfer round \(round): \(step.tool) \(step.measure.rawValue) FAILED: \(error)")
+                }
+                if !keep { try? step.clean() }
+            }
+        }
+        result.operations = operations
+        result.notes.append(
+            "The resume steps run against nginx's `/slow/` location (`limit_rate` \(formatMiB(rate))/s, the whole archive in about "
+                + String(format: "%.1f s", Double(archiveBytes) / Double(rate))
+                + "), for both tools and both runs (the rerun must use the same URL): the first run is killed with SIGKILL when the "
+                + "file it writes reaches the cut, so its wall time is bounded by that rate.")
+        if !keep { try? removeTree(base) }
+        return result
+    }
+
+    /// Whether a failed `cairn extract URL …` says the URL was taken for a local path or not
+    /// understood (a cairn without remote archives).
+    static func lacksURLSupport(_ result: ProcessResult) -> Bool {
+        let text = result.standardError
+        return result.exitStatus == 2 || text.contains("No such file or directory") || text.contains("cannot open")
+    }
+
+    /// `sync(2)` and `--pause` seconds before a timed step, as ``EndToEnd/settle()`` does.
+    private func settle() {
+        sync()
+        if pauseSeconds > 0 { usleep(useconds_t(pauseSeconds * 1_000_000)) }
+    }
+
+    /// One step of a round: the command, what to remove before and after, the file whose size
+    /// tells when to cut, and the untimed check of its output.
+    struct Step {
+        var tool: String
+        var measure: TransferMeasure
+        var arguments: [String]
+        var command: String { arguments.map { $0.contains(" ") ? shellQuoted($0) : $0 }.joined(separator: " ") }
+        var clean: () throws -> Void
+        /// For a resume: the file the first run writes.
+        var watched: String?
+        /// A problem with the output, or nil.
+        var check: () -> String?
+    }
+
+    /// The steps of every round, in order: each measurement, Cairn then its peer.
+    func steps(nginx: NginxServer, trees: TransferTrees, serve: String, runner: ProcessRunner) -> [Step] {
+        let out = "\(base)/out"
+        let newArchive = "\(serve)/new.cairn"
+        let oldArchive = "\(serve)/old.cairn"
+        let url = nginx.url("new.cairn")
+        let slow = nginx.url("slow/new.cairn")
+        func cleaning(_ file: String) -> () throws -> Void {
+            { for suffix in ["", ".partial", ".partial.fetch", ".partial.seed", ".part", ".zs-old"] { try removeTree(file + suffix) } }
+        }
+        func same(_ file: String) -> () -> String? {
+            {
+                let r = try? runner.run(["cmp", "-s", file, newArchive], label: "transfer-cmp")
+                return r?.succeeded == true ? nil : "\(file) differs from new.cairn"
+            }
+        }
+        var list: [Step] = []
+        let fullC = "\(out)/full-cairn.cairn"
+        let fullP = "\(out)/full-curl.cairn"
+        list.append(
+            Step(
+                tool: TransferTool.cairn, measure: .full, arguments: [cairn, "fetch", url, "-o", fullC, "--json"], clean: cleaning(fullC),
+                check: same(fullC)))
+        list.append(
+            Step(tool: TransferTool.curl, measure: .full, arguments: ["curl", "-s", "-S", "-f", "-o", fullP, url], clean: cleaning(fullP), check: same(fullP)))
+        // Cairn syncs FILE before renaming it into place; this row costs that in for curl.
+        list.append(
+            Step(
+                tool: TransferTool.curlSync, measure: .full,
+                arguments: ["/bin/bash", "-c", "curl -s -S -f -o \(shellQuoted(fullP)) \(shellQuoted(url)) && sync \(shellQuoted(fullP))"],
+                clean: cleaning(fullP), check: same(fullP)))
+        for measure in [TransferMeasure.resume50, .resume90] {
+            let percent = Int((measure.cutFraction ?? 0) * 100)
+            let c = "\(out)/resume\(percent)-cairn.cairn"
+            let p = "\(out)/resume\(percent)-curl.cairn"
+            list.append(
+                Step(
+                    tool: TransferTool.cairn, measure: measure, arguments: [cairn, "fetch", slow, "-o", c, "--json"], clean: cleaning(c),
+                    watched: c + ".partial", check: same(c)))
+            list.append(
+                Step(
+                    tool: TransferTool.curlResume, measure: measure, arguments: ["curl", "-s", "-S", "-f", "-C", "-", "-o", p, slow],
+                    clean: cleaning(p), watched: p, check: same(p)))
+        }
+        let seededC = "\(out)/seeded-cairn.cairn"
+        let seededZ = "\(out)/seeded-zsync.cairn"
+        list.append(
+            Step(
+                tool: TransferTool.cairnSeeded, measure: .seeded, arguments: [cairn, "fetch", url, "-o", seededC, "--seed", oldArchive, "--json"],
+                clean: cleaning(seededC), check: same(seededC)))
+        list.append(
+            Step(
+                tool: TransferTool.zsync, measure: .seeded,
+                arguments: [
+                    "/bin/bash", "-c",
+                    "cd \(shellQuoted(out)) && exec zsync -q -i \(shellQuoted(oldArchive)) -o \(shellQuoted(seededZ)) \(shellQuoted(nginx.url("new.cairn.zsync")))",
+                ], clean: cleaning(seededZ), check: same(seededZ)))
+        let destination = "\(out)/extract"
+        list.append(
+            Step(
+                tool: TransferTool.cairnExtract, measure: .remoteExtract,
+                arguments: [cairn, "extract", url, "-C", destination, trees.archivedExtractPath, "--no-progress"],
+                clean: { try removeTree(destination) },
+                check: {
+                    let file = "\(destination)/\(trees.archivedExtractPath)"
+                    return TreeTally.size(of: file) == trees.extractBytes ? nil : "\(file) is not the \(trees.extractBytes)-byte file"
+                }))
+        return list
+    }
+}
+
+/// Body bytes nginx sent, from its access log (`$body_bytes_sent` of every finished request).
+struct AccessMeter {
+    var nginx: NginxServer
+
+    /// The number of log lines so far: the start of a step.
+    func mark() -> Int { nginx.accessLog().count }
+
+    /// Body bytes and requests logged since `mark`: waits (up to 10 s) for the first line, then
+    /// until no line has been added for 0.2 s (nginx logs a request when it ends, and notices a
+    /// killed client on its next write).
+    func bytes(since mark: Int) -> (bytes: UInt64, requests: Int) {
+        var entries = nginx.accessLog(waitingFor: mark + 1, timeout: 10)
+        while true {
+            usleep(200_000)
+            let again = nginx.accessLog()
+            if again.count == entries.count { break }
+            entries = again
+        }
+        let new = entries.dropFirst(mark)
+        return (new.reduce(0) { $0 + $1.bodyBytesSent }, new.count)
+    }
+}
+
+/// Cuts a download: runs a command in a process group of its own and kills the group with
+/// SIGKILL once the file it writes reaches a size (polled every millisecond).
+enum Cutter {
+    struct Outcome {
+        /// Whether the kill happened (false: the command ended first).
+        var killed: Bool
+        var exitStatus: Int32
+        /// The watched file's size when it was killed (or when the command ended).
+        var fileBytes: UInt64
+    }
+
+    /// Runs `arguments` (stdout/stderr to `logPrefix`.out/.err) until `watching` holds at least
+    /// `threshold` bytes, then kills its process group.
+    ///
+    /// - Throws: ``BenchError`` when the command cannot start, or runs 600 s without reaching
+    ///   the threshold (it is then killed).
+    static func run(_ arguments: [String], watching: String, threshold: UInt64, logPrefix: String) throws -> Outcome {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, logPrefix + ".out", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, logPrefix + ".err", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+        posix_spawnattr_setpgroup(&attributes, 0)
+        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for p in argv { free(p) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, environ)
+        guard spawned == 0 else { throw BenchError("cannot start \(arguments[0]): \(String(cString: strerror(spawned)))") }
+        let deadline = monotonicSeconds() + 600
+        var status: Int32 = 0
+        while true {
+            let size = TreeTally.size(of: watching)
+            if size >= threshold || monotonicSeconds() > deadline {
+                kill(-pid, SIGKILL)
+                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                guard size >= threshold else { throw BenchError("\(arguments[0]) did not reach \(threshold) bytes in 600 s") }
+                return Outcome(killed: true, exitStatus: 128 + SIGKILL, fileBytes: size)
+            }
+            let done = waitpid(pid, &status, WNOHANG)
+            if done == pid {
+                let exit: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+                return Outcome(killed: false, exitStatus: exit, fileBytes: TreeTally.size(of: watching))
+            }
+            usleep(1000)
+        }
+    }
+}
