@@ -258,6 +258,25 @@ struct LiveDatabaseTests {
         #expect(plain.status == 0 && plain.stderr.isEmpty, "\(plain.stderr)")
     }
 
+    @Test("a file that only starts like an SQLite database is archived as any other file, without a warning")
+    func notADatabase() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try FileManager.default.createDirectory(atPath: directory.appending("src"), withIntermediateDirectories: true)
+        var generator = SeededGenerator(seed: 31)
+        let bytes = Array("SQLite format 3\0".utf8) + generator.bytes(40_000)
+        try RawFileSystem.writeFile(Array(directory.appending("src/fake.db").utf8), bytes)
+        let archive = directory.appending("f.cairn")
+        let archiver = try Archiver(writingTo: archive)
+        try await archiver.appendItem(at: directory.url(appending: "src"))
+        let properties = try await archiver.finish()
+        #expect(properties.warnings.isEmpty, "\(properties.warnings)")
+        let extractor = try Extractor(path: archive)
+        defer { extractor.close() }
+        try await extractor.extractAll(to: directory.url(appending: "out"))
+        #expect(try RawFileSystem.contents(ofFile: Array(directory.appending("out/src/fake.db").utf8)) == bytes)
+    }
+
     @Test("a WAL database's -wal is archived right after it and its -shm is left out")
     func walSidecars() async throws {
         let directory = try TemporaryDirectory()

@@ -666,7 +666,8 @@ struct ItemProducer {
             }
             return snapshot
         case .failure(let error):
-            warn(error)
+            // A file that only starts like a database is archived as any other file.
+            if error.code != .corrupted { warn(error) }
             return nil
         }
     }

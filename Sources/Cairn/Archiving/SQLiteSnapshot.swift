@@ -58,7 +58,8 @@ final class SQLiteSnapshot {
     /// - Returns: the held snapshot, or the reason it could not be taken: `.busy` when the
     ///   database stayed locked (another connection holds an EXCLUSIVE or PENDING lock, e.g.
     ///   `PRAGMA locking_mode=EXCLUSIVE`), `.io` for anything else libsqlite3 refused (a hot
-    ///   journal a read-only connection may not roll back, a file that is not a database, ...),
+    ///   journal a read-only connection may not roll back, ...), `.corrupted` for a file SQLite
+    ///   cannot read as a database (`SQLITE_CORRUPT`, `SQLITE_NOTADB`: it only starts like one),
     ///   each naming `display` and SQLite's message.
     static func begin(path: [UInt8], display: String, timeoutMilliseconds: Int32) -> Result<SQLiteSnapshot, CairnError> {
         var handle: OpaquePointer?
@@ -70,6 +71,10 @@ final class SQLiteSnapshot {
             let message = String(cString: sqlite3_errmsg(handle))
             sqlite3_close_v2(handle)
             let busy = code & 0xFF == SQLITE_BUSY || code & 0xFF == SQLITE_LOCKED
+            if code & 0xFF == SQLITE_CORRUPT || code & 0xFF == SQLITE_NOTADB {
+                // Not a database SQLite can read: there is no committed state to keep whole.
+                return .failure(CairnError(.corrupted, "not a database SQLite can read (\(message))", path: display))
+            }
             return .failure(
                 CairnError(
                     busy ? .busy : .io,
