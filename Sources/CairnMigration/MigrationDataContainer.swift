@@ -61,7 +61,7 @@ public struct MigrationDataContainer: Sendable, Equatable {
 
     /// The directories an import moves aside and restores as a whole: the root, every named
     /// directory outside it, and the group containers; none inside another, in a stable order.
-    var protectedDirectories: [URL] {
+    package var protectedDirectories: [URL] {
         let all = [containerRootDirectory, documentsDirectory, applicationSupportDirectory] + groupContainerDirectories
         var result: [URL] = []
         var paths: [String] = []
