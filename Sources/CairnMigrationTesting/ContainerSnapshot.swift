@@ -24,7 +24,7 @@ public struct ContainerSnapshot: Equatable, Sendable, CustomStringConvertible {
         var trees: [String: TreeSnapshot?] = [:]
         let state = Array(MigrationDataContainer.stateDirectoryName.utf8)
         for url in container.protectedDirectories {
-            let path = url.path(percentEncoded: false)
+            let path = url.path(percentEncoded: false).trimmingTrailingSlashes
             guard FileManager.default.fileExists(atPath: path) else {
                 trees[path] = .some(nil)
                 continue
