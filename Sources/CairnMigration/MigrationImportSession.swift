@@ -113,6 +113,8 @@ public final class MigrationImportSession<Importer: ResourcesImporting> {
         let parent = (root as NSString).deletingLastPathComponent
         let work = parent + "/.\((root as NSString).lastPathComponent).cairn-import-" + importID
         let resources = URL(filePath: work + "/resources", directoryHint: .isDirectory)
+        // First finish what a killed import left, so the times kept are the restored root's.
+        try ContainerGuard.recoverInterrupted(container)
         var rootInfo = stat()
         let rootTimes = lstat(root, &rootInfo) == 0 ? [rootInfo.st_atim, rootInfo.st_mtim] : nil
         let extraction = Progress(totalUnitCount: 1)
@@ -124,7 +126,6 @@ public final class MigrationImportSession<Importer: ResourcesImporting> {
         var request: ResourcesImportRequest?
         var guarded: ContainerGuard?
         do {
-            try ContainerGuard.recoverInterrupted(container)
             try Task.checkCancellation()
             try await extract(resources, extraction) { header in
                 let read = try Self.request(from: header, archive: archive)
