@@ -9,12 +9,19 @@ enum DurableFile {
 
     /// Writes `bytes` to `path`: a temporary name in the same directory, `fsync(2)`,
     /// `rename(2)` over `path`, then `fsync` of the directory. Creates the directory (mode
-    /// 0700) when missing.
+    /// 0700) and its missing parents.
     ///
     /// - Throws: `CairnError` `.io` naming the path and the `errno`.
     static func write(_ bytes: [UInt8], to path: String) throws(CairnError) {
         let directory = (path as NSString).deletingLastPathComponent
-        if mkdir(directory, 0o700) != 0, errno != EEXIST { throw failure("cannot create the directory", directory) }
+        if mkdir(directory, 0o700) != 0, errno != EEXIST {
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw failure("cannot create the directory", directory)
+            }
+        }
         let temporary = path + ".\(getpid()).tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw failure("cannot create", temporary) }

@@ -5,7 +5,8 @@ import Foundation
 ///
 /// The import session records it in the container (``MigrationDataContainer/statusFileURL``,
 /// a small JSON file written with `fsync` and `rename`), so it survives the importing process
-/// and a reboot. At launch, check ``importStatus``; after telling the user, call
+/// and a reboot. A failed import into a container whose root did not exist leaves the root
+/// holding only that file. At launch, check ``importStatus``; after telling the user, call
 /// ``clearImportStatus()``.
 ///
 /// A failure read back from the file holds a ``CairnError`` with the recorded code, message,
