@@ -19,12 +19,17 @@ public struct MigrationAppIdentifier: Hashable, Sendable, Codable, CustomStringC
         public static let appStore = StoreIdentifier("appStore")
         /// No store (a distribution package, a build from source).
         public static let none = StoreIdentifier("")
+        /// The name, or `none`.
         public var description: String { rawValue.isEmpty ? "none" : rawValue }
 
+        /// Decodes the name from a single JSON string.
+        ///
+        /// - Throws: `DecodingError` when the value is not a string.
         public init(from decoder: any Decoder) throws {
             rawValue = try decoder.singleValueContainer().decode(String.self)
         }
 
+        /// Encodes the name as a single string.
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.singleValueContainer()
             try container.encode(rawValue)

@@ -89,12 +89,3 @@ public struct MigrationDataContainer: Sendable, Equatable {
         set { currentContainer.withLock { $0 = newValue } }
     }
 }
-
-extension String {
-    /// The path without trailing slashes (`/` stays `/`).
-    var trimmingSlashes: String {
-        var path = self
-        while path.count > 1, path.hasSuffix("/") { path.removeLast() }
-        return path
-    }
-}

@@ -22,12 +22,17 @@ public struct MigrationPlatform: Hashable, Sendable, Codable, CustomStringConver
     /// The platform this process runs on: `.linux`.
     public static var current: MigrationPlatform { .linux }
 
+    /// The name.
     public var description: String { rawValue }
 
+    /// Decodes the name from a single JSON string.
+    ///
+    /// - Throws: `DecodingError` when the value is not a string.
     public init(from decoder: any Decoder) throws {
         rawValue = try decoder.singleValueContainer().decode(String.self)
     }
 
+    /// Encodes the name as a single string.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(rawValue)

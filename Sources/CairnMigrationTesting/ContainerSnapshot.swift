@@ -24,13 +24,13 @@ public struct ContainerSnapshot: Equatable, Sendable, CustomStringConvertible {
         var trees: [String: TreeSnapshot?] = [:]
         let state = Array(MigrationDataContainer.stateDirectoryName.utf8)
         for url in container.protectedDirectories {
-            let path = url.path(percentEncoded: false).trimmingTrailingSlashes
+            let path = url.path(percentEncoded: false).trimmingSlashes
             guard FileManager.default.fileExists(atPath: path) else {
                 trees[path] = .some(nil)
                 continue
             }
             var tree = try TreeSnapshot(at: path)
-            if path == container.containerRootDirectory.standardizedFileURL.path(percentEncoded: false).trimmingTrailingSlashes {
+            if path == container.containerRootDirectory.standardizedFileURL.path(percentEncoded: false).trimmingSlashes {
                 tree.nodes = tree.nodes.filter { key, _ in !(key == state || key.starts(with: state + [0x2F])) }
             }
             trees[path] = .some(tree)
@@ -58,15 +58,8 @@ public struct ContainerSnapshot: Equatable, Sendable, CustomStringConvertible {
         return lines.isEmpty ? "identical" : lines.joined(separator: "\n")
     }
 
+    /// Every tree, one path per line.
     public var description: String {
         trees.keys.sorted().map { "\($0):\n\((trees[$0] ?? nil)?.description ?? "absent")" }.joined(separator: "\n")
-    }
-}
-
-extension String {
-    var trimmingTrailingSlashes: String {
-        var path = self
-        while path.count > 1, path.hasSuffix("/") { path.removeLast() }
-        return path
     }
 }

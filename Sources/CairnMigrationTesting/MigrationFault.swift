@@ -20,6 +20,7 @@ public struct MigrationFault: Sendable, Equatable, CustomStringConvertible {
     /// Flips every bit of the archive's byte at `offset` (after an export, before an import).
     public static func flipByte(atOffset offset: UInt64) -> MigrationFault { MigrationFault(kind: .flipByte(atOffset: offset)) }
 
+    /// For test names, for example `cancel after 100 bytes`.
     public var description: String {
         switch kind {
         case .cancel(let n): "cancel after \(n) bytes"
