@@ -69,6 +69,19 @@ public struct MigrationExportSession<Exporter: ResourcesExportingWithOptions> {
         }
     }
 
+    /// Exports as a stream into `output` (a pipe, a socket, a file opened for writing), with no
+    /// free-space check; the handle stays open. An import reads it with
+    /// ``MigrationImportSession/importResources(from:name:progress:)``.
+    ///
+    /// - Parameter name: how errors name the archive.
+    /// - Throws: as ``exportResources(to:name:request:progress:)``.
+    nonisolated(nonsending) public func exportResources(
+        to output: FileHandle, name: String = "<output>",
+        request: MigrationRequestWithOptions<Exporter.OptionsType> = MigrationRequestWithOptions(), progress: Progress? = nil
+    ) async throws -> ExportProperties {
+        try await exportResources(to: FileHandleSink(output, name: name), name: name, request: request, progress: progress)
+    }
+
     /// Exports into any sink (a pipe, a socket, a transfer), with no free-space check.
     ///
     /// - Parameter name: how errors name the archive, for example `"<output>"`.

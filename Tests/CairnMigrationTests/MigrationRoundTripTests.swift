@@ -36,7 +36,9 @@ struct MigrationRoundTripTests {
         #expect(header.sizeEstimate == UInt64(NotesExporter(container: source).resourcesSizeEstimate))
         #expect(header.isCompressible)
 
-        try await tester.importController.importResources(from: exported.archiveURL)
+        let importProgress = Progress(totalUnitCount: 0)
+        try await tester.importController.importResources(from: exported.archiveURL, progress: importProgress)
+        #expect(importProgress.fractionCompleted > 0.99)
         // The importer moved the files into a new Documents directory: file times kept, its own not.
         let imported = try TreeSnapshot(at: destination.documentsDirectory.path, directoryTimes: false)
         #expect(imported.diff(try TreeSnapshot(at: source.documentsDirectory.path, directoryTimes: false)) == "identical")
@@ -106,6 +108,28 @@ struct MigrationRoundTripTests {
         let request = try await importer.importResources(from: again)
         #expect(request.sourceVersion == "3")
         #expect(MigrationStatus.importStatus(in: destination)?.isSuccess == true)
+    }
+
+    @Test("export to a file handle as a stream, import it from a file handle")
+    func fileHandleStream() async throws {
+        let scratch = try MigrationScratch()
+        defer { scratch.remove() }
+        let source = try scratch.source(count: 3)
+        let streamURL = try scratch.work().appending(path: "stream.cairn")
+        #expect(FileManager.default.createFile(atPath: streamURL.path, contents: nil))
+        let output = try FileHandle(forWritingTo: streamURL)
+        let session = MigrationExportSession(exporter: NotesExporter(container: source), appIdentifier: NotesApp.identifier)
+        let properties = try await session.exportResources(to: output, name: "stream")
+        try output.close()
+        #expect(properties.archiveBytes == UInt64(try FileManager.default.attributesOfItem(atPath: streamURL.path)[.size] as? Int ?? -1))
+
+        let destination = scratch.container("destination")
+        let input = try FileHandle(forReadingFrom: streamURL)
+        defer { try? input.close() }
+        let importer = MigrationImportSession(importer: NotesImporter(container: destination), container: destination)
+        try await importer.importResources(from: input, name: "stream")
+        let imported = try TreeSnapshot(at: destination.documentsDirectory.path, directoryTimes: false)
+        #expect(imported == (try TreeSnapshot(at: source.documentsDirectory.path, directoryTimes: false)))
     }
 
     @Test("a plain Cairn archive (no app in its header) is refused before writing")
