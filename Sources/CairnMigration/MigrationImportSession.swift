@@ -11,7 +11,9 @@ import Glibc
 /// ```
 ///
 /// The steps, in order:
-/// 1. Finish an import a killed process left behind (see ``MigrationDataContainer``).
+/// 1. Lock out other imports into the same container (`flock(2)` on the empty file
+///    `<parent>/.<root name>.cairn-import.lock`, left in place; a second import throws
+///    `.busy`), and finish an import a killed process left behind (see ``MigrationDataContainer``).
 /// 2. Read the archive's header before anything is written (a file: its header and manifest;
 ///    a stream: its prelude and header record) and build the ``ResourcesImportRequest``;
 ///    ``acceptRequest`` may refuse it there.
@@ -103,6 +105,33 @@ public final class MigrationImportSession<Importer: ResourcesImporting> {
         return ResourcesImportRequest(sourceAppIdentifier: app, sourceVersion: header.resourcesVersion)
     }
 
+    /// Opens (creating it, empty, when missing) and locks the lock file beside the container
+    /// with `flock(2)`; closing the descriptor releases it.
+    ///
+    /// - Throws: `.busy` when another import into the same container holds it; `.io`.
+    private static func lockImports(_ path: String) throws(CairnError) -> Int32 {
+        let directory = (path as NSString).deletingLastPathComponent
+        if access(directory, F_OK) != 0 {
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                throw DurableFile.failure("cannot create the directory", directory)
+            }
+        }
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw DurableFile.failure("cannot open the import lock", path) }
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            if errno == EINTR { continue }
+            let value = errno
+            close(fd)
+            if value == EWOULDBLOCK {
+                throw CairnError(.busy, "another import into this container is running", path: path)
+            }
+            throw DurableFile.failure("cannot lock", path, value)
+        }
+        return fd
+    }
+
     private typealias Extraction = nonisolated(nonsending) (URL, Progress, (ArchiveHeader) throws -> Void) async throws -> Void
 
     nonisolated(nonsending) private func perform(archive: String, progress: Progress?, extract: Extraction) async throws
@@ -113,6 +142,9 @@ public final class MigrationImportSession<Importer: ResourcesImporting> {
         let parent = (root as NSString).deletingLastPathComponent
         let work = parent + "/.\((root as NSString).lastPathComponent).cairn-import-" + importID
         let resources = URL(filePath: work + "/resources", directoryHint: .isDirectory)
+        // One import at a time per container: the lock is held until this returns.
+        let lock = try Self.lockImports(parent + "/.\((root as NSString).lastPathComponent).cairn-import.lock")
+        defer { close(lock) }
         // First finish what a killed import left, so the times kept are the restored root's.
         try ContainerGuard.recoverInterrupted(container)
         var rootInfo = stat()

@@ -4,6 +4,7 @@ import CairnMigrationTesting
 import CairnTestSupport
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 
 @testable import cairn_migration_sample
@@ -152,6 +153,35 @@ struct MigrationFailureTests {
         try expectCleanFailure(destination, before: before, parentNames: parentNames)
     }
 
+    @Test("a second import into the same container while one runs is refused as busy; the first then fails cleanly")
+    func concurrentImportBusy() async throws {
+        struct BlockingImporter: ResourcesImporting, Sendable {
+            var container: MigrationDataContainer
+            var other: MigrationImportSession<NotesImporter>.Probe
+            let resourcesImportProgress = Progress(totalUnitCount: 1)
+            nonisolated(nonsending) func importResources(at importedDataURL: URL, request: ResourcesImportRequest) async throws {
+                try await other.run()
+            }
+        }
+        let scratch = try MigrationScratch()
+        defer { scratch.remove() }
+        let destination = try scratch.populatedDestination()
+        let golden = try #require(Bundle.module.url(forResource: "notes-v3", withExtension: "cairn", subdirectory: "Fixtures"))
+        let before = try ContainerSnapshot(of: destination)
+        let probe = MigrationImportSession<NotesImporter>.Probe(archive: golden, container: destination)
+        let first = MigrationImportSession(importer: BlockingImporter(container: destination, other: probe), container: destination)
+        await #expect(throws: CairnError.self) { try await first.importResources(fromArchiveAt: golden) }
+        #expect(probe.error?.code == .busy, "\(String(describing: probe.error))")
+        // The first import failed because its importer threw the second one's error: put back.
+        let after = try ContainerSnapshot(of: destination)
+        #expect(after == before, "\(after.diff(before))")
+        guard case .failure(let stored as CairnError)? = MigrationStatus.importStatus(in: destination) else {
+            Issue.record("no failure status")
+            return
+        }
+        #expect(stored.code == .busy)
+    }
+
     @Test("an import killed after moving the container aside is undone by the next session")
     func interruptedImportRecovered() async throws {
         let scratch = try MigrationScratch()
@@ -178,5 +208,31 @@ extension String {
         var text = self
         while text.count > 1, text.hasSuffix(suffix) { text.removeLast(suffix.count) }
         return text
+    }
+}
+
+extension MigrationImportSession where Importer == NotesImporter {
+    /// Runs a second import from inside a first one and keeps its error.
+    final class Probe: Sendable {
+        let archive: URL
+        let container: MigrationDataContainer
+        private let failure = Mutex<CairnError?>(nil)
+
+        init(archive: URL, container: MigrationDataContainer) {
+            self.archive = archive
+            self.container = container
+        }
+
+        var error: CairnError? { failure.withLock { $0 } }
+
+        nonisolated(nonsending) func run() async throws {
+            let session = MigrationImportSession(importer: NotesImporter(container: container), container: container)
+            do {
+                try await session.importResources(fromArchiveAt: archive)
+            } catch let error as CairnError {
+                failure.withLock { $0 = error }
+                throw error
+            }
+        }
     }
 }

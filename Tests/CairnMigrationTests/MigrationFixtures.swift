@@ -87,7 +87,8 @@ func sampleExecutable() -> URL {
     Bundle.module.bundleURL.deletingLastPathComponent().appending(path: "cairn-migration-sample")
 }
 
-/// The names directly in `url`'s parent, sorted.
+/// The names directly in `url`'s parent, sorted, without import lock files (left by design).
 func siblings(of url: URL) throws -> [String] {
-    try FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path(percentEncoded: false)).sorted()
+    try FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path(percentEncoded: false))
+        .filter { !$0.hasSuffix(".cairn-import.lock") }.sorted()
 }
