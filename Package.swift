@@ -5,6 +5,8 @@ let package = Package(
     name: "Cairn",
     products: [
         .library(name: "Cairn", targets: ["Cairn"]),
+        .library(name: "CairnMigration", targets: ["CairnMigration"]),
+        .library(name: "CairnMigrationTesting", targets: ["CairnMigrationTesting"]),
         .executable(name: "cairn", targets: ["cairn"]),
     ],
     targets: [
@@ -21,6 +23,9 @@ let package = Package(
             dependencies: ["CZlib", "CLZ4", "CCrypto", "CZstd", "CCurl", "CLinux", "CSQLite"]
         ),
         .target(name: "CairnCorpus", dependencies: ["Cairn"]),
+        .target(name: "CairnMigration", dependencies: ["Cairn"]),
+        .target(name: "CairnMigrationTesting", dependencies: ["CairnMigration", "Cairn", "CairnTestSupport"]),
+        .executableTarget(name: "cairn-migration-sample", dependencies: ["CairnMigration", "Cairn"], path: "Sources/CairnMigrationSample"),
         .executableTarget(name: "cairn", dependencies: ["Cairn", "CairnCorpus"]),
         .executableTarget(
             name: "cairn-bench",
@@ -46,6 +51,11 @@ let package = Package(
         .testTarget(
             name: "CairnTests",
             dependencies: ["Cairn", "CairnTestSupport", "cairn", "cairn-fuzz"],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "CairnMigrationTests",
+            dependencies: ["CairnMigration", "CairnMigrationTesting", "CairnTestSupport", "cairn-migration-sample"],
             resources: [.copy("Fixtures")]
         ),
     ]

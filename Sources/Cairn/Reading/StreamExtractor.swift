@@ -69,10 +69,10 @@ final class StreamExtractor {
     ///     otherwise progress uses the header's size estimate, or is indeterminate.
     init(
         staging: StagingDirectory, options: ExtractionOptions, progress: Progress?, expectedOutput: UInt64? = nil,
-        manifest: Manifest? = nil
+        manifest: Manifest? = nil, startedScanner: ArchiveScanner? = nil
     ) throws(CairnError) {
         self.manifest = manifest
-        self.scanner = ArchiveScanner(emittingChunkPayloads: true, checkingAgainst: manifest)
+        self.scanner = startedScanner ?? ArchiveScanner(emittingChunkPayloads: true, checkingAgainst: manifest)
         self.staging = staging
         self.options = options
         self.progress = progress
@@ -105,7 +105,7 @@ final class StreamExtractor {
     /// - Throws: the first problem, naming the offset in the stream or the entry.
     nonisolated(nonsending) func run(_ stream: RecordStream) async throws -> VerificationReport {
         do {
-            try scanner.start(stream)
+            if scanner.header == nil { try scanner.start(stream) }
             if let progress {
                 // Honest progress: the known output, else the creator's estimate, else
                 // indeterminate (-1); a total the content outgrows grows with it (see `write`).

@@ -1,0 +1,36 @@
+import Foundation
+
+extension Extractor {
+    /// ``extractStream(from:to:options:progress:)`` that first reads the stream's prelude and
+    /// header record and hands the header to `check` before anything is created at or beside
+    /// `destination`: a caller can refuse an archive by its resources version, platform or app
+    /// identifier without a byte being written.
+    ///
+    /// - Parameter check: called once with the verified header (its record's CRC checked);
+    ///   throwing stops the extraction and the error is rethrown as is.
+    /// - Returns: what was verified.
+    /// - Throws: `.truncated` or `.corrupted` (naming the offset) when the stream does not begin
+    ///   with a valid prelude and header; what `check` throws; otherwise as
+    ///   ``extractStream(from:to:options:progress:)``.
+    nonisolated(nonsending) public static func extractStream(
+        from input: FileHandle, to destination: URL, options: ExtractionOptions = ExtractionOptions(),
+        progress: Progress? = nil, checkingHeader check: (ArchiveHeader) throws -> Void
+    ) async throws -> VerificationReport {
+        let descriptor = FileDescriptor(rawValue: input.fileDescriptor, path: "<input>")
+        let stream = RecordStream(descriptor: descriptor)
+        let scanner = ArchiveScanner(emittingChunkPayloads: true, checkingAgainst: nil)
+        do {
+            try scanner.start(stream)
+        } catch {
+            throw error.withPath("<input>")
+        }
+        guard let header = scanner.header else {
+            throw CairnError(.corrupted, "the stream has no header record", path: "<input>", offset: stream.offset)
+        }
+        try check(header)
+        let staging = try StagingDirectory(
+            for: Archiver.fileSystemPath(destination), resume: options.resume, existingFiles: options.existingFiles)
+        let extractor = try StreamExtractor(staging: staging, options: options, progress: progress, startedScanner: scanner)
+        return try await extractor.run(stream)
+    }
+}

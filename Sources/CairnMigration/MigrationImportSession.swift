@@ -1,0 +1,198 @@
+import Cairn
+import Foundation
+import Glibc
+
+/// Imports an exported archive into an app's container, all or nothing, and records the
+/// outcome in ``MigrationStatus``.
+///
+/// ```swift
+/// let session = MigrationImportSession(importer: NotesImporter(), container: container)
+/// try await session.importResources(fromArchiveAt: URL(filePath: "/tmp/notes.cairn"))
+/// ```
+///
+/// The steps, in order:
+/// 1. Lock out other imports into the same container (`flock(2)` on the empty file
+///    `<parent>/.<root name>.cairn-import.lock`, left in place; a second import throws
+///    `.busy`), and finish an import a killed process left behind (see ``MigrationDataContainer``).
+/// 2. Read the archive's header before anything is written (a file: its header and manifest;
+///    a stream: its prelude and header record) and build the ``ResourcesImportRequest``;
+///    ``acceptRequest`` may refuse it there.
+/// 3. Verify and extract the archive into `<parent>/.<root name>.cairn-import-<id>/resources`
+///    with Cairn's extractor (all or nothing, every chunk checked).
+/// 4. Move the container's directories aside (one `rename(2)` each, same file system) and
+///    give the importer empty ones; call ``ResourcesImporting/importResources(at:request:)``
+///    with the extracted URL.
+/// 5. Success: record `.success`, then remove what was moved aside. Failure (extraction, the
+///    importer, cancellation): put the container back exactly as it was (the root's times
+///    too), record `.failure` with the error, rethrow. The extracted copy is removed either way.
+///
+/// - Throws: ``CairnError`` naming the archive, what the importer throws, or
+///   `CancellationError` (recorded as a failure, never swallowed).
+public final class MigrationImportSession<Importer: ResourcesImporting> {
+    /// The app's importer.
+    public let importer: Importer
+    /// Where the data goes.
+    public let container: MigrationDataContainer
+    /// Options for the extraction (limits, free-space check); `existingFiles` and `resume` are
+    /// ignored (the extraction directory is always new).
+    public var extractionOptions = ExtractionOptions()
+    /// Called with the request read from the header, before anything is written; throw to
+    /// refuse the archive (for example an unknown ``ResourcesImportRequest/sourceVersion``).
+    public var acceptRequest: ((ResourcesImportRequest) throws -> Void)?
+    /// A request to hand the importer instead of the one read from the header (for tests).
+    package var requestOverride: ResourcesImportRequest?
+
+    /// A session importing into `container`.
+    public init(importer: Importer, container: MigrationDataContainer) {
+        self.importer = importer
+        self.container = container
+    }
+
+    /// Imports the archive file at `archiveURL`.
+    ///
+    /// - Parameter progress: gets 80 units for the extraction and 20 for the importer.
+    /// - Returns: the request the importer was called with.
+    /// - Throws: `.invalidArgument` for an archive that names no app; `.notFound`, `.truncated`,
+    ///   `.corrupted`, `.checksumMismatch` for a missing, incomplete or damaged archive;
+    ///   `.limitExceeded`; `.io`; what ``acceptRequest`` or the importer throws; `CancellationError`.
+    @discardableResult
+    nonisolated(nonsending) public func importResources(fromArchiveAt archiveURL: URL, progress: Progress? = nil) async throws
+        -> ResourcesImportRequest
+    {
+        let name = archiveURL.path(percentEncoded: false)
+        return try await perform(archive: name, progress: progress) { destination, extraction, check in
+            let extractor = try Extractor(path: name)
+            defer { extractor.close() }
+            try check(extractor.header)
+            extraction.addChild(extractor.progress, withPendingUnitCount: 1)
+            try await extractor.extractAll(to: destination, options: self.effectiveOptions)
+        }
+    }
+
+    /// Imports an archive read once, front to back, from `input` (a pipe, a socket).
+    ///
+    /// - Throws: as ``importResources(fromArchiveAt:progress:)``; `.truncated` when the stream
+    ///   ends early.
+    @discardableResult
+    nonisolated(nonsending) public func importResources(from input: FileHandle, name: String = "<input>", progress: Progress? = nil)
+        async throws -> ResourcesImportRequest
+    {
+        try await perform(archive: name, progress: progress) { destination, extraction, check in
+            let streamProgress = Progress(totalUnitCount: 0)
+            extraction.addChild(streamProgress, withPendingUnitCount: 1)
+            _ = try await Extractor.extractStream(
+                from: input, to: destination, options: self.effectiveOptions, progress: streamProgress, checkingHeader: check)
+        }
+    }
+
+    private var effectiveOptions: ExtractionOptions {
+        var options = extractionOptions
+        options.existingFiles = .refuse
+        options.resume = false
+        return options
+    }
+
+    /// The request an archive's header describes.
+    ///
+    /// - Throws: `.invalidArgument` naming the archive when the header names no app.
+    public static func request(from header: ArchiveHeader, archive: String) throws(CairnError) -> ResourcesImportRequest {
+        guard !header.appIdentifier.isEmpty else {
+            throw CairnError(.invalidArgument, "not an app migration archive: its header names no app", path: archive)
+        }
+        let app = MigrationAppIdentifier(
+            platform: MigrationPlatform(header.sourcePlatform), bundleIdentifier: header.appIdentifier,
+            storeIdentifier: .init(header.metadata[MigrationAppIdentifier.storeMetadataKey] ?? ""))
+        return ResourcesImportRequest(sourceAppIdentifier: app, sourceVersion: header.resourcesVersion)
+    }
+
+    /// Opens (creating it, empty, when missing) and locks the lock file beside the container
+    /// with `flock(2)`; closing the descriptor releases it.
+    ///
+    /// - Throws: `.busy` when another import into the same container holds it; `.io`.
+    private static func lockImports(_ path: String) throws(CairnError) -> Int32 {
+        let directory = (path as NSString).deletingLastPathComponent
+        if access(directory, F_OK) != 0 {
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                throw DurableFile.failure("cannot create the directory", directory)
+            }
+        }
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw DurableFile.failure("cannot open the import lock", path) }
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            if errno == EINTR { continue }
+            let value = errno
+            close(fd)
+            if value == EWOULDBLOCK {
+                throw CairnError(.busy, "another import into this container is running", path: path)
+            }
+            throw DurableFile.failure("cannot lock", path, value)
+        }
+        return fd
+    }
+
+    private typealias Extraction = nonisolated(nonsending) (URL, Progress, (ArchiveHeader) throws -> Void) async throws -> Void
+
+    nonisolated(nonsending) private func perform(archive: String, progress: Progress?, extract: Extraction) async throws
+        -> ResourcesImportRequest
+    {
+        let importID = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let root = container.containerRootDirectory.path(percentEncoded: false).trimmingSlashes
+        let parent = (root as NSString).deletingLastPathComponent
+        let work = parent + "/.\((root as NSString).lastPathComponent).cairn-import-" + importID
+        let resources = URL(filePath: work + "/resources", directoryHint: .isDirectory)
+        // One import at a time per container: the lock is held until this returns.
+        let lock = try Self.lockImports(parent + "/.\((root as NSString).lastPathComponent).cairn-import.lock")
+        defer { close(lock) }
+        // First finish what a killed import left, so the times kept are the restored root's.
+        try ContainerGuard.recoverInterrupted(container)
+        var rootInfo = stat()
+        let rootTimes = lstat(root, &rootInfo) == 0 ? [rootInfo.st_atim, rootInfo.st_mtim] : nil
+        let extraction = Progress(totalUnitCount: 1)
+        if let progress {
+            progress.totalUnitCount = 100
+            progress.addChild(extraction, withPendingUnitCount: 80)
+            progress.addChild(importer.resourcesImportProgress, withPendingUnitCount: 20)
+        }
+        var request: ResourcesImportRequest?
+        var guarded: ContainerGuard?
+        do {
+            try Task.checkCancellation()
+            try await extract(resources, extraction) { header in
+                let read = try Self.request(from: header, archive: archive)
+                try self.acceptRequest?(read)
+                request = self.requestOverride ?? read
+                guard mkdir(work, 0o700) == 0 else { throw DurableFile.failure("cannot create the import directory", work) }
+            }
+            guard let request else { throw CairnError(.corrupted, "the archive has no header", path: archive) }
+            try Task.checkCancellation()
+            guarded = try ContainerGuard.moveAside(container, importID: importID)
+            try await importer.importResources(at: resources, request: request)
+            try StoredImportStatus(.success, importID: importID, request: request).write(in: container)
+            guarded?.commit()
+            try? FileManager.default.removeItem(atPath: work)
+            return request
+        } catch {
+            let failure = (error as? CairnError)?.naming(archive) ?? error
+            var restoreFailure: CairnError?
+            if let guarded {
+                do {
+                    try guarded.restore()
+                } catch let restoreError {
+                    restoreFailure = restoreError
+                }
+            }
+            try? FileManager.default.removeItem(atPath: work)
+            try? StoredImportStatus(.failure(failure), importID: importID, request: request).write(in: container)
+            if let rootTimes {
+                _ = rootTimes.withUnsafeBufferPointer { utimensat(AT_FDCWD, root, $0.baseAddress, AT_SYMLINK_NOFOLLOW) }
+            }
+            if var restoreFailure {
+                restoreFailure.message += "; the import had failed: \(failure)"
+                throw restoreFailure
+            }
+            throw failure
+        }
+    }
+}

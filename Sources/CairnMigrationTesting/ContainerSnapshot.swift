@@ -1,0 +1,65 @@
+import CairnMigration
+import CairnTestSupport
+import Foundation
+
+/// The tree comparer: a directory tree read with `lstat` (kinds, permission bits, modification
+/// times in nanoseconds, sizes, SHA-256 of contents, symlink targets, hard-link groups), equal
+/// exactly when two trees are. It is `CairnTestSupport.TreeSnapshot`, offered here so that an
+/// app's tests need only this product.
+public typealias TreeSnapshot = CairnTestSupport.TreeSnapshot
+
+/// Every directory an import protects in a container, read as ``TreeSnapshot``s, without the
+/// import status (`<root>/.cairn-migration`, which an import writes by design).
+///
+/// Two snapshots are equal exactly when the container's data is byte-identical, with the same
+/// types, modes, times and links, including the root directory's own mode and times.
+public struct ContainerSnapshot: Equatable, Sendable, CustomStringConvertible {
+    /// By protected directory path: its tree, or nil when it does not exist.
+    public var trees: [String: TreeSnapshot?]
+
+    /// Reads every protected directory of `container`.
+    ///
+    /// - Throws: `FileSystemTestError` when a tree cannot be read.
+    public init(of container: MigrationDataContainer) throws {
+        var trees: [String: TreeSnapshot?] = [:]
+        let state = Array(MigrationDataContainer.stateDirectoryName.utf8)
+        for url in container.protectedDirectories {
+            let path = url.path(percentEncoded: false).trimmingSlashes
+            guard FileManager.default.fileExists(atPath: path) else {
+                trees[path] = .some(nil)
+                continue
+            }
+            var tree = try TreeSnapshot(at: path)
+            if path == container.containerRootDirectory.standardizedFileURL.path(percentEncoded: false).trimmingSlashes {
+                tree.nodes = tree.nodes.filter { key, _ in !(key == state || key.starts(with: state + [0x2F])) }
+            }
+            trees[path] = .some(tree)
+        }
+        self.trees = trees
+    }
+
+    /// One line per difference, prefixed with its directory; empty when identical.
+    public func differences(from other: ContainerSnapshot) -> [String] {
+        var lines: [String] = []
+        for path in Set(trees.keys).union(other.trees.keys).sorted() {
+            switch (trees[path] ?? nil, other.trees[path] ?? nil) {
+            case (nil, nil): break
+            case (.some, nil): lines.append("\(path): only in the first container")
+            case (nil, .some): lines.append("\(path): only in the second container")
+            case (let mine?, let theirs?): lines += mine.differences(from: theirs).map { "\(path): \($0)" }
+            }
+        }
+        return lines
+    }
+
+    /// The differences as text, or "identical".
+    public func diff(_ other: ContainerSnapshot) -> String {
+        let lines = differences(from: other)
+        return lines.isEmpty ? "identical" : lines.joined(separator: "\n")
+    }
+
+    /// Every tree, one path per line.
+    public var description: String {
+        trees.keys.sorted().map { "\($0):\n\((trees[$0] ?? nil)?.description ?? "absent")" }.joined(separator: "\n")
+    }
+}
