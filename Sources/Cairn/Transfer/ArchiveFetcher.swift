@@ -276,6 +276,7 @@ public final class ArchiveFetcher: Sendable {
             }
             if !suspects.isEmpty {
                 failedCopies = (offset, suspects)
+                options.onEvent?(.restarting(reason: "bytes copied from seeds did not verify (\(failure)); downloading them"))
                 report.rejectedCopies += 1
                 continue
             }

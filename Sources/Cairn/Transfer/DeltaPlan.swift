@@ -22,12 +22,13 @@ package struct DeltaPlan: Sendable {
         case fetch(Range<UInt64>)
         /// Copy these archive bytes from seed `seed`, starting at `from` in it.
         case copy(seed: Int, from: UInt64, to: Range<UInt64>)
-        /// Copy a whole pack record from seed `seed` but its CRC-32, which the next segment (a
-        /// download) starts with: the writer reads that first and copies the record only when
-        /// it equals the seed record's own CRC (the bytes after `to` in the seed). Otherwise the
+        /// Copy records from seed `seed` but the last one's CRC-32, which the next segment (a
+        /// download) starts with: the writer reads that first and copies only when it equals
+        /// the seed's own CRC (the 4 bytes after `to` in the seed). Otherwise, for a pack, the
         /// item tables differ (metadata, or dedup references by chunk index, changed): the
         /// first `contentStart` bytes (framing, prefix, item table) are downloaded and the
-        /// content section is still copied.
+        /// content section is still copied; when `contentStart` is the whole length, all of
+        /// `to` is downloaded.
         case copyCheckingCRC(seed: Int, from: UInt64, to: Range<UInt64>, contentStart: UInt64)
 
         /// The archive bytes this segment produces.
@@ -94,10 +95,12 @@ package struct DeltaPlan: Sendable {
         }
 
         var copies: [Segment] = []
+        var chunkCopies: Set<UInt64> = []
         for chunk in manifest.chunks where chunk.pack == nil && chunk.offset >= start && !distrusted.contains(chunk.offset) {
             let framed = RecordFraming.overhead + ChunkRecordPrefix.length + Int(chunk.storedLength)
             guard let found = seeds.chunk(id: chunk.id, codec: chunk.codec, framedLength: framed) else { continue }
             copies.append(.copy(seed: found.seed, from: found.offset, to: chunk.offset..<(chunk.offset + UInt64(framed))))
+            chunkCopies.insert(chunk.offset)
         }
         for pack in manifest.packs where pack.offset >= start {
             let candidates = seeds.packs(contentDigest: pack.contentDigest, contentLength: pack.contentLength)
@@ -144,6 +147,37 @@ package struct DeltaPlan: Sendable {
             position = range.upperBound
         }
         if position < manifestOffset { planned.append(.fetch(position..<manifestOffset)) }
+
+        // A gap after a chunk record copied from a seed, ending in a commit, probably holds what
+        // follows that record in the seed (a file's chunk references, its file end) if the
+        // same number of bytes on, the seed has a commit too: copy those, all but the last
+        // record's CRC and the commit, which are downloaded first and tell (copyCheckingCRC).
+        let tailLength = UInt64(RecordFraming.trailerLength + CommitRecord.framedLength)
+        var bridged: [Segment] = []
+        for (index, segment) in planned.enumerated() {
+            guard case .fetch(let gap) = segment, index > 0, case .copy(let seed, let before, let previous) = planned[index - 1],
+                chunkCopies.contains(previous.lowerBound)
+            else {
+                bridged.append(segment)
+                continue
+            }
+            let seedGap = before + (previous.upperBound - previous.lowerBound)
+            let length = gap.upperBound - gap.lowerBound
+            // In the seed: only chunk-references and file-end records, then the commit.
+            let commitAt = seedGap + length - UInt64(CommitRecord.framedLength)
+            guard length > tailLength, length <= 1 << 20, !distrusted.contains(gap.lowerBound),
+                seeds.recordType(seed: seed, at: commitAt) == RecordType.commit.rawValue,
+                let types = seeds.recordTypes(seed: seed, in: seedGap..<commitAt),
+                types.allSatisfy({ $0 == RecordType.chunkReferences.rawValue || $0 == RecordType.fileEnd.rawValue })
+            else {
+                bridged.append(segment)
+                continue
+            }
+            let body = gap.lowerBound..<(gap.upperBound - tailLength)
+            bridged.append(.copyCheckingCRC(seed: seed, from: seedGap, to: body, contentStart: body.upperBound - body.lowerBound))
+            bridged.append(.fetch(body.upperBound..<gap.upperBound))
+        }
+        planned = bridged
 
         // Download short copies together with their neighbours, then join adjacent downloads.
         var merged: [Segment] = []
