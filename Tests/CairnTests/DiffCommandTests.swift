@@ -9,7 +9,7 @@ import Cairn
 /// compared by content digest without extracting.
 @Suite("Diff")
 struct DiffCommandTests {
-    /// tree/ with a multi-chunk file, a small file, an empty file, a directory, a symlink, a hard
+    /// tree/ with a multi-chunk file, a small file, a packed file larger than the average chunk, an empty file, a directory, a symlink, a hard
     /// link and a name that is not UTF-8.
     static func tree() -> TreeBuilder {
         var generator = SeededGenerator(seed: 0xD1FF)
@@ -18,6 +18,8 @@ struct DiffCommandTests {
         tree.directory("tree/docs", mode: 0o750, mtime: 1_700_000_000_000_000_001)
         tree.file("tree/docs/big.bin", generator.bytes(180 * 1024), mode: 0o600)
         tree.file("tree/docs/a.txt", Array("hello\n".utf8))
+        // Packed (2.0) as one chunk, though the cut points would make several.
+        tree.file("tree/docs/mid.bin", generator.bytes(40 * 1024))
         tree.file("tree/empty", [])
         tree.file(bytes: Array("tree/caf".utf8) + [0xE9], Array("latin-1 name\n".utf8))
         tree.symlink("tree/link", target: "docs/a.txt")

@@ -79,6 +79,28 @@ package enum ArchiveDiff {
         return walker.differences.sorted { $0.path.lexicographicallyPrecedes($1.path) }
     }
 
+    /// The content digest of the file open at `descriptor` stored as one chunk (as a packed
+    /// file is, `Spec/0001 §7.5`): SHA-256 over the SHA-256 of its bytes, read from offset 0.
+    ///
+    /// - Throws: `CairnError` `.io` naming the file when it cannot be read.
+    package static func wholeFileDigest(of descriptor: FileDescriptor) throws(CairnError) -> Digest {
+        let content = SHA256()
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        var offset: UInt64 = 0
+        while true {
+            let n = try buffer.withMutableBytes { (raw) throws(CairnError) in
+                try descriptor.read(fromAbsoluteOffset: offset, into: raw)
+            }
+            if n == 0 { break }
+            buffer.withUnsafeBytes { content.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            offset += UInt64(n)
+        }
+        let id = try content.finalize()
+        let ids = SHA256()
+        id.withUnsafeBytes { ids.update($0) }
+        return try ids.finalize()
+    }
+
     /// The size and content digest of the file open at `descriptor`, as an archive with
     /// `chunker`'s policy records it: SHA-256 over the SHA-256 ids of its chunks.
     ///
@@ -227,6 +249,12 @@ package enum ArchiveDiff {
                     do {
                         let local = try ArchiveDiff.contentDigest(of: file, chunker: chunker)
                         same = local.size == entry.size && local.digest == digest
+                        if !same, local.size == entry.size, local.size <= UInt64(FormatLimits.maximumChunkLength) {
+                            // A small file in a pack (2.0) is stored as one chunk whatever the
+                            // cut points: its digest is over that one id. Either digest
+                            // matching means the same bytes.
+                            same = try ArchiveDiff.wholeFileDigest(of: file) == digest
+                        }
                     } catch {
                         throw CairnError(error.code, error.message, path: display(path), cause: error.cause)
                     }
