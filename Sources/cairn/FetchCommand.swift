@@ -4,7 +4,7 @@ import Foundation
 /// `cairn fetch URL -o FILE [--seed ARCHIVE]... [--json] [--progress] [--retries N] [--force]`
 enum FetchCommand {
     static let usage = """
-        usage: cairn fetch URL -o FILE [--seed ARCHIVE]... [--retries N] [--timeout S] [--force] [--json] [--progress]
+        usage: cairn fetch URL -o FILE [--seed ARCHIVE]... [--retries N] [--timeout S] [--force] [--json] [--progress] [-q]
 
         Downloads the archive at URL (http:// or https://) into FILE, verifying every record,
         chunk and commit as the bytes arrive. The bytes go to FILE.partial; FILE appears only
@@ -34,13 +34,17 @@ enum FetchCommand {
         let url = String(decoding: first, as: UTF8.self)
         guard ArchiveFetcher.isURL(url) else { throw UsageError("'\(url)' is not an http:// or https:// URL") }
         guard let output = args.value("-o", "--output") else { throw UsageError("missing -o FILE") }
+        guard output != "-" else { throw UsageError("fetch writes a file (-o FILE): it verifies the whole archive before FILE appears; use 'cairn cat URL' for standard output") }
+        for seed in args.allValues("--seed") where ArchiveFetcher.isURL(seed) {
+            throw UsageError("--seed takes a local archive, not a URL ('\(seed)')")
+        }
         var options = FetchOptions(seeds: args.allValues("--seed"), overwrite: args.flag("--force"))
         if let text = args.value("--retries") {
             guard let value = Int(text), value >= 0, value <= 1000 else { throw UsageError("--retries takes a count (0–1000)") }
             options.retries = value
         }
         if let text = args.value("--timeout") {
-            guard let value = Double(text), value > 0, value <= 3600 else { throw UsageError("--timeout takes seconds (0–3600)") }
+            guard let value = Double(text), value > 0, value <= 3600 else { throw UsageError("--timeout takes seconds, more than 0 and at most 3600") }
             options.stallTimeout = value
         }
         let quiet = args.flag("-q", "--quiet") || args.flag("--json")

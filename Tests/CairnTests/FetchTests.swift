@@ -111,6 +111,40 @@ struct FetchTests {
         for entry in ranged { #expect(entry.bodyBytesSent < UInt64(expected.count)) }
     }
 
+    @Test("a fetch killed after its last byte but before the rename: the rerun puts the verified partial in place without a request")
+    func completePartial() async throws { try await onDedicatedThread { try Self().completePartialOnThread() } }
+
+    /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
+    func completePartialOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-fetch-complete")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        try Self.archive(Self.tree(seed: 13, count: 6), at: served + "/a.cairn", work: work)
+        let expected = try Self.bytes(served + "/a.cairn")
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+        let url = server.url("a.cairn")
+        let out = work.appending("copy.cairn")
+        // What a kill between the last byte and the rename leaves.
+        try RawFileSystem.writeFile(Array((out + ".partial").utf8), expected)
+        try FetchState(url: url, validator: nil, length: UInt64(expected.count)).save(for: out)
+        let result = try FetchCLI.run(["fetch", url, "-o", out, "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        try FetchTests.expectSame(out, expected)
+        #expect(result.stdout.contains("\"requestCount\":0"), "\(result.stdout)")
+        #expect(!RawFileSystem.exists(Array((out + ".partial").utf8)))
+        // And the partial itself given as a seed is resumed, not copied from.
+        unlink(out)
+        try RawFileSystem.writeFile(Array((out + ".partial").utf8), Array(expected.prefix(expected.count / 2)))
+        try FetchState(url: url, validator: nil, length: UInt64(expected.count)).save(for: out)
+        let seeded = try FetchCLI.run(["fetch", url, "-o", out, "--seed", out + ".partial", "-q"])
+        #expect(seeded.status == 0, "\(seeded.stderr)")
+        try FetchTests.expectSame(out, expected)
+        let dash = try FetchCLI.run(["fetch", url, "-o", "-"])
+        #expect(dash.status == 2, "\(dash.stderr)")
+    }
+
     @Test("a server without range support: the rerun downloads the archive again from zero, never splices")
     func serverWithoutRanges() async throws { try await onDedicatedThread { try Self().serverWithoutRangesOnThread() } }
 

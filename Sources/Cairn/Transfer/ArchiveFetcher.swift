@@ -70,6 +70,14 @@ public final class ArchiveFetcher: Sendable {
         if access(path + ".partial.seed", F_OK) == 0 { try? seeds.add(path: path + ".partial.seed") }
 
         var output = try FileSink(continuing: path, overwrite: options.overwrite)
+        if let identity = output.fileIdentity {
+            // The partial file itself given as a seed: it is resumed, not copied from.
+            for (index, seed) in seeds.seeds.enumerated().reversed() {
+                if let status = try? seed.descriptor.status(), status.device == identity.device, status.inode == identity.inode {
+                    seeds.remove(at: index)
+                }
+            }
+        }
         if try output.partialLength > 0, FetchState.load(for: path)?.url != url, !options.overwrite {
             await output.abandon()
             throw CairnError(
@@ -126,6 +134,21 @@ public final class ArchiveFetcher: Sendable {
                 }
             }
             try output.truncate(to: start)
+            if start > 0, let length = state?.length, start == length {
+                // Everything arrived and verified up to its footer before the run stopped (killed
+                // before the rename, a rename that failed): check it whole and put it in place,
+                // without a request.
+                let partialPath = output.partialPath
+                let verified = try await Extractor.verifyArchive(atPath: partialPath)
+                try await output.finish()
+                FetchState.remove(for: path)
+                unlink(path + ".partial.seed")
+                report.archiveBytes = verified.archiveBytes
+                report.resumedFrom = start
+                report.fetchedBytes = client.bytesReceived
+                report.requestCount = client.requestCount
+                return report
+            }
             if let failed = failedCopies {
                 // The copies between the last verified commit and the failure are the suspects.
                 for segment in failed.segments where segment.isCopy {
@@ -241,6 +264,7 @@ public final class ArchiveFetcher: Sendable {
                 report.fetchedBytes = client.bytesReceived
                 report.requestCount = client.requestCount
                 report.restarts = restarts
+                if restarts > 0 { report.resumedFrom = 0 }  // it started over: nothing was continued
                 report.retries = retries
                 progress.completedUnitCount = Int64(clamping: verified.archiveBytes)
                 return report

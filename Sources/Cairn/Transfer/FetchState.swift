@@ -47,12 +47,18 @@ package struct FetchState: Codable, Sendable, Equatable {
         do { bytes = Array(try encoder.encode(self)) } catch {
             throw CairnError(.io, "cannot encode the fetch state", path: final, cause: "\(error)")
         }
-        let descriptor = try FileDescriptor.open(temporary, flags: O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o644)
-        try descriptor.closeAfter { () throws(CairnError) in
-            try descriptor.writeAll(bytes)
-            try descriptor.sync()
+        // 0600: the URL may carry credentials.
+        let descriptor = try FileDescriptor.open(temporary, flags: O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
+        do throws(CairnError) {
+            try descriptor.closeAfter { () throws(CairnError) in
+                try descriptor.writeAll(bytes)
+                try descriptor.sync()
+            }
+            try FileSystem.rename(Array(temporary.utf8), to: Array(final.utf8), display: final)
+        } catch {
+            unlink(temporary)  // a full disk leaves no half-written state behind
+            throw error
         }
-        try FileSystem.rename(Array(temporary.utf8), to: Array(final.utf8), display: final)
     }
 
     /// Removes the state beside `path`'s partial file, if any.

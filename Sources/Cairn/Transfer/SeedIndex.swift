@@ -149,6 +149,18 @@ package final class SeedIndex {
         return position == range.upperBound ? types : nil
     }
 
+    /// Forgets seed `index` (closing it) and every record indexed from it; later seeds keep
+    /// their numbers shifted down by one.
+    package func remove(at index: Int) {
+        guard index < seeds.count else { return }
+        _ = try? seeds[index].descriptor.close()
+        seeds.remove(at: index)
+        chunks = chunks.filter { $0.value.seed != index }.mapValues { var c = $0; if c.seed > index { c.seed -= 1 }; return c }
+        packs = packs.mapValues { list in
+            list.filter { $0.seed != index }.map { var p = $0; if p.seed > index { p.seed -= 1 }; return p }
+        }.filter { !$0.value.isEmpty }
+    }
+
     /// Closes every seed.
     package func close() {
         for seed in seeds { _ = try? seed.descriptor.close() }
