@@ -312,6 +312,12 @@ struct FetchTests {
         #expect(failing.stderr.contains("500") && failing.stderr.contains("retrying (2 of 2)"), "\(failing.stderr)")
         #expect(!RawFileSystem.exists(Array(out.utf8)))
         #expect(!RawFileSystem.exists(Array((out + ".partial").utf8)), "nothing verified, nothing kept")
+        // A name that does not resolve is a network failure each time it is tried (a handle left
+        // by a failed lookup once answered "bad argument" on the retry).
+        let unresolved = try FetchCLI.run(["fetch", "http://cairn-test.invalid/a.cairn", "-o", out, "--retries", "1"])
+        #expect(unresolved.status == 1)
+        #expect(unresolved.stderr.components(separatedBy: "resolve").count - 1 >= 2, "\(unresolved.stderr)")
+        #expect(!unresolved.stderr.contains("bad argument"), "\(unresolved.stderr)")
         #expect(!RawFileSystem.exists(Array((out + ".partial.fetch").utf8)))
     }
 

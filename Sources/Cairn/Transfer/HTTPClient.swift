@@ -127,7 +127,6 @@ package final class HTTPClient: Sendable {
     ) throws(CairnError) -> HTTPResponseHead {
         startedCount.add(1, ordering: .relaxed)
         let handle = try takeHandle(for: request.url)
-        defer { giveBack(handle) }
         let outcome: Result<HTTPResponseHead, CairnError> = withoutActuallyEscaping(onHead) { onHead in
             withoutActuallyEscaping(onBody) { onBody in
                 let transfer = CurlTransfer(
@@ -136,6 +135,13 @@ package final class HTTPClient: Sendable {
                 return Result { () throws(CairnError) in try transfer.run(request) }
             }
         }
+        // A handle whose transfer failed in the transport (a failed name lookup left one that
+        // refused its next options with "bad argument") is not reused; the others keep their
+        // connection for the next request.
+        if case .failure(let error) = outcome, error.code == .network || error.code == .invalidArgument {
+            return try outcome.get()
+        }
+        giveBack(handle)
         return try outcome.get()
     }
 
