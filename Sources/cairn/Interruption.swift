@@ -63,6 +63,14 @@ enum Interruption {
                 DispatchQueue.global().asyncAfter(deadline: .now() + grace) {
                     continuation.yield(.interrupted(signal: number))
                 }
+                // If even that cannot be handled (every thread of the cooperative pool blocked in
+                // a system call, a stalled server say), end the process from here: what is on disk
+                // is as resumable as after a kill.
+                DispatchQueue.global().asyncAfter(deadline: .now() + grace + 3) {
+                    FileHandle.standardError.write(Data("cairn: interrupted; what was verified is kept: run the same command again to continue\n".utf8))
+                    fflush(nil)
+                    _exit(128 + number)
+                }
             }
             source.resume()
             sources.append(source)
