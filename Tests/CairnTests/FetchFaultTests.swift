@@ -74,6 +74,24 @@ struct FetchFaultTests {
         #expect(retried.stdout.contains("\"retries\":1"), "\(retried.stdout)")
     }
 
+    @Test("SIGTERM ends a remote extraction stuck on a stalled server within seconds, exit 143")
+    func termWhileStalled() async throws { try await onDedicatedThread { try Self().termWhileStalledOnThread() } }
+
+    /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
+    func termWhileStalledOnThread() throws {
+        let setup = try Setup(seed: 24)
+        // Every answer stalls after its first bytes: the footer request, then each retry.
+        try setup.proxy.set(.stall(afterBodyBytes: 100))
+        let child = try FetchCLI.start(["extract", setup.url, "-C", setup.work.appending("dest"), "--no-progress", "data"])
+        usleep(2_000_000)
+        let signalled = Date()
+        kill(child.pid, SIGTERM)
+        let result = child.wait()
+        #expect(result.status == 143, "\(result.stderr)")
+        #expect(Date().timeIntervalSince(signalled) < 12, "took \(Date().timeIntervalSince(signalled)) s")
+        #expect(!RawFileSystem.exists(Array(setup.work.appending("dest").utf8)))
+    }
+
     @Test("a 206 that starts elsewhere than asked is never spliced in: the fetch starts over and ends byte-identical")
     func shiftedRange() async throws { try await onDedicatedThread { try Self().shiftedRangeOnThread() } }
 
