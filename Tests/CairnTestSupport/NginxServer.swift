@@ -178,6 +178,10 @@ public final class NginxServer {
     }
 
     /// `https://127.0.0.1:TLSPORT/` + `path`; nil without TLS.
+    /// The self-signed certificate (PEM) of a server started with `tls: true`: a CA file that
+    /// trusts it.
+    public var certificatePath: String { scratch.appending("cert.pem") }
+
     public func tlsURL(_ path: String) -> String? {
         tlsPort.map { "https://127.0.0.1:\($0)/" + (path.hasPrefix("/") ? String(path.dropFirst()) : path) }
     }
@@ -189,7 +193,7 @@ public final class NginxServer {
         process.arguments = [
             "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
             "-keyout", scratch.appending("key.pem"), "-out", scratch.appending("cert.pem"), "-days", "2",
-            "-subj", "/CN=127.0.0.1",
+            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
         ]
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice

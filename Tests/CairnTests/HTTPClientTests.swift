@@ -311,20 +311,28 @@ struct HTTPClientTests {
         }
     }
 
-    @Test("a TLS server whose certificate is not trusted is .network 'TLS failed'")
+    @Test("a TLS server whose certificate is not trusted is refused and not retried; with its CA named, it is fetched")
     func untrustedCertificate() async throws {
         try await onDedicatedThread {
             let directory = try TemporaryDirectory(prefix: "cairn-https")
             defer { directory.remove() }
+            try Data("over TLS".utf8).write(to: directory.url(appending: "x"))
             let server = try NginxServer(root: directory.path, tls: true)
             defer { server.stop() }
             let url = try #require(server.tlsURL("x"))
-            let error = expectCairnError { _ = try fetch(HTTPClient(), HTTPRequest(url: url)) }
-            #expect(error?.code == .network)
-            #expect(error?.message == "TLS failed")
+            var untrusting = HTTPClient.Configuration()
+            untrusting.certificateAuthorities = nil
+            let error = expectCairnError { _ = try fetch(HTTPClient(configuration: untrusting), HTTPRequest(url: url)) }
+            #expect(error?.code == .invalidArgument)
+            #expect(error?.message.contains("certificate is not trusted") == true, "\(String(describing: error))")
+            #expect(error.map { RetryPolicy.isTransient($0) } == false)
             #expect(error?.path == url)
             #expect(error?.cause?.contains("certificate") == true, "\(String(describing: error?.cause))")
             #expect(server.accessLog().isEmpty)
+            var trusting = HTTPClient.Configuration()
+            trusting.certificateAuthorities = server.certificatePath
+            let body = try fetch(HTTPClient(configuration: trusting), HTTPRequest(url: url)).body
+            #expect(body == Array("over TLS".utf8))
         }
     }
 

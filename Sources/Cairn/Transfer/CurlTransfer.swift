@@ -90,6 +90,9 @@ final class CurlTransfer {
             check(cairn_curl_setopt_long(h, CURLOPT_LOW_SPEED_LIMIT, 1))
             check(cairn_curl_setopt_long(h, CURLOPT_LOW_SPEED_TIME, Self.wholeSeconds(configuration.stallTimeout)))
             check(cairn_curl_setopt_string(h, CURLOPT_USERAGENT, "cairn"))
+            if let authorities = configuration.certificateAuthorities, !authorities.isEmpty {
+                check(cairn_curl_setopt_string(h, CURLOPT_CAINFO, authorities))
+            }
             // Larger reads than the default 16 KiB: fewer recv(2) calls and callbacks per MiB.
             check(cairn_curl_setopt_long(h, CURLOPT_BUFFERSIZE, Self.receiveBufferSize))
             check(cairn_curl_setopt_pointer(h, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(fields)))
@@ -229,10 +232,15 @@ final class CurlTransfer {
             }
         case CURLE_PARTIAL_FILE, CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING:
             message = "the connection was cut"
-        case CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_PEER_FAILED_VERIFICATION,
-            CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_SHUTDOWN_FAILED,
-            CURLE_SSL_CRL_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS,
-            CURLE_SSL_CLIENTCERT, CURLE_USE_SSL_FAILED:
+        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM, CURLE_SSL_ISSUER_ERROR,
+            CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CRL_BADFILE:
+            // Not transient: trying again meets the same certificate.
+            return CairnError(
+                .invalidArgument,
+                "the server's TLS certificate is not trusted (CURL_CA_BUNDLE or SSL_CERT_FILE can name a CA file that trusts it)",
+                path: effectiveURL ?? url, cause: cause)
+        case CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CIPHER, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED,
+            CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_CLIENTCERT, CURLE_USE_SSL_FAILED:
             message = "TLS failed"
         case CURLE_TOO_MANY_REDIRECTS:
             return CairnError(

@@ -1,3 +1,4 @@
+import Foundation
 internal import CCurl
 import Glibc
 import Synchronization
@@ -24,8 +25,13 @@ package final class HTTPClient: Sendable {
         package var stallTimeout: Double = 30
         /// Redirects followed before a request fails with `.limitExceeded`.
         package var maximumRedirects: Int = 10
+        /// A file of CA certificates (PEM) that TLS servers are checked against instead of the
+        /// system's; by default `$CURL_CA_BUNDLE`, else `$SSL_CERT_FILE`, else none (the system's).
+        package var certificateAuthorities: String? =
+            ProcessInfo.processInfo.environment["CURL_CA_BUNDLE"] ?? ProcessInfo.processInfo.environment["SSL_CERT_FILE"]
 
-        /// The defaults: 10 s to connect, 30 s of stall, 10 redirects.
+        /// The defaults: 10 s to connect, 30 s of stall, 10 redirects, the CA bundle the
+        /// environment names.
         package init() {}
     }
 
