@@ -337,6 +337,27 @@ struct LiveDatabaseTests {
         #expect(extractor.entries.map(\.path) == ["src", "src/rest.db"])
     }
 
+    @Test("a database with a -wal but no -shm (no connection open) is archived as it is: nothing is created beside it, the directory's mtime is kept")
+    func walWithoutIndex() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try FileManager.default.createDirectory(atPath: directory.appending("src"), withIntermediateDirectories: true)
+        // A rollback-journal header with a -wal beside it: SQLite would open it in WAL mode and
+        // create a -shm (the generated sample corpus has such a pair).
+        try Self.makeDatabase(directory.appending("src/main.db"), journalMode: "delete")
+        var generator = SeededGenerator(seed: 41)
+        try RawFileSystem.writeFile(Array(directory.appending("src/main.db-wal").utf8), generator.bytes(5000))
+        try RawFileSystem.setModificationTime(Array("src".utf8), in: try RawFileSystem.openDirectory(Array(directory.path.utf8)), nanoseconds: 1_600_000_000_000_000_000)
+        let before = try RawFileSystem.status(Array(directory.appending("src").utf8)).st_mtim.tv_sec
+        let archive = directory.appending("m.cairn")
+        let archiver = try Archiver(writingTo: archive)
+        try await archiver.appendItem(at: directory.url(appending: "src"))
+        let properties = try await archiver.finish()
+        #expect(properties.warnings.isEmpty, "\(properties.warnings)")
+        #expect(try RawFileSystem.names(atPath: Array(directory.appending("src").utf8)).sorted { $0.lexicographicallyPrecedes($1) } == [Array("main.db".utf8), Array("main.db-wal".utf8)])
+        #expect(try RawFileSystem.status(Array(directory.appending("src").utf8)).st_mtim.tv_sec == before)
+    }
+
     @Test("create --resume archives a database cut in the middle again from its start, not continued after the cut")
     func resumedDatabaseIsReadAgain() async throws {
         let work = try TemporaryDirectory()

@@ -646,7 +646,13 @@ struct ItemProducer {
         of fd: FileDescriptor, status: FileStatus, name: [UInt8], parent: FileDescriptor?, sourcePath: [UInt8]
     ) -> SQLiteSnapshot? {
         guard status.size >= UInt64(SQLiteSnapshot.header.count), SQLiteSnapshot.isDatabase(fd) else { return nil }
-        if SQLiteSnapshot.isWriteAheadLogDatabase(fd), (try? FileStatus.of(name + Array("-wal".utf8), relativeTo: parent)) == nil {
+        // A WAL database without its -wal or -shm has no connection open (SQLite keeps both while
+        // one is): it is read as it is. Opening it would create the missing files in the tree
+        // being archived (and change its directory's mtime); SQLite opens any database that has
+        // a -wal beside it in WAL mode, whatever its header says.
+        let hasLog = (try? FileStatus.of(name + Array("-wal".utf8), relativeTo: parent)) != nil
+        let hasIndex = (try? FileStatus.of(name + Array("-shm".utf8), relativeTo: parent)) != nil
+        if (SQLiteSnapshot.isWriteAheadLogDatabase(fd) || hasLog) && !(hasLog && hasIndex) {
             return nil
         }
         let display = PathBytes.display(sourcePath)
