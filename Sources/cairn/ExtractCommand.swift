@@ -211,7 +211,7 @@ enum ExtractCommand {
         }
         bar?.stop()
         return report(
-            args, entries: verified.entryCount, contentBytes: verified.contentBytes, source: " from \(url)",
+            args, entries: verified.entryCount, contentBytes: verified.contentBytes, source: " from \(CairnError.hidingPassword(in: url))",
             destination: destination, seconds: monotonicSeconds() - started,
             cpuSeconds: ProcessTimes.cpuSeconds() - cpuStarted, warnings: warnings.all)
     }

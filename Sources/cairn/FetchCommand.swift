@@ -85,7 +85,7 @@ enum FetchCommand {
         if args.flag("--json") {
             Output.out(
                 Output.json([
-                    "ok": true, "url": url, "file": output, "archiveBytes": report.archiveBytes,
+                    "ok": true, "url": CairnError.hidingPassword(in: url), "file": output, "archiveBytes": report.archiveBytes,
                     "fetchedBytes": report.fetchedBytes, "seedBytes": report.seedBytes, "resumedFrom": report.resumedFrom,
                     "requestCount": report.requestCount, "restarts": report.restarts, "retries": report.retries,
                     "wallSeconds": seconds,

@@ -52,7 +52,7 @@ enum InfoCommand {
             return .success
         }
         var lines = [
-            "archive:           \(archive) (\(Output.bytes(s.archiveBytes)))",
+            "archive:           \(CairnError.hidingPassword(in: archive)) (\(Output.bytes(s.archiveBytes)))",
             "format:            Cairn \(extractor.formatVersion)",
             "chunking:          \(h.chunking)",
             "compression:       \(h.compression)\(h.isCompressible ? "" : " (not compressible)")",

@@ -43,7 +43,7 @@ enum VerifyCommand {
                 ]))
         } else if !args.flag("-q", "--quiet") {
             Output.out(
-                "OK \(archive): \(Output.entries(report.entryCount)), \(Output.count(report.chunkCount, "chunk")), \(Output.bytes(report.contentBytes)) of content verified "
+                "OK \(CairnError.hidingPassword(in: archive)): \(Output.entries(report.entryCount)), \(Output.count(report.chunkCount, "chunk")), \(Output.bytes(report.contentBytes)) of content verified "
                     + "(\(Output.bytes(report.archiveBytes)) read in \(String(format: "%.2f", seconds)) s, \(Output.rate(report.archiveBytes, seconds: seconds)))")
         }
         return .success

@@ -312,6 +312,12 @@ struct FetchTests {
         #expect(failing.stderr.contains("500") && failing.stderr.contains("retrying (2 of 2)"), "\(failing.stderr)")
         #expect(!RawFileSystem.exists(Array(out.utf8)))
         #expect(!RawFileSystem.exists(Array((out + ".partial").utf8)), "nothing verified, nothing kept")
+        // A password in the URL is never printed.
+        let secret = try FetchCLI.run(["fetch", server.url("missing.cairn").replacingOccurrences(of: "http://", with: "http://me:s3cret@"), "-o", out])
+        #expect(secret.status == 1)
+        #expect(!secret.stderr.contains("s3cret") && secret.stderr.contains("me:***@"), "\(secret.stderr)")
+        #expect(CairnError.hidingPassword(in: "https://u:p@h/x?a=b@c") == "https://u:***@h/x?a=b@c")
+        #expect(CairnError.hidingPassword(in: "https://h/x@y:z") == "https://h/x@y:z")
         // A name that does not resolve is a network failure each time it is tried (a handle left
         // by a failed lookup once answered "bad argument" on the retry).
         let unresolved = try FetchCLI.run(["fetch", "http://cairn-test.invalid/a.cairn", "-o", out, "--retries", "1"])

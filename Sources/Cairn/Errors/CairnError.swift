@@ -92,14 +92,27 @@ public struct CairnError: Error, Sendable, CustomStringConvertible {
         self.cause = cause
     }
 
-    /// `"<path>: at offset <n>: <message>: <cause>"`, leaving out what is unknown.
+    /// `"<path>: at offset <n>: <message>: <cause>"`, leaving out what is unknown. A password in
+    /// a URL (`http://user:password@host/…`) is shown as `***`.
     public var description: String {
         var parts: [String] = []
-        if let path { parts.append(path) }
+        if let path { parts.append(Self.hidingPassword(in: path)) }
         if let offset { parts.append("at offset \(offset)") }
         parts.append(message)
         if let cause { parts.append(cause) }
         return parts.joined(separator: ": ")
+    }
+
+    /// `text` with the password of a URL's user information (RFC 3986 §3.2.1) replaced by
+    /// `***`: `https://user:secret@host/x` becomes `https://user:***@host/x`.
+    public static func hidingPassword(in text: String) -> String {
+        guard let scheme = text.range(of: "://") else { return text }
+        let authorityStart = scheme.upperBound
+        let rest = text[authorityStart...]
+        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? text.endIndex
+        let authority = text[authorityStart..<authorityEnd]
+        guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else { return text }
+        return String(text[..<text.index(after: colon)]) + "***" + String(text[at...])
     }
 
     /// A copy of this error with `path` filled in when it was not set yet.

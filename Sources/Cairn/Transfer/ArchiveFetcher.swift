@@ -82,7 +82,7 @@ public final class ArchiveFetcher: Sendable {
             await output.abandon()
             throw CairnError(
                 .alreadyExists,
-                "was not left by a fetch of \(url); move it away, or use --force to set it aside as a seed and start over",
+                "was not left by a fetch of \(CairnError.hidingPassword(in: url)); move it away, or use --force to set it aside as a seed and start over",
                 path: output.partialPath)
         }
         do {
