@@ -8,6 +8,8 @@
 #                one is missing)
 #   make fuzz    TARGET=records|manifest|extract|entries FUZZ_SECONDS=600: libFuzzer on one parser
 #   make fuzz-smoke  every fuzz target briefly (CI)
+#   make docs    DocC documentation of Cairn and CairnMigration into $(SCRATCH)/docs (not committed);
+#                fails on any documentation warning
 #
 # Variables: SCRATCH (SwiftPM scratch path, default .build), DEMO_ARGS (e.g. --size-mib 64),
 # BENCH_ARGS (arguments for cairn-bench, default `--targets --profile`; every target including
@@ -45,7 +47,7 @@ define apt_install
 	fi
 endef
 
-.PHONY: demo test bench deps bench-deps fuzz fuzz-build fuzz-smoke
+.PHONY: demo test bench deps bench-deps fuzz fuzz-build fuzz-smoke docs
 
 TARGET ?= records
 FUZZ_SECONDS ?= 600
@@ -86,3 +88,19 @@ fuzz-smoke: fuzz-build
 	  CAIRN_FUZZ_TARGET=$$t .build-fuzz/debug/cairn-fuzz -max_total_time=20 -rss_limit_mb=4096 \
 	      -timeout=60 -artifact_prefix=$(FUZZ_WORK)/ $(FUZZ_WORK)/$$t Tests/Fuzz/Corpus || exit 1; \
 	done
+
+# Symbol graphs from the compiler, then the toolchain's docc (no plugin needed); warnings fail.
+DOCS_TARGETS := Cairn CairnMigration
+docs: deps
+	@rm -rf $(SCRATCH)/symbol-graphs $(SCRATCH)/docs
+	@mkdir -p $(SCRATCH)/docs
+	@set -e; for target in $(DOCS_TARGETS); do \
+	  mkdir -p $(SCRATCH)/symbol-graphs/$$target; \
+	  $(SWIFT) build --scratch-path $(SCRATCH) --target $$target \
+	    -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc $(CURDIR)/$(SCRATCH)/symbol-graphs/$$target; \
+	  docc convert Sources/$$target/$$target.docc \
+	    --additional-symbol-graph-dir $(SCRATCH)/symbol-graphs/$$target \
+	    --fallback-display-name $$target --fallback-bundle-identifier org.cairn.$$target \
+	    --warnings-as-errors --output-path $(SCRATCH)/docs/$$target.doccarchive; \
+	done
+	@echo "documentation: $(SCRATCH)/docs/*.doccarchive"

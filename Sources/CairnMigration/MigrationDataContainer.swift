@@ -29,7 +29,13 @@ public struct MigrationDataContainer: Sendable, Equatable {
 
     /// A container; a directory left nil takes its XDG default.
     ///
-    /// - Parameter environment: where `XDG_DATA_HOME` and `HOME` are looked up.
+    /// - Parameters:
+    ///   - bundleIdentifier: the app's identifier, the name of its XDG directories.
+    ///   - containerRootDirectory: the root; default `$XDG_DATA_HOME/<bundleIdentifier>`.
+    ///   - documentsDirectory: default `<root>/Documents`.
+    ///   - applicationSupportDirectory: default `<root>/Application Support`.
+    ///   - groupContainerDirectories: directories shared with other apps, imported too.
+    ///   - environment: where `XDG_DATA_HOME` and `HOME` are looked up.
     public init(
         bundleIdentifier: String, containerRootDirectory: URL? = nil, documentsDirectory: URL? = nil,
         applicationSupportDirectory: URL? = nil, groupContainerDirectories: [URL] = [],

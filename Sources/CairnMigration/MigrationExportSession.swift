@@ -12,10 +12,10 @@ import Glibc
 ///
 /// Before a byte is written to a file, the destination's free space is checked against the
 /// exporter's ``ResourcesExportingWithOptions/resourcesSizeEstimate``; the estimate is also the
-/// progress total. The archive appears only when complete (``FileSink``); after an error or a
+/// progress total. The archive appears only when complete (`FileSink`); after an error or a
 /// cancellation nothing is left at the destination but `<path>.partial`.
 ///
-/// - Throws: ``CairnError`` naming the archive, what the exporter throws, or `CancellationError`.
+/// - Throws: `CairnError` naming the archive, what the exporter throws, or `CancellationError`.
 public struct MigrationExportSession<Exporter: ResourcesExportingWithOptions> {
     /// The app's exporter.
     public var exporter: Exporter
@@ -49,6 +49,7 @@ public struct MigrationExportSession<Exporter: ResourcesExportingWithOptions> {
     /// Exports into the file at `archiveURL`, which appears only when complete.
     ///
     /// - Parameters:
+    ///   - archiveURL: a `file:` URL; the archive is written to `<path>.partial` until complete.
     ///   - request: passed to the exporter (the destination platform and options).
     ///   - overwrite: whether an existing file at `archiveURL` may be replaced.
     ///   - progress: receives the content bytes appended, out of the size estimate.
@@ -73,7 +74,11 @@ public struct MigrationExportSession<Exporter: ResourcesExportingWithOptions> {
     /// free-space check; the handle stays open. An import reads it with
     /// ``MigrationImportSession/importResources(from:name:progress:)``.
     ///
-    /// - Parameter name: how errors name the archive.
+    /// - Parameters:
+    ///   - output: where the archive's bytes go, in order.
+    ///   - name: how errors name the archive.
+    ///   - request: passed to the exporter (the destination platform and options).
+    ///   - progress: receives the content bytes appended, out of the size estimate.
     /// - Throws: as ``exportResources(to:name:request:progress:)``.
     nonisolated(nonsending) public func exportResources(
         to output: FileHandle, name: String = "<output>",
@@ -84,7 +89,11 @@ public struct MigrationExportSession<Exporter: ResourcesExportingWithOptions> {
 
     /// Exports into any sink (a pipe, a socket, a transfer), with no free-space check.
     ///
-    /// - Parameter name: how errors name the archive, for example `"<output>"`.
+    /// - Parameters:
+    ///   - sink: where the archive's bytes go, in order.
+    ///   - name: how errors name the archive, for example `"<output>"`.
+    ///   - request: passed to the exporter (the destination platform and options).
+    ///   - progress: receives the content bytes appended, out of the size estimate.
     /// - Throws: as ``exportResources(to:request:overwrite:progress:)``, without the space check.
     nonisolated(nonsending) public func exportResources(
         to sink: any ArchiveSink, name: String = "<output>",

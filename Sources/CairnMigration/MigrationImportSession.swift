@@ -26,7 +26,7 @@ import Glibc
 ///    importer, cancellation): put the container back exactly as it was (the root's times
 ///    too), record `.failure` with the error, rethrow. The extracted copy is removed either way.
 ///
-/// - Throws: ``CairnError`` naming the archive, what the importer throws, or
+/// - Throws: `CairnError` naming the archive, what the importer throws, or
 ///   `CancellationError` (recorded as a failure, never swallowed).
 public final class MigrationImportSession<Importer: ResourcesImporting> {
     /// The app's importer.
@@ -50,7 +50,9 @@ public final class MigrationImportSession<Importer: ResourcesImporting> {
 
     /// Imports the archive file at `archiveURL`.
     ///
-    /// - Parameter progress: gets 80 units for the extraction and 20 for the importer.
+    /// - Parameters:
+    ///   - archiveURL: a `file:` URL of a complete archive.
+    ///   - progress: gets 80 units for the extraction and 20 for the importer.
     /// - Returns: the request the importer was called with.
     /// - Throws: `.invalidArgument` for an archive that names no app; `.notFound`, `.truncated`,
     ///   `.corrupted`, `.checksumMismatch` for a missing, incomplete or damaged archive;

@@ -20,6 +20,6 @@ where Options.RawValue == String {
 /// A request without custom options.
 public typealias MigrationRequest = MigrationRequestWithOptions<MigrationDefaultSupportedOptions>
 
-/// The request ``ResourcesExporting/exportResources(to:request:)`` receives: it carries
+/// The request `ResourcesExporting.exportResources(to:request:)` receives: it carries
 /// ``MigrationRequestWithOptions/destinationPlatform``.
 public typealias ResourcesExportRequest = MigrationRequest

@@ -9,7 +9,7 @@ import Foundation
 /// holding only that file. At launch, check ``importStatus``; after telling the user, call
 /// ``clearImportStatus()``.
 ///
-/// A failure read back from the file holds a ``CairnError`` with the recorded code, message,
+/// A failure read back from the file holds a `CairnError` with the recorded code, message,
 /// path and offset, or `CancellationError` for a cancelled import; an importer's own error
 /// comes back as a `CairnError` `.io` whose message starts "the importer failed" and whose
 /// `cause` is the error's type.

@@ -1,7 +1,7 @@
 import Cairn
 import Foundation
 
-/// What an exporter appends its data to: a thin facade over Cairn's ``Archiver`` that the
+/// What an exporter appends its data to: a thin facade over Cairn's `Archiver` that the
 /// export session creates, configures (header, size estimate, compression) and finishes.
 ///
 /// - Important: Cancellation is thrown as `CancellationError`; let it propagate.
@@ -25,7 +25,7 @@ public final class ResourcesArchiver {
     /// - Throws: `CairnError` (`.notFound` when `url` does not exist, `.unsafePath` for a bad
     ///   `pathInArchive`, `.io` when writing fails) or `CancellationError`. Single unreadable or
     ///   changing files inside a directory do not throw: they are warnings in the export's
-    ///   ``ExportProperties/warnings``.
+    ///   `ExportProperties.warnings`.
     nonisolated(nonsending) public func appendItem(at url: URL, pathInArchive: String? = nil) async throws {
         if let pathInArchive {
             try await archiver.appendItem(at: url, pathInArchive: pathInArchive)

@@ -14,7 +14,9 @@ public protocol ResourcesImporting {
     /// Imports the data extracted at `importedDataURL` (a directory laid out as the exporter
     /// appended it; the session removes it afterwards, so move or copy what you keep).
     ///
-    /// - Parameter request: the source app and its data version, from the archive header.
+    /// - Parameters:
+    ///   - importedDataURL: the extracted data.
+    ///   - request: the source app and its data version, from the archive header.
     /// - Throws: any error, to fail the import (the container is restored).
     nonisolated(nonsending) func importResources(at importedDataURL: URL, request: ResourcesImportRequest) async throws
 }

@@ -121,7 +121,7 @@ public struct ArchiveEntry: Sendable, Equatable {
     }
 
     /// The path for display: UTF-8 as is, other bytes escaped reversibly as `\xHH`
-    /// (see ``PathBytes``).
+    /// (`Spec/0001-container-format.md §6`).
     public var path: String { PathBytes.escaped(pathBytes) }
 
     /// The link target for display, escaped like ``path``.

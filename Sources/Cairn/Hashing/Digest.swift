@@ -1,7 +1,7 @@
 /// A SHA-256 digest (FIPS 180-4): 32 bytes that name a chunk's contents.
 ///
 /// The bytes are kept in four `UInt64` words in their original memory order, so equality and
-/// hashing compare four machine words and ``withUnsafeBytes(_:)`` hands out the digest bytes
+/// hashing compare four machine words and `withUnsafeBytes(_:)` hands out the digest bytes
 /// without conversion. Ordering (`<`) is lexicographic over the 32 bytes, the same order as
 /// ``hexString``.
 public struct Digest: Hashable, Sendable, CustomStringConvertible, Comparable {

@@ -5,9 +5,13 @@ import Glibc
 public enum ArchiveTransfer {
     /// Writes `archive`'s bytes from `offset` to its end into `output`.
     ///
-    /// - Parameter token: when given, the receiver's ``ResumeToken``; the bytes are sent only if
-    ///   the record ending at `offset` in `archive` is a commit (or the footer) with the token's
-    ///   chain digest, i.e. the receiver's prefix is a prefix of this archive.
+    /// - Parameters:
+    ///   - path: the archive, a local path or an `http(s)://` URL.
+    ///   - offset: the first byte to send.
+    ///   - token: when given, the receiver's ``ResumeToken``; the bytes are sent only if the
+    ///     record ending at `offset` in the archive is a commit (or the footer) with the token's
+    ///     chain digest, i.e. the receiver's prefix is a prefix of this archive.
+    ///   - output: where the bytes go.
     /// - Throws: `.tokenMismatch`; `.invalidArgument` for an offset past the end; `.io`.
     public static func send(archiveAt path: String, from offset: UInt64, expecting token: ResumeToken?, to output: FileHandle)
         throws

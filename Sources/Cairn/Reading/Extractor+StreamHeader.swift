@@ -6,8 +6,13 @@ extension Extractor {
     /// `destination`: a caller can refuse an archive by its resources version, platform or app
     /// identifier without a byte being written.
     ///
-    /// - Parameter check: called once with the verified header (its record's CRC checked);
-    ///   throwing stops the extraction and the error is rethrown as is.
+    /// - Parameters:
+    ///   - input: the archive's bytes, read front to back once.
+    ///   - destination: the directory to extract into (created if missing).
+    ///   - options: as for ``extractStream(from:to:options:progress:)``.
+    ///   - progress: content bytes extracted, if given.
+    ///   - check: called once with the verified header (its record's CRC checked); throwing
+    ///     stops the extraction and the error is rethrown as is.
     /// - Returns: what was verified.
     /// - Throws: `.truncated` or `.corrupted` (naming the offset) when the stream does not begin
     ///   with a valid prelude and header; what `check` throws; otherwise as

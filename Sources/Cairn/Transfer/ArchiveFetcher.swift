@@ -25,7 +25,7 @@ import Synchronization
 ///   old partial kept as a seed (`<path>.partial.seed`, removed once the fetch succeeds): two
 ///   archives are never spliced.
 /// - With seeds, the footer and manifest are read first and every record a seed holds is
-///   copied instead of downloaded (``DeltaPlan``); the result is byte-identical to the remote
+///   copied instead of downloaded (`Spec/0001 §13.6`); the result is byte-identical to the remote
 ///   archive, which its chain digests prove.
 /// - Transient failures (`.network`, HTTP 408/429/5xx) are retried with exponential backoff,
 ///   up to ``FetchOptions/retries`` times per run.
@@ -37,7 +37,9 @@ public final class ArchiveFetcher: Sendable {
     /// length once the server said it).
     public let progress = Progress(totalUnitCount: -1)
 
-    /// - Parameter url: `http://` or `https://`.
+    /// - Parameters:
+    ///   - url: `http://` or `https://`.
+    ///   - options: seeds, retries, timeouts, and whether an existing file may be replaced.
     public init(url: String, options: FetchOptions = FetchOptions()) {
         self.url = url
         self.options = options

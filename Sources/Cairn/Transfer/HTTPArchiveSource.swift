@@ -317,7 +317,7 @@ private struct BlockCache {
 
 extension Extractor {
     /// Opens the archive at `url`: a `file:` URL as ``init(path:)``, an `http:` or `https:` URL
-    /// through an ``HTTPArchiveSource`` (footer and manifest by range requests; extraction then
+    /// through range requests (footer and manifest by range requests; extraction then
     /// fetches only the records it needs, `Spec/0001-container-format.md §13.7`).
     ///
     /// - Throws: as ``init(path:)``, plus `.network`, `.httpStatus`, `.sourceChanged` naming the URL,
