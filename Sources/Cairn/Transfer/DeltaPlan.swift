@@ -164,11 +164,10 @@ package struct DeltaPlan: Sendable {
             let seedGap = before + (previous.upperBound - previous.lowerBound)
             let length = gap.upperBound - gap.lowerBound
             // In the seed: only chunk-references and file-end records, then the commit.
-            let commitAt = seedGap + length - UInt64(CommitRecord.framedLength)
             guard length > tailLength, length <= 1 << 20, !distrusted.contains(gap.lowerBound),
-                seeds.recordType(seed: seed, at: commitAt) == RecordType.commit.rawValue,
-                let types = seeds.recordTypes(seed: seed, in: seedGap..<commitAt),
-                types.allSatisfy({ $0 == RecordType.chunkReferences.rawValue || $0 == RecordType.fileEnd.rawValue })
+                let types = seeds.recordTypes(seed: seed, in: seedGap..<(seedGap + length)),
+                types.last == RecordType.commit.rawValue,
+                types.dropLast().allSatisfy({ $0 == RecordType.chunkReferences.rawValue || $0 == RecordType.fileEnd.rawValue })
             else {
                 bridged.append(segment)
                 continue

@@ -32,6 +32,8 @@ package final class FetchWriter: @unchecked Sendable {
 
     /// Bytes copied from seeds.
     package private(set) var seedBytes: UInt64 = 0
+    /// The one buffer the partial file's prefix and seed copies pass through (1 MiB).
+    private var buffer = [UInt8](repeating: 0, count: 1 << 20)
     /// Whether the server answered a range request with the whole resource and the same
     /// validator: it does not support ranges.
     package private(set) var sawNoRangeSupport = false
@@ -127,7 +129,6 @@ package final class FetchWriter: @unchecked Sendable {
         guard length > 0 else { return }
         let input = try FileDescriptor.open(output.partialPath, flags: O_RDONLY | O_NOFOLLOW)
         defer { _ = try? input.close() }
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var position: UInt64 = 0
         while position < length {
             let want = Int(min(UInt64(buffer.count), length - position))
@@ -151,7 +152,6 @@ package final class FetchWriter: @unchecked Sendable {
     private func copy(seed: Int, from: UInt64, count: UInt64) throws(CairnError) {
         guard seed < seeds.seeds.count else { throw CairnError(.invalidArgument, "no seed \(seed)") }
         let source = seeds.seeds[seed].descriptor
-        var buffer = [UInt8](repeating: 0, count: Int(min(count, 1 << 20)))
         var done: UInt64 = 0
         while done < count {
             let want = Int(min(UInt64(buffer.count), count - done))

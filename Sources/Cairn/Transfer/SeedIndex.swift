@@ -118,16 +118,6 @@ package final class SeedIndex {
         (packs[contentDigest] ?? []).filter { $0.prefix.contentRawLength == contentLength }
     }
 
-    /// The type byte of the record a seed has at `offset`, if it can be read.
-    package func recordType(seed: Int, at offset: UInt64) -> UInt8? {
-        guard seed < seeds.count else { return nil }
-        var byte: [UInt8] = [0]
-        let got = try? byte.withMutableBytes { (raw) throws(CairnError) in
-            try seeds[seed].descriptor.read(fromAbsoluteOffset: offset, into: raw)
-        }
-        return got == 1 ? byte[0] : nil
-    }
-
     /// The types of the records that tile `range` of a seed exactly (each record's framing read
     /// with `pread`), or nil when they do not (a record crosses an end, or a header is bad).
     package func recordTypes(seed: Int, in range: Range<UInt64>) -> [UInt8]? {
