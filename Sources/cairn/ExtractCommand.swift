@@ -164,28 +164,10 @@ enum ExtractCommand {
     /// `cairn extract - -C DEST`: reads the archive once from standard input.
     static func extractFromStandardInput(
         _ args: Arguments, destination: [UInt8], options: ExtractionOptions, warnings: Warnings
-    ) async throws -> ExitStatus
-    {
-        let started = monotonicSeconds()
-        let cpuStarted = ProcessTimes.cpuSeconds()
-        let progress = Progress(totalUnitCount: 0)
-        let bar =
-            ProgressBar.shouldShow(args, readsArchiveFromStandardInput: true) ? ProgressBar(progress: progress, label: "extract") : nil
-        bar?.start()
-        let verified: VerificationReport
-        do {
-            verified = try await Extractor.extractStream(
-                from: FileHandle.standardInput, to: URL(fileURLWithPath: String(decoding: destination, as: UTF8.self)),
-                options: options, progress: progress)
-        } catch {
-            bar?.stop()
-            throw error
-        }
-        bar?.stop()
-        return report(
-            args, entries: verified.entryCount, contentBytes: verified.contentBytes, source: " from standard input",
-            destination: destination, seconds: monotonicSeconds() - started,
-            cpuSeconds: ProcessTimes.cpuSeconds() - cpuStarted, warnings: warnings.all)
+    ) async throws -> ExitStatus {
+        let input = SequentialArchiveBytes(descriptor: .standardInput, finish: {}, cancel: {})
+        return try await extractStreaming(
+            input, url: nil, args, destination: destination, options: options, warnings: warnings)
     }
 
     /// `cairn extract URL -C DEST`: reads the archive once, front to back, from one GET (the
@@ -193,11 +175,22 @@ enum ExtractCommand {
     static func extractFromURL(
         _ url: String, _ args: Arguments, destination: [UInt8], options: ExtractionOptions, warnings: Warnings
     ) async throws -> ExitStatus {
+        let input = try ArchiveOperand.openSequential(url)
+        return try await extractStreaming(input, url: url, args, destination: destination, options: options, warnings: warnings)
+    }
+
+    /// The one streaming extraction of the command line: `input` read once, front to back
+    /// (standard input when `url` is nil), through ``Extractor``'s stream extraction.
+    private static func extractStreaming(
+        _ input: SequentialArchiveBytes, url: String?, _ args: Arguments, destination: [UInt8], options: ExtractionOptions,
+        warnings: Warnings
+    ) async throws -> ExitStatus {
         let started = monotonicSeconds()
         let cpuStarted = ProcessTimes.cpuSeconds()
         let progress = Progress(totalUnitCount: 0)
-        let bar = ProgressBar.shouldShow(args) ? ProgressBar(progress: progress, label: "extract") : nil
-        let input = try ArchiveOperand.openSequential(url)
+        let bar =
+            ProgressBar.shouldShow(args, readsArchiveFromStandardInput: url == nil)
+            ? ProgressBar(progress: progress, label: "extract") : nil
         bar?.start()
         let verified: VerificationReport
         do {
@@ -205,13 +198,15 @@ enum ExtractCommand {
             try input.finish()
         } catch {
             bar?.stop()
+            guard let url else { throw error }
             let failure = Extractor.ending(input, after: error, path: url)
             if let failure = failure as? CairnError { throw failure.withPath(url) }
             throw failure
         }
         bar?.stop()
+        let source = url.map { " from \(CairnError.hidingPassword(in: $0))" } ?? " from standard input"
         return report(
-            args, entries: verified.entryCount, contentBytes: verified.contentBytes, source: " from \(CairnError.hidingPassword(in: url))",
+            args, entries: verified.entryCount, contentBytes: verified.contentBytes, source: source,
             destination: destination, seconds: monotonicSeconds() - started,
             cpuSeconds: ProcessTimes.cpuSeconds() - cpuStarted, warnings: warnings.all)
     }

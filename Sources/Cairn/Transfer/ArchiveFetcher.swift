@@ -120,6 +120,20 @@ public final class ArchiveFetcher: Sendable {
         var restarts = 0
         var retries = 0
         var firstAttempt = true
+        // The one way a fetch ends well: the partial file, verified whole, is put in place.
+        nonisolated(nonsending) func complete(_ verified: VerificationReport) async throws -> FetchReport {
+            try await output.finish()
+            FetchState.remove(for: path)
+            unlink(oldPartial)
+            report.archiveBytes = verified.archiveBytes
+            report.fetchedBytes = client.bytesReceived
+            report.requestCount = client.requestCount
+            report.restarts = restarts
+            if restarts > 0 { report.resumedFrom = 0 }  // it started over: nothing was continued
+            report.retries = retries
+            progress.completedUnitCount = Int64(clamping: verified.archiveBytes)
+            return report
+        }
         while true {
             try Task.checkCancellation()
             // 1. How much of the partial file is good.
@@ -140,16 +154,9 @@ public final class ArchiveFetcher: Sendable {
                 // Everything arrived and verified up to its footer before the run stopped (killed
                 // before the rename, a rename that failed): check it whole and put it in place,
                 // without a request.
-                let partialPath = output.partialPath
-                let verified = try await Extractor.verifyArchive(atPath: partialPath)
-                try await output.finish()
-                FetchState.remove(for: path)
-                unlink(path + ".partial.seed")
-                report.archiveBytes = verified.archiveBytes
+                let verified = try await Extractor.verifyArchive(atPath: output.partialPath)
                 report.resumedFrom = start
-                report.fetchedBytes = client.bytesReceived
-                report.requestCount = client.requestCount
-                return report
+                return try await complete(verified)
             }
             if let failed = failedCopies {
                 // The copies between the last verified commit and the failure are the suspects.
@@ -259,17 +266,7 @@ public final class ArchiveFetcher: Sendable {
 
             // 4. Done, or why not.
             if let verified, verifyError == nil, writerError == nil {
-                try await output.finish()
-                FetchState.remove(for: path)
-                unlink(oldPartial)
-                report.archiveBytes = verified.archiveBytes
-                report.fetchedBytes = client.bytesReceived
-                report.requestCount = client.requestCount
-                report.restarts = restarts
-                if restarts > 0 { report.resumedFrom = 0 }  // it started over: nothing was continued
-                report.retries = retries
-                progress.completedUnitCount = Int64(clamping: verified.archiveBytes)
-                return report
+                return try await complete(verified)
             }
             try Task.checkCancellation()
             let writerCause = writerError.flatMap { $0.message == FetchChannel.readerStopped ? nil : $0 }
