@@ -38,10 +38,7 @@ extension Extractor {
                             + "or of another selection or --strip-components",
                     path: PathBytes.display(destination))
             }
-            for line in lines.dropFirst() {
-                let parts = line.split(separator: " ")
-                if parts.count == 2, parts[0] == "done", let position = Int(parts[1]) { completed = max(completed, position + 1) }
-            }
+            completed = StagingDirectory.progress(of: lines).done
         } else {
             try staging.appendJournal(identity)
         }
@@ -225,7 +222,7 @@ extension Extractor {
             }
             options.onEntry?(entry)
             // Journal only what is complete: a kill before this line redoes the entry.
-            if entry.kind != .symlink { try staging.appendJournal("done \(position)") }
+            if entry.kind != .symlink { try staging.journalDone(position) }
         }
         // Symlinks last, so no entry is ever written through one.
         for entry in symlinks {

@@ -37,14 +37,11 @@ extension Extractor {
         }
         var committed = 0
         var digest: Digest?
-        var done = 0
-        for line in lines.dropFirst() {
-            let parts = line.split(separator: " ")
-            if parts.count == 3, parts[0] == "commit", let count = Int(parts[1]), let d = Digest(hexString: String(parts[2])) {
-                committed = count
-                digest = d
-            }
-            if parts.count == 2, parts[0] == "done", let position = Int(parts[1]) { done = max(done, position + 1) }
+        let recorded = StagingDirectory.progress(of: lines)
+        let done = recorded.done
+        if let commit = recorded.commit {
+            committed = commit.entryCount
+            digest = commit.chainDigest
         }
         let rows = reader.manifest.entries
         if let digest, committed > 0 {

@@ -178,6 +178,38 @@ final class StagingDirectory {
         return String(decoding: bytes[..<lastNewline], as: UTF8.self).split(separator: "\n").map(String.init)
     }
 
+    /// How far an interrupted extraction got, from its journal's lines after the first
+    /// (`Spec/0003-command-line.md §4.1`): the one reading of the journal's progress lines.
+    struct JournalProgress {
+        /// Entries of a seekable extraction's plan written: one more than the highest
+        /// `done N` (0 for none).
+        var done = 0
+        /// The last `commit N DIGEST` of a stream extraction: entries committed and the chain
+        /// digest there.
+        var commit: (entryCount: Int, chainDigest: Digest)?
+    }
+
+    /// The progress the journal `lines` (as ``journal()`` returns them) record.
+    static func progress(of lines: [String]) -> JournalProgress {
+        var progress = JournalProgress()
+        for line in lines.dropFirst() {
+            let parts = line.split(separator: " ")
+            if parts.count == 3, parts[0] == "commit", let count = Int(parts[1]), let digest = Digest(hexString: String(parts[2])) {
+                progress.commit = (count, digest)
+            }
+            if parts.count == 2, parts[0] == "done", let position = Int(parts[1]) { progress.done = max(progress.done, position + 1) }
+        }
+        return progress
+    }
+
+    /// Records that the seekable extraction wrote entry `position` of its plan.
+    func journalDone(_ position: Int) throws(CairnError) { try appendJournal("done \(position)") }
+
+    /// Records a stream extraction's commit: `entryCount` entries, and the chain digest there.
+    func journalCommit(entryCount: Int, chainDigest: Digest) throws(CairnError) {
+        try appendJournal("commit \(entryCount) \(chainDigest.hexString)")
+    }
+
     /// Appends one line (without its `\n`) to the journal, in one `write(2)` with `O_APPEND`.
     ///
     /// If the write fails while nothing is staged yet (a full disk before the first entry), a

@@ -88,11 +88,9 @@ final class StreamExtractor {
                         ? "the interrupted extraction staged here is of selected entries: rerun it with the same PATHs and --resume"
                         : "the interrupted extraction staged here used other options (--strip-components) or is not a Cairn extraction")
             }
-            if let last = lines.last?.split(separator: " "), last.count == 3, last[0] == "commit",
-                let count = Int(last[1]), let digest = Digest(hexString: String(last[2]))
-            {
-                skipUntil = count
-                expectedDigest = digest
+            if let commit = StagingDirectory.progress(of: lines).commit {
+                skipUntil = commit.entryCount
+                expectedDigest = commit.chainDigest
             }
         } else {
             try staging.appendJournal(journalIdentity)
@@ -237,7 +235,7 @@ final class StreamExtractor {
                 }
                 resumePointVerified = true
             }
-            if count > skipUntil { try staging.appendJournal("commit \(count) \(commit.chainDigest.hexString)") }
+            if count > skipUntil { try staging.journalCommit(entryCount: count, chainDigest: commit.chainDigest) }
         case .footer:
             if skipUntil > 0, !resumePointVerified {
                 throw CairnError(
