@@ -1,5 +1,6 @@
 #ifndef CAIRN_CCRYPTO_SHIM_H
 #define CAIRN_CCRYPTO_SHIM_H
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/sha.h>
 #endif
