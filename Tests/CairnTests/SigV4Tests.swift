@@ -372,6 +372,16 @@ struct SigV4Tests {
         return texts.allSatisfy { !$0.contains(secret) && !$0.contains(token) && !$0.contains("SECRETsecret") && !$0.contains("TOKENtoken") }
     }
 
+    @Test("printing or dumping a signer shows neither the secret nor the token")
+    func signerPrinting() {
+        var dumped = ""
+        dump(Self.guarded, to: &dumped)
+        for text in [String(describing: Self.guarded), String(reflecting: Self.guarded), dumped] {
+            #expect(text.contains("AKIDGUARD"))
+            #expect(!text.contains("SECRETsecret") && !text.contains("TOKENtoken"))
+        }
+    }
+
     @Test("a session token is sent and signed; the secret is in no header")
     func sessionTokenHeader() throws {
         let fields = try Self.guarded.signedHeaders(

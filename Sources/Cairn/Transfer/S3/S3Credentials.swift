@@ -3,7 +3,7 @@ import Foundation
 /// The access key an S3-compatible store authenticates requests with: an access key ID, its
 /// secret access key, and for temporary credentials (AWS STS) a session token.
 ///
-/// ``SigV4Signer`` signs requests with them (AWS Signature Version 4). Credentials are never
+/// `SigV4Signer` signs requests with them (AWS Signature Version 4). Credentials are never
 /// logged: ``description``, ``debugDescription`` and the value's mirror (what `dump` and test
 /// failure messages print) show the access key ID only, with `secret ***` (and
 /// `session token ***`) in place of the secrets, and no error Cairn throws contains the secret
