@@ -29,6 +29,11 @@ final class CurlTransfer {
     private var lastActivity: Double = 0
     /// The error a closure or a check threw inside a callback.
     private var keptError: CairnError?
+    /// The first bytes of an error answer's body (status 400 or more), for the signer's
+    /// ``HTTPRequestSigner/errorDetail(status:body:)``; collected only when there is a signer.
+    private var errorBody: [UInt8] = []
+    /// Error-body bytes kept at most.
+    private static let errorBodyLimit = 16 << 10
     /// libcurl's detailed message for the last failure (`CURLOPT_ERRORBUFFER`).
     private let errorBuffer: UnsafeMutablePointer<CChar>
 
@@ -60,6 +65,18 @@ final class CurlTransfer {
         var lines = ["Accept-Encoding: identity"]
         if let range = request.range { lines.append("Range: \(range.headerValue)") }
         if let ifRange = request.ifRange { lines.append("If-Range: \(ifRange)") }
+        for (name, value) in request.headers {
+            guard !(name + value).utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }), !name.isEmpty else {
+                throw CairnError(.invalidArgument, "a request header field holds a line break", path: url)
+            }
+            lines.append("\(name): \(value)")
+        }
+        if request.body != nil {
+            // A body of known length goes out at once: no `Expect: 100-continue` round trip, and
+            // no form content type that libcurl would add for a POST.
+            lines.append("Expect:")
+            if !request.headers.contains(where: { $0.name.lowercased() == "content-type" }) { lines.append("Content-Type:") }
+        }
         for line in lines {
             guard let appended = curl_slist_append(fields, line) else {
                 curl_slist_free_all(fields)
@@ -69,7 +86,11 @@ final class CurlTransfer {
         }
         defer { curl_slist_free_all(fields) }
 
-        let code: CURLcode = withExtendedLifetime(self) {
+        // A PUT or POST always sends a body (Content-Length: 0 when empty); one byte of storage
+        // for an empty one, so the pointer is valid.
+        let bodyCount = request.body?.count ?? (request.method == .post || request.method == .put ? 0 : nil)
+        let body: [UInt8]? = bodyCount.map { $0 == 0 ? [0] : request.body ?? [0] }
+        let code: CURLcode = withExtendedLifetime(self) { body.withUnsafeBytesIfPresent { bodyBytes in
             let context = Unmanaged.passUnretained(self).toOpaque()
             let h = handle.raw
             let configuration = client.configuration
@@ -97,7 +118,18 @@ final class CurlTransfer {
             check(cairn_curl_setopt_long(h, CURLOPT_BUFFERSIZE, Self.receiveBufferSize))
             check(cairn_curl_setopt_pointer(h, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(fields)))
             check(cairn_curl_setopt_pointer(h, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errorBuffer)))
-            if request.method == .head { check(cairn_curl_setopt_long(h, CURLOPT_NOBODY, 1)) }
+            switch request.method {
+            case .get: break
+            case .head: check(cairn_curl_setopt_long(h, CURLOPT_NOBODY, 1))
+            case .put, .post, .delete:
+                check(cairn_curl_setopt_string(h, CURLOPT_CUSTOMREQUEST, request.method.rawValue))
+            }
+            if let bodyBytes {
+                // The caller's bytes, not copied (CURLOPT_POSTFIELDS keeps the pointer): valid
+                // for the whole curl_easy_perform below.
+                check(cairn_curl_setopt_off_t(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bodyCount ?? 0)))
+                check(cairn_curl_setopt_pointer(h, CURLOPT_POSTFIELDS, bodyBytes.baseAddress.map { UnsafeMutableRawPointer(mutating: $0) }))
+            }
             check(cairn_curl_setopt_write_callback(h, CURLOPT_HEADERFUNCTION, curlHeaderCallback))
             check(cairn_curl_setopt_pointer(h, CURLOPT_HEADERDATA, context))
             check(cairn_curl_setopt_write_callback(h, CURLOPT_WRITEFUNCTION, curlWriteCallback))
@@ -110,7 +142,7 @@ final class CurlTransfer {
             lastActivity = Self.now()
             guard set == CURLE_OK else { return set }
             return curl_easy_perform(h)
-        }
+        } }
 
         if let keptError { throw keptError }
         guard code == CURLE_OK else { throw error(for: code) }
@@ -141,6 +173,12 @@ final class CurlTransfer {
     fileprivate func receiveBody(_ piece: UnsafeRawBufferPointer) -> Bool {
         guard keptError == nil else { return false }
         lastActivity = Self.now()
+        if client.signer != nil, let status, status >= 400 {
+            // An object store explains its errors in the body: keep its start, then fail at the end.
+            bodyStarted = true
+            errorBody.append(contentsOf: piece.prefix(max(0, Self.errorBodyLimit - errorBody.count)))
+            return true
+        }
         do {
             bodyStarted = true
             _ = try finalHead()
@@ -188,7 +226,8 @@ final class CurlTransfer {
         let head = HTTPResponseHead(status: status, url: answering, headers: headers)
         self.head = head
         guard status < 400 else {
-            throw HTTPClient.statusError(status: status, reason: reason, url: answering)
+            let detail = client.signer?.errorDetail(status: status, body: errorBody)
+            throw HTTPClient.statusError(status: status, reason: reason, url: answering, detail: detail)
         }
         if let encoding = headers["content-encoding"], !encoding.isEmpty, encoding.lowercased() != "identity" {
             throw CairnError(
@@ -280,6 +319,16 @@ final class CurlTransfer {
     private static func wholeSeconds(_ seconds: Double) -> Int {
         guard seconds.isFinite, seconds > 1 else { return 1 }
         return seconds >= 1e9 ? 1_000_000_000 : Int(seconds.rounded(.up))
+    }
+}
+
+extension Optional where Wrapped == [UInt8] {
+    /// Runs `body` with the bytes when there are some, with nil otherwise.
+    fileprivate func withUnsafeBytesIfPresent<R>(_ body: (UnsafeRawBufferPointer?) -> R) -> R {
+        switch self {
+        case .some(let bytes): return bytes.withUnsafeBytes { body($0) }
+        case .none: return body(nil)
+        }
     }
 }
 

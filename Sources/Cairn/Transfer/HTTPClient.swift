@@ -37,6 +37,8 @@ package final class HTTPClient: Sendable {
 
     /// The configuration every request of this client uses.
     package let configuration: Configuration
+    /// Signs every request (an object store's credentials), or nil for plain HTTP.
+    package let signer: (any HTTPRequestSigner)?
     private let idleHandles = Mutex<[CurlEasyHandle]>([])
     private let receivedCount = Atomic<UInt64>(0)
     private let startedCount = Atomic<Int>(0)
@@ -47,9 +49,13 @@ package final class HTTPClient: Sendable {
     static let statusMessagePrefix = "the server answered "
 
     /// Creates a client; libcurl is initialised once per process (`curl_global_init`).
-    package init(configuration: Configuration = Configuration()) {
+    ///
+    /// - Parameter signer: adds its signature to every request (each try anew) and reads the
+    ///   detail of error answers; nil for plain HTTP.
+    package init(configuration: Configuration = Configuration(), signer: (any HTTPRequestSigner)? = nil) {
         _ = curlGlobalInitialisation
         self.configuration = configuration
+        self.signer = signer
     }
 
     deinit {
@@ -132,6 +138,8 @@ package final class HTTPClient: Sendable {
         onBody: (UnsafeRawBufferPointer) throws(CairnError) -> Void
     ) throws(CairnError) -> HTTPResponseHead {
         startedCount.add(1, ordering: .relaxed)
+        var request = request
+        if let signer { request.headers += try signer.signingHeaders(for: request) }
         let handle = try takeHandle(for: request.url)
         let outcome: Result<HTTPResponseHead, CairnError> = withoutActuallyEscaping(onHead) { onHead in
             withoutActuallyEscaping(onBody) { onBody in
@@ -157,10 +165,11 @@ package final class HTTPClient: Sendable {
     }
 
     /// The `.httpStatus` error for `status`: "the server answered 404 Not Found" (the reason
-    /// phrase as the server sent it, left out when empty), `path` = `url`.
-    package static func statusError(status: Int, reason: String, url: String) -> CairnError {
+    /// phrase as the server sent it, left out when empty), `path` = `url`, and `detail` (what the
+    /// error body says, from the signer) appended after a colon.
+    package static func statusError(status: Int, reason: String, url: String, detail: String? = nil) -> CairnError {
         let text = reason.isEmpty ? "\(status)" : "\(status) \(reason)"
-        return CairnError(.httpStatus, statusMessagePrefix + text, path: url)
+        return CairnError(.httpStatus, statusMessagePrefix + text + (detail.map { " (\($0))" } ?? ""), path: url)
     }
 
     private func takeHandle(for url: String) throws(CairnError) -> CurlEasyHandle {

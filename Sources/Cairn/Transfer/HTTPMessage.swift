@@ -17,14 +17,21 @@ package enum HTTPByteRange: Sendable, Equatable {
     }
 }
 
-/// One HTTP request: a URL (`http://` or `https://`), a method, and an optional range.
+/// One HTTP request: a URL (`http://` or `https://`), a method, an optional range, extra header
+/// fields and an optional body held in memory.
 package struct HTTPRequest: Sendable {
     /// The request method.
-    package enum Method: Sendable {
+    package enum Method: String, Sendable {
         /// `GET`: the head and the body.
-        case get
+        case get = "GET"
         /// `HEAD`: the head only.
-        case head
+        case head = "HEAD"
+        /// `PUT`, with ``HTTPRequest/body`` (an object or a part of a multipart upload).
+        case put = "PUT"
+        /// `POST`, with ``HTTPRequest/body`` (empty when nil).
+        case post = "POST"
+        /// `DELETE`.
+        case delete = "DELETE"
     }
 
     /// The absolute URL, `http://` or `https://`.
@@ -37,14 +44,39 @@ package struct HTTPRequest: Sendable {
     /// §13.1.5): the server answers 206 with the range only if the resource still matches it, and
     /// 200 with the whole resource otherwise. Only meaningful with ``range``.
     package var ifRange: String? = nil
+    /// Further header fields, sent as given (after `Range` and `If-Range`); a request signer
+    /// signs them (``HTTPRequestSigner``). Names and values must not hold CR, LF or NUL.
+    package var headers: [(name: String, value: String)] = []
+    /// The body of a `PUT` or `POST`, sent with its `Content-Length` (never chunked, never with
+    /// `Expect: 100-continue`); nil for none.
+    package var body: [UInt8]? = nil
 
     /// Creates a request.
-    package init(url: String, method: Method = .get, range: HTTPByteRange? = nil, ifRange: String? = nil) {
+    package init(
+        url: String, method: Method = .get, range: HTTPByteRange? = nil, ifRange: String? = nil,
+        headers: [(name: String, value: String)] = [], body: [UInt8]? = nil
+    ) {
         self.url = url
         self.method = method
         self.range = range
         self.ifRange = ifRange
+        self.headers = headers
+        self.body = body
     }
+}
+
+/// Signs every request of an ``HTTPClient`` (AWS Signature Version 4 for an object store) and
+/// reads the detail out of its error answers.
+package protocol HTTPRequestSigner: Sendable {
+    /// The header fields to add to `request` just before it is sent (each try of a retried
+    /// request is signed anew).
+    ///
+    /// - Throws: `.invalidArgument` for a request it cannot sign (a malformed URL).
+    func signingHeaders(for request: HTTPRequest) throws(CairnError) -> [(name: String, value: String)]
+
+    /// What an error answer's body says, in one line ("NoSuchBucket: The specified bucket does
+    /// not exist"), or nil; the client keeps the first 16 KiB of an error answer's body for it.
+    func errorDetail(status: Int, body: [UInt8]) -> String?
 }
 
 /// `Content-Range: bytes first-last/total` (RFC 9110 §14.4); `total` is nil for `*`.
@@ -104,8 +136,8 @@ package struct HTTPResponseHead: Sendable {
     /// The validator to keep for `If-Range`: the ETag when it is strong (not `W/`), else
     /// Last-Modified, else nil.
     package var strongValidator: String?
-    /// The total size of the resource in bytes: Content-Range's total for a 206, Content-Length
-    /// for a 200; nil otherwise or when unknown.
+    /// The total size of the resource in bytes: Content-Range's total for a 206 (and for a 200
+    /// that carries one), else Content-Length for a 200; nil otherwise or when unknown.
     package var resourceLength: UInt64?
 
     /// Derives every field from `status`, `url` and `headers` (names already lowercased).
@@ -124,9 +156,15 @@ package struct HTTPResponseHead: Sendable {
         }
         switch status {
         case 206: resourceLength = contentRange?.total
-        case 200: resourceLength = contentLength
+        case 200: resourceLength = contentRange?.total ?? contentLength
         default: resourceLength = nil
         }
+    }
+
+    /// Whether this answers a range request with the range: a 206, or a 200 with a
+    /// Content-Range (some object stores, `rclone serve s3` among them, answer a range so).
+    package var isRangeAnswer: Bool {
+        status == 206 || (status == 200 && contentRange != nil)
     }
 }
 
