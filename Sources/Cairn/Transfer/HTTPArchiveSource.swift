@@ -64,23 +64,48 @@ package final class HTTPArchiveSource: ArchiveSource {
     /// - Throws: `.httpStatus` (404, ...) and `.network` naming the URL; `.invalidArgument` when
     ///   the server does not honour range requests (it answered 200), saying which commands work
     ///   without them; `.truncated` for a resource too short to be an archive.
-    package init(url: String, client: HTTPClient = HTTPClient(), retry: RetryPolicy = RetryPolicy()) throws(CairnError) {
+    ///
+    /// - Parameter acceptingWholeObject: accept answers to range requests that carry the whole
+    ///   resource (a 200 without Content-Range), as some object stores send: the bytes around
+    ///   the range are read and dropped (``RangeAnswer/download(client:url:range:validator:total:acceptingWholeObject:)``).
+    ///   Off for plain HTTP, where such a server gets the error that names the commands that
+    ///   need no ranges.
+    package init(
+        url: String, client: HTTPClient = HTTPClient(), retry: RetryPolicy = RetryPolicy(), acceptingWholeObject: Bool = false
+    ) throws(CairnError) {
         self.url = url
         self.client = client
         self.retry = retry
+        self.acceptsWholeObject = acceptingWholeObject
         let asked = UInt64(Footer.framedLength) + Self.tailSlack
         var body: [UInt8] = []
+        var dropped: UInt64 = 0
+        var whole = false
         var head: HTTPResponseHead?
         let request = HTTPRequest(url: url, range: .suffix(asked))
         do throws(CairnError) {
             try retry.run { () throws(CairnError) in
-                body = []
+                (body, dropped, whole) = ([], 0, false)
                 head = try client.perform(
                     request,
                     onHead: { (answer) throws(CairnError) in
-                        guard answer.status == 206 else { throw Self.noRanges(url, status: answer.status) }
+                        if acceptingWholeObject, RangeAnswer.isWholeObject(answer, total: nil, validator: nil) {
+                            whole = true
+                            return
+                        }
+                        guard answer.isRangeAnswer else { throw Self.noRanges(url, status: answer.status) }
                     },
                     onBody: { (piece) throws(CairnError) in
+                        if whole {
+                            // Keep the last `asked` bytes of the whole object, in bounded memory.
+                            body.append(contentsOf: piece)
+                            if body.count > 2 * Int(asked) {
+                                let excess = body.count - Int(asked)
+                                body.removeFirst(excess)
+                                dropped += UInt64(excess)
+                            }
+                            return
+                        }
                         guard UInt64(body.count + piece.count) <= asked else {
                             throw CairnError(.sourceChanged, "the server sent more than the \(asked) bytes asked for", path: url)
                         }
@@ -91,12 +116,26 @@ package final class HTTPArchiveSource: ArchiveSource {
             throw error.withPath(url)
         }
         guard let head else { throw CairnError(.network, "no answer", path: url) }
-        let (first, total) = try RangeAnswer.checkSuffix(head, url: url, length: asked, received: body.count)
-        size = total
-        tailOffset = first
-        tail = body
+        if whole {
+            let total = dropped + UInt64(body.count)
+            guard head.contentLength == total else {
+                throw CairnError(.network, "the server ended the object early", path: url, offset: total)
+            }
+            let keep = Int(min(asked, UInt64(body.count)))
+            tail = Array(body.suffix(keep))
+            tailOffset = total - UInt64(keep)
+            size = total
+        } else {
+            let (first, total) = try RangeAnswer.checkSuffix(head, url: url, length: asked, received: body.count)
+            size = total
+            tailOffset = first
+            tail = body
+        }
         validator = head.strongValidator
     }
+
+    /// Whether answers with the whole resource are accepted for range requests.
+    private let acceptsWholeObject: Bool
 
     /// How every error about a server that ignores range requests begins.
     package static let noRangesMessage = "the server does not support range requests"
@@ -117,7 +156,9 @@ package final class HTTPArchiveSource: ArchiveSource {
         defer { slots.signal() }
         do throws(CairnError) {
             return try retry.run { () throws(CairnError) in
-                try RangeAnswer.download(client: client, url: url, range: range, validator: validator, total: size).body
+                try RangeAnswer.download(
+                    client: client, url: url, range: range, validator: validator, total: size, acceptingWholeObject: acceptsWholeObject
+                ).body
             }
         } catch {
             var named = error.withPath(url)
