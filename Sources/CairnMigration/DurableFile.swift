@@ -22,34 +22,7 @@ enum DurableFile {
                 throw failure("cannot create the directory", directory)
             }
         }
-        let temporary = path + ".\(getpid()).tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
-        guard fd >= 0 else { throw failure("cannot create", temporary) }
-        var written = 0
-        while written < bytes.count {
-            let n = bytes.withUnsafeBytes { raw in Glibc.write(fd, raw.baseAddress! + written, raw.count - written) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else {
-                let error = failure("cannot write", temporary)
-                close(fd)
-                unlink(temporary)
-                throw error
-            }
-            written += n
-        }
-        guard fsync(fd) == 0 else {
-            let error = failure("cannot fsync", temporary)
-            close(fd)
-            unlink(temporary)
-            throw error
-        }
-        close(fd)
-        guard rename(temporary, path) == 0 else {
-            let error = failure("cannot rename into place", path)
-            unlink(temporary)
-            throw error
-        }
-        try syncDirectory(directory)
+        try FileSystem.writeDurably(bytes, to: path, mode: 0o644)
     }
 
     /// `fsync(2)` of a directory, so that a rename or unlink in it is durable.

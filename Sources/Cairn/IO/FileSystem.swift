@@ -197,3 +197,31 @@ extension CairnError {
         return copy
     }
 }
+
+extension FileSystem {
+    /// Writes a small file so that it survives a crash or a reboot: `bytes` go to a temporary
+    /// name beside `path` (`O_NOFOLLOW`, mode `mode`), `fsync(2)`, `rename(2)` over `path`, then
+    /// `fsync` of the directory. A failure (a full disk) leaves no temporary file and `path` as
+    /// it was. Used for every small state file: a fetch's, an upload's, a migration's status.
+    ///
+    /// - Throws: `.io` naming the file and the `errno`.
+    package static func writeDurably(_ bytes: [UInt8], to path: String, mode: mode_t) throws(CairnError) {
+        let temporary = path + ".\(getpid()).tmp"
+        let descriptor = try FileDescriptor.open(temporary, flags: O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: mode)
+        do throws(CairnError) {
+            try descriptor.closeAfter { () throws(CairnError) in
+                try descriptor.writeAll(bytes)
+                try descriptor.sync()
+            }
+            try FileSystem.rename(Array(temporary.utf8), to: Array(path.utf8), display: path)
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        if let parent = try? FileDescriptor.open(directory, flags: O_RDONLY | O_DIRECTORY) {
+            try parent.closeAfter { () throws(CairnError) in try parent.sync() }
+        }
+    }
+}

@@ -40,7 +40,6 @@ package struct FetchState: Codable, Sendable, Equatable {
     /// - Throws: `.io` naming the state file.
     package func save(for path: String) throws(CairnError) {
         let final = Self.path(for: path)
-        let temporary = final + ".tmp"
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let bytes: [UInt8]
@@ -48,17 +47,7 @@ package struct FetchState: Codable, Sendable, Equatable {
             throw CairnError(.io, "cannot encode the fetch state", path: final, cause: "\(error)")
         }
         // 0600: the URL may carry credentials.
-        let descriptor = try FileDescriptor.open(temporary, flags: O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
-        do throws(CairnError) {
-            try descriptor.closeAfter { () throws(CairnError) in
-                try descriptor.writeAll(bytes)
-                try descriptor.sync()
-            }
-            try FileSystem.rename(Array(temporary.utf8), to: Array(final.utf8), display: final)
-        } catch {
-            unlink(temporary)  // a full disk leaves no half-written state behind
-            throw error
-        }
+        try FileSystem.writeDurably(bytes, to: final, mode: 0o600)
     }
 
     /// Removes the state beside `path`'s partial file, if any.
