@@ -46,6 +46,24 @@ package final class ArchiveWriter {
     private var openFileFirstReference = 0
     private var bytesSinceCommit: UInt64 = 0
     private var finished = false
+    /// The commit records written since the last ``takeCommitPoints()``.
+    private var pendingCommits: [CommitPoint] = []
+
+    /// Where a commit record ends and the chain digest it carries: a point a sink may cut the
+    /// archive at (an object store's part boundary, `Spec/0003-command-line.md §3.3`).
+    package struct CommitPoint: Sendable, Equatable {
+        /// The archive offset just after the commit record.
+        package var end: UInt64
+        /// The chain digest the commit record carries (§10.3).
+        package var chainDigest: Digest
+    }
+
+    /// Hands over the commit points produced since the last call, in order (with the bytes of
+    /// ``takeOutput()``: every point ends at or before the bytes taken).
+    package func takeCommitPoints() -> [CommitPoint] {
+        defer { pendingCommits.removeAll(keepingCapacity: true) }
+        return pendingCommits
+    }
 
     /// A commit record is written inside a file at least this often, in content bytes.
     package static let commitInterval: UInt64 = 4 * 1024 * 1024
@@ -391,6 +409,7 @@ package final class ArchiveWriter {
         openFileFirstReference = manifest.references.count
         bytesSinceCommit = 0
         chain = RecordChain(continuingFrom: mark.chainDigest, commitRecordDigest: try SHA256.hash(mark.commitRecord))
+        pendingCommits.removeAll { $0.end > mark.offset }
         if mark.offset >= takenBytes {
             output.removeSubrange(Int(mark.offset - takenBytes)...)
             return nil
@@ -413,6 +432,7 @@ package final class ArchiveWriter {
         let start = output.count
         RecordCodec.append(.commit, payload: record.encoded(), to: &output)
         try hashRecord(from: start)
+        pendingCommits.append(CommitPoint(end: offset, chainDigest: digest))
         commitSequence += 1
         bytesSinceCommit = 0
         if openEntry == nil {

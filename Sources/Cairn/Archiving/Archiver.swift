@@ -75,6 +75,10 @@ public final class Archiver {
         if let file = sink as? FileSink, let identity = file.fileIdentity {
             producerState.excluded.insert(.init(device: identity.device, inode: identity.inode))
         }
+        if let upload = sink as? ObjectStoreSink {
+            let identity = upload.stateFileIdentity
+            producerState.excluded.insert(.init(device: identity.device, inode: identity.inode))
+        }
     }
 
     /// Resumes the interrupted archive `<path>.partial` (left by a killed process, a full disk,
@@ -174,7 +178,7 @@ public final class Archiver {
     /// - Throws: `.io` naming `source` when the sink cannot be cut back.
     private func discardOpenFile(source: String?) throws(CairnError) {
         guard let cut = try writer.rewindToBoundary() else { return }
-        guard let file = sink as? FileSink else {
+        guard let file = sink as? any RewindableArchiveSink else {
             throw CairnError(
                 .io,
                 "read failed after part of it was written to an output that cannot be cut back; "
@@ -318,7 +322,7 @@ public final class Archiver {
         guard state == .open else { return }
         state = .failed
         let bytes = writer.takeOutput()
-        if !bytes.isEmpty { try? await sink.write(bytes) }
+        if !bytes.isEmpty { try? await send(bytes) }
         await sink.abandon()
     }
 
@@ -358,9 +362,20 @@ public final class Archiver {
         }
         let bytes = writer.takeOutput()
         do {
-            try await sink.write(bytes)
+            try await send(bytes)
         } catch {
             throw Archiver.wrap(error)
+        }
+    }
+
+    /// Writes `bytes` (just taken from the writer) to the sink, with the commit points among
+    /// them for a sink that cuts at commits (``CommitAwareArchiveSink``).
+    nonisolated(nonsending) private func send(_ bytes: [UInt8]) async throws {
+        let commits = writer.takeCommitPoints()
+        if let aware = sink as? any CommitAwareArchiveSink {
+            try await aware.write(bytes, commits: commits)
+        } else {
+            try await sink.write(bytes)
         }
     }
 

@@ -17,6 +17,23 @@ public protocol ArchiveSink: AnyObject {
     nonisolated(nonsending) func abandon() async
 }
 
+/// A sink that can be cut back to an earlier offset, so that a file that fails after its bytes
+/// were written is left out instead of failing the archive (``FileSink``; an object store's
+/// sink while the bytes are still in its unsent part).
+package protocol RewindableArchiveSink: ArchiveSink {
+    /// Cuts the archive back to `offset` and continues writing there.
+    ///
+    /// - Throws: `CairnError` when the bytes after `offset` can no longer be taken back.
+    func truncate(to offset: UInt64) throws(CairnError)
+}
+
+/// A sink told where the commit records are, so that it can cut the archive into pieces that
+/// each end at a commit (an object store's parts, `Spec/0003-command-line.md §3.3`).
+package protocol CommitAwareArchiveSink: ArchiveSink {
+    /// Consumes the next bytes, and the commit records ending in them or before (in order).
+    nonisolated(nonsending) func write(_ bytes: [UInt8], commits: [ArchiveWriter.CommitPoint]) async throws
+}
+
 /// Writes the archive to a file that appears at its final path only when complete.
 ///
 /// Bytes go to `<path>.partial` in the same directory, locked with `flock(2)` from before it is
@@ -26,7 +43,7 @@ public protocol ArchiveSink: AnyObject {
 /// only by that final rename (it is never deleted up front). ``abandon()`` leaves
 /// `<path>.partial` behind, so an interrupted archive can be inspected or resumed; nothing is
 /// ever left at `path` itself.
-public final class FileSink: ArchiveSink {
+public final class FileSink: ArchiveSink, RewindableArchiveSink {
     /// The final path.
     public let path: String
     /// The temporary path written to until ``finish()``.
