@@ -1,0 +1,37 @@
+import Foundation
+
+/// Signs an ``HTTPClient``'s requests to an S3-compatible store with AWS Signature Version 4
+/// (``SigV4Signer``) and reads the `<Error><Code>` and `<Message>` of its error answers.
+///
+/// A request with a body is signed over the body's SHA-256 (`x-amz-content-sha256`), so the
+/// store rejects a part damaged on the way; one without is signed over the empty body's.
+struct S3RequestSigner: HTTPRequestSigner {
+    let signer: SigV4Signer
+
+    init(configuration: S3Configuration) {
+        signer = SigV4Signer(credentials: configuration.credentials, region: configuration.region, service: "s3")
+    }
+
+    func signingHeaders(for request: HTTPRequest) throws(CairnError) -> [(name: String, value: String)] {
+        let hash = SigV4Signer.payloadHash(request.body ?? [])
+        return try signer.signedHeaders(
+            method: request.method.rawValue, url: request.url, headers: request.headers, payloadHash: hash, date: Date())
+    }
+
+    func errorDetail(status: Int, body: [UInt8]) -> String? {
+        guard let document = S3XMLDocument(body), document.root.name == "Error" else { return nil }
+        return Self.detail(of: document.root)
+    }
+
+    /// "Code: Message" of an `<Error>` element (either part alone when the other is missing).
+    static func detail(of error: S3XMLDocument.Element) -> String? {
+        let code = error.text(of: "Code").flatMap { $0.isEmpty ? nil : $0 }
+        let message = error.text(of: "Message").flatMap { $0.isEmpty ? nil : String($0.prefix(300)) }
+        switch (code, message) {
+        case (let code?, let message?): return "\(code): \(message)"
+        case (let code?, nil): return code
+        case (nil, let message?): return message
+        case (nil, nil): return nil
+        }
+    }
+}
