@@ -1,0 +1,19 @@
+import Foundation
+import Synchronization
+
+/// Runs blocking work (an HTTP transfer) on a thread of its own and awaits it, so that the
+/// cooperative pool's threads (two on a two-core machine) never block on the network.
+package enum DedicatedThread {
+    /// Runs `body` on a new thread and returns what it returns.
+    ///
+    /// - Throws: what `body` throws.
+    package static func run<T: Sendable>(_ body: @escaping @Sendable () throws(CairnError) -> T) async throws(CairnError) -> T {
+        let result: Result<T, CairnError> = await withCheckedContinuation { continuation in
+            let thread = Thread {
+                continuation.resume(returning: Result { () throws(CairnError) in try body() })
+            }
+            thread.start()
+        }
+        return try result.get()
+    }
+}

@@ -1,0 +1,377 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// Writes an archive straight into an S3-compatible object store with a multipart upload, while
+/// it is archived (`Spec/0003-command-line.md §3.3`): no local copy, and no object at the key
+/// until the whole archive is there.
+///
+/// - The archive is cut into parts at commit records (``ArchiveWriter/CommitPoint``): each part
+///   but the last ends just after a commit record and holds at least ``partSize(number:base:)``
+///   bytes. Part `n` is uploaded while part `n+1` fills, so memory holds at most two parts
+///   beyond the archiver's own budget.
+/// - After every acknowledged part, a local state file (``MultipartUploadState``, mode 0600)
+///   records the upload id and the part's number, ETag, size, end offset and chain digest.
+/// - ``finish()`` uploads the last part (manifest and footer) and only then sends
+///   `CompleteMultipartUpload`, with `If-None-Match: *` unless overwriting; the state file is
+///   removed once the object exists.
+/// - A resumed sink (``init(resuming:configuration:overwrite:statePath:)``) continues the
+///   recorded upload: the archiver runs again from the start, and each part it produces that the
+///   store already holds (same end, same chain digest, listed by `ListParts` with the same ETag)
+///   is skipped instead of sent. Unchanged sources therefore give an object byte for byte the one
+///   an uninterrupted run uploads; changed ones are refused (`.notResumable`).
+/// - An error of the store that repeating cannot cure (a 4xx status, too many parts) aborts the
+///   multipart upload (`AbortMultipartUpload`) and says so; a cut connection, a store that went
+///   away, or an interruption keeps the upload and the state file for `--resume`.
+///
+/// Credentials sign requests only; they never appear in errors or the state file.
+public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, RewindableArchiveSink {
+    /// Where the archive goes.
+    public let location: S3Location
+    /// The local state file of the upload.
+    public let statePath: String
+    /// Whether an existing object at the key may be replaced.
+    public let overwrite: Bool
+    /// Whether this sink continues an earlier upload.
+    public let isResumed: Bool
+    private let store: S3Client
+    private let ledger: Ledger
+    /// The size of the first parts, bytes.
+    private let basePartSize: UInt64
+
+    /// Bytes of the part being filled, from archive offset `partStart` on.
+    private var filling: [UInt8] = []
+    private var partStart: UInt64 = 0
+    /// Commit records ending inside `filling`.
+    private var commits: [ArchiveWriter.CommitPoint] = []
+    private var nextPartNumber = 1
+    /// Parts an earlier run uploaded that the store still holds, by number, in order from 1.
+    private var expected: [MultipartUploadState.Part]
+    /// The part being uploaded.
+    private var inFlight: Task<Void, any Error>?
+    private var finished = false
+
+    /// The smallest part (8 MiB; S3 requires 5 MiB for every part but the last).
+    public static let minimumPartSize: UInt64 = 8 << 20
+    /// The largest part S3 takes (5 GiB).
+    public static let maximumPartSize: UInt64 = 5 << 30
+    /// The most parts an upload may have.
+    public static let maximumParts = 10_000
+
+    /// The upload's statistics: bytes sent in parts by this run, and bytes of parts an earlier
+    /// run had sent that this run kept.
+    public var uploadedBytes: UInt64 { ledger.counts.withLock { $0.uploaded } }
+    /// Bytes of parts kept from the interrupted run (0 unless resumed).
+    public var keptBytes: UInt64 { ledger.counts.withLock { $0.kept } }
+    /// The multipart upload's id.
+    public var uploadID: String { ledger.state.withLock { $0.uploadID } }
+
+    /// The size of part `number` (1-based) when the first parts are `base` bytes: `base` for
+    /// parts 1 to 2,000, then doubling every 2,000 parts, never above ``maximumPartSize``. An
+    /// archive of unknown size can so grow to about 31 × 2,000 × `base` (496 GB with 8 MiB).
+    public static func partSize(number: Int, base: UInt64) -> UInt64 {
+        let doublings = UInt64(min(max(0, (number - 1) / 2000), 16))
+        let size = base.multipliedReportingOverflow(by: 1 << doublings)
+        return size.overflow ? maximumPartSize : min(size.partialValue, maximumPartSize)
+    }
+
+    /// The size of the first parts for an archive of about `estimate` bytes: enough for it to
+    /// fit in 9,000 parts, rounded up to a MiB, at least ``minimumPartSize``.
+    public static func basePartSize(estimate: UInt64?) -> UInt64 {
+        guard let estimate, estimate > 0 else { return minimumPartSize }
+        let needed = (estimate / 9000 + (1 << 20)) & ~((1 << 20) - 1)
+        return min(max(minimumPartSize, needed), maximumPartSize)
+    }
+
+    /// Starts a new multipart upload to `location`.
+    ///
+    /// - Parameters:
+    ///   - configuration: the store, region and credentials.
+    ///   - overwrite: whether an existing object at the key may be replaced (by the final
+    ///     `CompleteMultipartUpload` only).
+    ///   - statePath: the local state file (refused when one is already there, unless
+    ///     `overwrite`: then the upload it records is aborted first).
+    ///   - sizeEstimate: the archive's expected size in bytes, which picks the part size.
+    /// - Throws: `.alreadyExists` naming the object when it exists and `overwrite` is false, or
+    ///   naming the state file when an interrupted upload is recorded there; `.httpStatus` (403
+    ///   for bad credentials, 404 for a missing bucket) and `.network` naming the endpoint.
+    public convenience init(
+        location: S3Location, configuration: S3Configuration, overwrite: Bool = false, statePath: String,
+        sizeEstimate: UInt64? = nil
+    ) throws(CairnError) {
+        try self.init(location: location, store: S3Client(configuration: configuration), overwrite: overwrite, statePath: statePath, sizeEstimate: sizeEstimate)
+    }
+
+    package init(location: S3Location, store: S3Client, overwrite: Bool, statePath: String, sizeEstimate: UInt64?) throws(CairnError) {
+        self.location = location
+        self.statePath = statePath
+        self.overwrite = overwrite
+        self.store = store
+        isResumed = false
+        expected = []
+        if let old = try MultipartUploadState.load(from: statePath) {
+            guard overwrite else {
+                throw CairnError(
+                    .alreadyExists, "an interrupted upload to s3://\(old.bucket)/\(old.key) is recorded here; use --resume to continue it or --force to start over",
+                    path: statePath)
+            }
+            if old.bucket == location.bucket, old.key == location.key, old.endpoint == store.configuration.endpoint {
+                try? store.abortMultipartUpload(location, uploadID: old.uploadID)
+            }
+            unlink(statePath)
+        }
+        if !overwrite, try store.headObject(location) != nil {
+            throw CairnError(.alreadyExists, "the object already exists (use --force to replace it)", path: location.description)
+        }
+        basePartSize = Self.basePartSize(estimate: sizeEstimate)
+        let journal = try UploadJournal(path: statePath, creating: true)
+        do throws(CairnError) {
+            let id = try store.createMultipartUpload(location)
+            let state = MultipartUploadState(
+                endpoint: store.configuration.endpoint, bucket: location.bucket, key: location.key, uploadID: id, partSize: basePartSize)
+            ledger = Ledger(state: state, journal: journal)
+            do throws(CairnError) {
+                try journal.begin(state)
+            } catch {
+                try? store.abortMultipartUpload(location, uploadID: id)
+                throw error
+            }
+        } catch {
+            journal.close()
+            unlink(statePath)
+            throw error
+        }
+    }
+
+    /// Continues the upload recorded in `statePath` (``MultipartUploadState``): `ListParts`
+    /// tells which recorded parts the store still holds; a store that no longer knows the upload
+    /// (it was aborted, or the store restarted) gets a new one, sent whole.
+    ///
+    /// - Throws: `.notFound` when there is no state file; `.invalidArgument` when it records
+    ///   another object or store; `.corrupted` for a state file that does not parse;
+    ///   `.httpStatus` and `.network` naming the endpoint.
+    public init(resuming location: S3Location, configuration: S3Configuration, overwrite: Bool = false, statePath: String) throws(CairnError) {
+        let store = S3Client(configuration: configuration)
+        guard var state = try MultipartUploadState.load(from: statePath) else {
+            throw CairnError(.notFound, "no interrupted upload is recorded here", path: statePath)
+        }
+        guard state.bucket == location.bucket, state.key == location.key, state.endpoint == configuration.endpoint else {
+            throw CairnError(
+                .invalidArgument, "records an upload to s3://\(state.bucket)/\(state.key) at \(state.endpoint), not to \(location) at \(configuration.endpoint)",
+                path: statePath)
+        }
+        self.location = location
+        self.statePath = statePath
+        self.overwrite = overwrite
+        self.store = store
+        isResumed = true
+        basePartSize = state.partSize
+        let journal = try UploadJournal(path: statePath, creating: false)
+        var kept: [MultipartUploadState.Part] = []
+        do throws(CairnError) {
+            let listed = try Dictionary(store.listParts(location, uploadID: state.uploadID).map { ($0.number, $0) }) { first, _ in first }
+            for part in state.parts {
+                guard part.number == kept.count + 1, let held = listed[part.number], held.etag == part.etag, held.size == part.size else { break }
+                kept.append(part)
+            }
+        } catch {
+            guard error.httpStatusCode == 404 else { throw error }
+            // The store lost the upload (aborted, expired, or a store that keeps uploads in memory
+            // restarted): start a new one.
+            state = MultipartUploadState(
+                endpoint: state.endpoint, bucket: state.bucket, key: state.key, uploadID: try store.createMultipartUpload(location),
+                partSize: state.partSize)
+        }
+        state.parts = kept
+        expected = kept
+        ledger = Ledger(state: state, journal: journal)
+        do throws(CairnError) {
+            try journal.begin(state)
+        } catch {
+            journal.close()
+            throw error
+        }
+    }
+
+    /// The device and inode of the state file, which the archiver leaves out of the archive
+    /// when it lies inside the tree being archived.
+    package var stateFileIdentity: (device: UInt64, inode: UInt64) { ledger.journal.identity }
+
+    /// A sink for a resumed `create` whose bytes have no commit points: not supported.
+    nonisolated(nonsending) public func write(_ bytes: [UInt8]) async throws {
+        try await write(bytes, commits: [])
+    }
+
+    nonisolated(nonsending) package func write(_ bytes: [UInt8], commits newCommits: [ArchiveWriter.CommitPoint]) async throws {
+        guard !finished else { throw CairnError(.invalidArgument, "the upload is finished", path: location.description) }
+        filling.append(contentsOf: bytes)
+        commits.append(contentsOf: newCommits)
+        while let cut = nextCut() {
+            let count = Int(cut.end - partStart)
+            let part = Array(filling[..<count])
+            filling.removeSubrange(..<count)
+            partStart = cut.end
+            commits.removeAll { $0.end <= cut.end }
+            try await emit(part, end: cut.end, chainDigest: cut.chainDigest)
+        }
+    }
+
+    /// The first commit point at which the filling part reaches its size.
+    private func nextCut() -> ArchiveWriter.CommitPoint? {
+        let size = Self.partSize(number: nextPartNumber, base: basePartSize)
+        return commits.first { $0.end - partStart >= size }
+    }
+
+    /// Sends part `nextPartNumber` (or skips it when the earlier run's copy is the same).
+    nonisolated(nonsending) private func emit(_ part: [UInt8], end: UInt64, chainDigest: Digest?) async throws(CairnError) {
+        let number = nextPartNumber
+        guard number <= Self.maximumParts else {
+            throw await aborting(
+                CairnError(
+                    .limitExceeded, "the archive needs more than \(Self.maximumParts) parts; give a larger --size-estimate",
+                    path: location.description))
+        }
+        nextPartNumber += 1
+        let digest = try SHA256.hash(part).hexString
+        if number <= expected.count {
+            let earlier = expected[number - 1]
+            let same =
+                earlier.end == end && earlier.size == UInt64(part.count)
+                && (chainDigest.map { earlier.chainDigest == $0.hexString } ?? (earlier.sha256 == digest))
+            guard same else {
+                throw CairnError(
+                    .notResumable,
+                    "the archive differs from the interrupted upload's from part \(number) on (at offset \(end - UInt64(part.count))): "
+                        + "its sources changed; start over with --force",
+                    path: location.description)
+            }
+            ledger.counts.withLock { $0.kept += earlier.size }
+            return
+        }
+        try await waitForInFlight()
+        let record = MultipartUploadState.Part(
+            number: number, etag: "", size: UInt64(part.count), end: end, chainDigest: chainDigest?.hexString, sha256: digest)
+        let (store, location, ledger) = (store, location, ledger)
+        inFlight = Task {
+            try await DedicatedThread.run { () throws(CairnError) in
+                let uploadID = ledger.state.withLock { $0.uploadID }
+                var acknowledged = record
+                acknowledged.etag = try store.uploadPart(location, uploadID: uploadID, number: number, bytes: part)
+                ledger.counts.withLock { $0.uploaded += UInt64(part.count) }
+                try ledger.record(acknowledged)
+            }
+        }
+    }
+
+    /// Awaits the part being uploaded; an error of the store that repeating cannot cure
+    /// aborts the upload.
+    nonisolated(nonsending) private func waitForInFlight() async throws(CairnError) {
+        guard let running = inFlight else { return }
+        inFlight = nil
+        do {
+            try await running.value
+        } catch let error as CairnError {
+            throw await aborting(error)
+        } catch {
+            throw CairnError(.io, "the part upload failed", path: location.description, cause: "\(error)")
+        }
+    }
+
+    /// `error`, after aborting the multipart upload when it is one repeating cannot cure (a
+    /// 4xx answer of the store, too many parts); a transient one keeps the upload for a resume.
+    nonisolated(nonsending) private func aborting(_ error: CairnError) async -> CairnError {
+        let curable = RetryPolicy.isTransient(error) || error.code == .io || error.code == .notResumable
+        guard !curable else { return error }
+        let (store, location, uploadID, statePath) = (store, location, uploadID, statePath)
+        let aborted = (try? await DedicatedThread.run { () throws(CairnError) in
+            try store.abortMultipartUpload(location, uploadID: uploadID)
+        }) != nil
+        var reported = error
+        if aborted {
+            ledger.journal.close()
+            unlink(statePath)
+            reported.message += "; the multipart upload was aborted"
+        } else {
+            reported.message += "; aborting the multipart upload failed too (upload id \(uploadID))"
+        }
+        finished = true
+        return reported
+    }
+
+    /// Uploads the last part, then completes the upload: the object appears at the key now.
+    ///
+    /// - Throws: `.alreadyExists` when an object appeared at the key meanwhile and ``overwrite``
+    ///   is false (the upload and its state file are kept, for `--resume --force`);
+    ///   `.httpStatus`, `.network`.
+    nonisolated(nonsending) public func finish() async throws {
+        guard !finished else { return }
+        if !filling.isEmpty || nextPartNumber == 1 {
+            let part = filling
+            filling = []
+            partStart += UInt64(part.count)
+            try await emit(part, end: partStart, chainDigest: nil)
+        }
+        try await waitForInFlight()
+        let (store, location, overwrite, ledger) = (store, location, overwrite, ledger)
+        let state = ledger.state.withLock { $0 }
+        let parts = state.parts.map { S3Client.Part(number: $0.number, etag: $0.etag, size: $0.size) }
+        do throws(CairnError) {
+            try await DedicatedThread.run { () throws(CairnError) in
+                // `rclone serve s3` and some other stores ignore If-None-Match: look first as well.
+                if !overwrite, try store.headObject(location) != nil {
+                    throw CairnError(
+                        .alreadyExists,
+                        "an object appeared at the key while the archive was uploaded; it was left as it is, and the upload kept (replace it with --resume --force)",
+                        path: location.description)
+                }
+                try store.completeMultipartUpload(location, uploadID: state.uploadID, parts: parts, ifNoneMatch: !overwrite)
+            }
+        } catch {
+            if error.code == .alreadyExists { throw error }
+            throw await aborting(error)
+        }
+        finished = true
+        ledger.journal.close()
+        unlink(statePath)
+    }
+
+    /// Waits for the part in flight (so that it is recorded) and keeps the upload and its state
+    /// file for a resume.
+    nonisolated(nonsending) public func abandon() async {
+        guard !finished else { return }
+        try? await waitForInFlight()
+        finished = true
+        ledger.journal.close()
+    }
+
+    /// Cuts the archive back to `offset`, possible while the bytes after it are still in the
+    /// part being filled.
+    ///
+    /// - Throws: `.io` when bytes after `offset` were already sent.
+    package func truncate(to offset: UInt64) throws(CairnError) {
+        guard offset >= partStart else {
+            throw CairnError(.io, "the bytes after offset \(offset) were already uploaded and cannot be cut back", path: location.description)
+        }
+        let keep = Int(offset - partStart)
+        if keep < filling.count { filling.removeSubrange(keep...) }
+        commits.removeAll { $0.end > offset }
+    }
+
+    /// The state shared with the upload threads: the durable record and the counts.
+    private final class Ledger: Sendable {
+        let state: Mutex<MultipartUploadState>
+        let counts = Mutex<(uploaded: UInt64, kept: UInt64)>((0, 0))
+        let journal: UploadJournal
+
+        init(state: MultipartUploadState, journal: UploadJournal) {
+            self.state = Mutex(state)
+            self.journal = journal
+        }
+
+        /// Adds an acknowledged part and appends it to the state file.
+        func record(_ part: MultipartUploadState.Part) throws(CairnError) {
+            state.withLock { $0.record(part) }
+            try journal.record(part)
+        }
+    }
+}
