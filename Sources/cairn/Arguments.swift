@@ -110,22 +110,34 @@ enum ByteSize {
     }
 }
 
-/// An ARCHIVE operand: a path, or an `http://` / `https://` URL (`Spec/0003-command-line.md §1.3`).
+/// An ARCHIVE operand: a path, an `http://` / `https://` URL, or an `s3://BUCKET/KEY` object
+/// (`Spec/0003-command-line.md §1.1`, §1.2).
 enum ArchiveOperand {
-    /// Whether `archive` is an HTTP(S) URL.
-    static func isURL(_ archive: String) -> Bool { HTTPArchiveSource.isURL(archive) }
+    /// The option naming an object store's endpoint, taken by every command that reads or
+    /// writes archives.
+    static let endpointOption = "--s3-endpoint"
 
-    /// Opens `archive` for random access: a local file, or a URL through range requests (which
-    /// the server must support; the error says which commands work without them).
+    /// Whether `archive` is remote: an HTTP(S) URL or an `s3://` object.
+    static func isURL(_ archive: String) -> Bool { RemoteArchive.isRemote(archive) }
+
+    /// The remote archive `archive` names, with the endpoint `args` gives.
+    ///
+    /// - Throws: `CairnError` for a malformed `s3://` operand or missing credentials.
+    static func remote(_ archive: String, _ args: Arguments) throws(CairnError) -> RemoteArchive {
+        try RemoteArchive(archive, s3Endpoint: args.value(endpointOption))
+    }
+
+    /// Opens `archive` for random access: a local file, or a URL or object through range
+    /// requests (which an HTTP server must support; the error says which commands work without).
     ///
     /// - Throws: `CairnError` naming the path or URL.
-    static func open(_ archive: String) throws(CairnError) -> Extractor {
-        isURL(archive) ? try Extractor(source: HTTPArchiveSource(url: archive)) : try Extractor(path: archive)
+    static func open(_ archive: String, _ args: Arguments) throws(CairnError) -> Extractor {
+        isURL(archive) ? try Extractor(source: remote(archive, args).openRandomAccess()) : try Extractor(path: archive)
     }
 
     /// The archive's bytes front to back for the readers that see each byte once (`verify`,
     /// `extract` of everything): one GET, without ranges.
-    static func openSequential(_ url: String) throws(CairnError) -> SequentialArchiveBytes {
-        try HTTPArchiveSource.openSequential(url: url)
+    static func openSequential(_ url: String, _ args: Arguments) throws(CairnError) -> SequentialArchiveBytes {
+        try remote(url, args).openSequential()
     }
 }

@@ -19,7 +19,7 @@ enum CatCommand {
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
-        let args = try Arguments(raw, valued: ["--from-offset", "--expect-token"], flags: [])
+        let args = try Arguments(raw, valued: ["--from-offset", "--expect-token", ArchiveOperand.endpointOption], flags: [])
         let archive = try CommandLineTool.archiveOperand(args)
         var offset: UInt64?
         if let text = args.value("--from-offset") {
@@ -39,7 +39,7 @@ enum CatCommand {
         }
         try Terminal.refuseArchive(on: 1)
         if ArchiveOperand.isURL(archive) {
-            let source = try HTTPArchiveSource(url: archive)
+            let source = try ArchiveOperand.remote(archive, args).openRandomAccess()
             defer { source.close() }
             try ArchiveTransfer.send(source, from: offset ?? 0, expecting: token, to: FileHandle.standardOutput)
         } else {

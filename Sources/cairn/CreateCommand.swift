@@ -50,7 +50,7 @@ enum CreateCommand {
             raw,
             valued: [
                 "-o", "--output", "--compression", "--chunking", "--resources-version", "--app-id", "--size-estimate", "--meta",
-                "--exclude", "--exclude-from", "--files-from", "-T", "--threads",
+                "--exclude", "--exclude-from", "--files-from", "-T", "--threads", ArchiveOperand.endpointOption, "--upload-state",
             ],
             flags: [
                 "--not-compressible", "--json", "-q", "--quiet", "--progress", "--no-progress", "--resume", "-f", "--force",
@@ -74,7 +74,9 @@ enum CreateCommand {
                 throw UsageError("two PATHs would both be stored as '\(String(decoding: last, as: UTF8.self))'")
             }
         }
-        if output != "-", (try? FileManager.default.attributesOfItem(atPath: output)[.type] as? FileAttributeType) == .typeDirectory {
+        let toStore = S3Location.isLocation(output)
+        if !toStore, args.value("--upload-state") != nil { throw UsageError("--upload-state is for -o s3://BUCKET/KEY") }
+        if output != "-", !toStore, (try? FileManager.default.attributesOfItem(atPath: output)[.type] as? FileAttributeType) == .typeDirectory {
             throw CairnError(.alreadyExists, "is a directory; -o names the archive file", path: output)
         }
         var configuration = Archiver.Configuration()
@@ -133,7 +135,13 @@ enum CreateCommand {
         if toStandardOutput { try Terminal.refuseArchive(on: 1) }
         let archiver: Archiver
         let sink: (any ArchiveSink)?
-        if args.flag("--resume") {
+        if toStore {
+            guard let upload = try Self.makeObjectStoreSink(output, args, configuration: configuration, force: force) else {
+                return .success
+            }
+            archiver = try Archiver(sink: upload, configuration: configuration)
+            sink = upload
+        } else if args.flag("--resume") {
             guard !toStandardOutput else { throw UsageError("--resume needs a file, not -o -") }
             var resumed: Archiver?
             if FileManager.default.fileExists(atPath: output + ".partial") {
@@ -194,7 +202,11 @@ enum CreateCommand {
         } catch {
             bar?.stop()
             await archiver.abandon()
-            if !toStandardOutput, sink == nil || sink is FileSink {
+            if let upload = sink as? ObjectStoreSink {
+                if FileManager.default.fileExists(atPath: upload.statePath) {
+                    Output.err("cairn: the multipart upload was kept (\(upload.statePath) records it); continue it with --resume")
+                }
+            } else if !toStandardOutput, sink == nil || sink is FileSink {
                 Output.err("cairn: the incomplete archive was left at \(output).partial; continue it with --resume")
             }
             throw error
@@ -209,10 +221,53 @@ enum CreateCommand {
         } else if !args.flag("-q", "--quiet") {
             text = Self.summary(properties, seconds: seconds, cpuSeconds: cpu, output: output)
         }
+        if let upload = sink as? ObjectStoreSink, !args.flag("-q", "--quiet"), !args.flag("--json") {
+            text = (text ?? "") + "\n  upload: \(Output.bytes(upload.uploadedBytes)) sent in parts"
+                + (upload.isResumed ? ", \(Output.bytes(upload.keptBytes)) kept from the interrupted upload" : "")
+        }
         if let text {
             if toStandardOutput { Output.err(text) } else { Output.out(text) }
         }
         return properties.warnings.isEmpty ? .success : .warnings
+    }
+
+    /// The local state file of an upload to `output` (`s3://BUCKET/KEY`): `--upload-state`, else
+    /// the key's last component with `.partial.upload`, in the working directory.
+    static func uploadStatePath(_ output: String, given: String?) -> String {
+        if let given { return given }
+        let key = output.split(separator: "/", omittingEmptySubsequences: true).last.map(String.init) ?? "upload"
+        return key + ".partial.upload"
+    }
+
+    /// The sink for `-o s3://BUCKET/KEY` (`Spec/0003-command-line.md §3.3`): with `--resume`,
+    /// the upload recorded in the state file continued, or nil when there is none and the object
+    /// already exists (nothing to do); otherwise a new multipart upload, refused when the object
+    /// exists or an interrupted upload is recorded, unless `force`.
+    static func makeObjectStoreSink(
+        _ output: String, _ args: Arguments, configuration: Archiver.Configuration, force: Bool
+    ) throws(CairnError) -> ObjectStoreSink? {
+        let location = try S3Location(parsing: output)
+        let store = try S3Configuration.fromEnvironment(endpoint: args.value(ArchiveOperand.endpointOption))
+        let statePath = uploadStatePath(output, given: args.value("--upload-state"))
+        let quiet = args.flag("-q", "--quiet")
+        if args.flag("--resume") {
+            if FileManager.default.fileExists(atPath: statePath) {
+                let upload = try ObjectStoreSink(resuming: location, configuration: store, overwrite: force, statePath: statePath)
+                if !quiet { Output.err("cairn: resuming the upload to \(output) recorded in \(statePath)") }
+                return upload
+            }
+            if try S3Client(configuration: store).headObject(location) != nil {
+                if !quiet { Output.out("\(output) is already complete; nothing to resume") }
+                return nil
+            }
+        }
+        do throws(CairnError) {
+            return try ObjectStoreSink(
+                location: location, configuration: store, overwrite: force, statePath: statePath, sizeEstimate: configuration.sizeEstimate)
+        } catch {
+            guard error.code == .alreadyExists, error.path == output else { throw error }
+            throw CairnError(.alreadyExists, "already exists; use --force to replace it", path: output)
+        }
     }
 
     /// The sink for `-o output`: an existing `output` is replaced (at the final rename) only with

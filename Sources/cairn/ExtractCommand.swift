@@ -49,7 +49,7 @@ enum ExtractCommand {
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(
-            raw, valued: ["-C", "--directory", "--max-output", "--strip-components"],
+            raw, valued: ["-C", "--directory", "--max-output", "--strip-components", ArchiveOperand.endpointOption],
             flags: [
                 "--no-space-check", "-q", "--quiet", "--json", "--progress", "--no-progress", "--resume", "--overwrite",
                 "--keep-old-files", "--skip-old-files", "-v", "--verbose", "--no-xattrs",
@@ -77,7 +77,7 @@ enum ExtractCommand {
         }
         let started = monotonicSeconds()
         let cpuStarted = ProcessTimes.cpuSeconds()
-        let extractor = try ArchiveOperand.open(archive)
+        let extractor = try ArchiveOperand.open(archive, args)
         defer { extractor.close() }
         let bar = ProgressBar.shouldShow(args) ? ProgressBar(progress: extractor.progress, label: "extract") : nil
         bar?.start()
@@ -175,7 +175,7 @@ enum ExtractCommand {
     static func extractFromURL(
         _ url: String, _ args: Arguments, destination: [UInt8], options: ExtractionOptions, warnings: Warnings
     ) async throws -> ExitStatus {
-        let input = try ArchiveOperand.openSequential(url)
+        let input = try ArchiveOperand.openSequential(url, args)
         return try await extractStreaming(input, url: url, args, destination: destination, options: options, warnings: warnings)
     }
 

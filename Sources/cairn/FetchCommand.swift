@@ -28,17 +28,18 @@ enum FetchCommand {
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(
-            raw, valued: ["-o", "--output", "--seed", "--retries", "--timeout"],
+            raw, valued: ["-o", "--output", "--seed", "--retries", "--timeout", ArchiveOperand.endpointOption],
             flags: ["--json", "--progress", "--no-progress", "--force", "-q", "--quiet"])
         guard args.operands.count == 1, let first = args.operands.first else { throw UsageError("fetch takes one URL") }
         let url = String(decoding: first, as: UTF8.self)
-        guard ArchiveFetcher.isURL(url) else { throw UsageError("'\(url)' is not an http:// or https:// URL") }
+        guard ArchiveFetcher.isURL(url) else { throw UsageError("'\(url)' is not an http://, https:// or s3:// location") }
         guard let output = args.value("-o", "--output") else { throw UsageError("missing -o FILE") }
         guard output != "-" else { throw UsageError("fetch writes a file (-o FILE): it verifies the whole archive before FILE appears; use 'cairn cat URL' for standard output") }
         for seed in args.allValues("--seed") where ArchiveFetcher.isURL(seed) {
-            throw UsageError("--seed takes a local archive, not a URL ('\(seed)')")
+            throw UsageError("--seed takes a local archive, not a URL or object ('\(seed)')")
         }
         var options = FetchOptions(seeds: args.allValues("--seed"), overwrite: args.flag("--force"))
+        options.s3Endpoint = args.value(ArchiveOperand.endpointOption)
         if let text = args.value("--retries") {
             guard let value = Int(text), value >= 0, value <= 1000 else { throw UsageError("--retries takes a count (0–1000)") }
             options.retries = value

@@ -18,11 +18,11 @@ enum InfoCommand {
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
-        let args = try Arguments(raw, valued: [], flags: ["--json", "-q", "--quiet"])
+        let args = try Arguments(raw, valued: [ArchiveOperand.endpointOption], flags: ["--json", "-q", "--quiet"])
         let archive = try CommandLineTool.archiveOperand(args)
         let extractor: Extractor
         do {
-            extractor = try ArchiveOperand.open(archive)
+            extractor = try ArchiveOperand.open(archive, args)
         } catch {
             // Incomplete (no valid footer): say what is committed, if it is a Cairn archive at all.
             // A corrupt archive fails here as it does for every other reading command.

@@ -106,7 +106,18 @@ enum Interruption {
         guard let output = Arguments.rawValue(of: ["-o", "--output"], in: arguments), output != Array("-".utf8) else {
             return "cairn: interrupted; the archive written to standard output is incomplete and cannot be resumed"
         }
-        let partial = String(decoding: output, as: UTF8.self) + ".partial"
+        let target = String(decoding: output, as: UTF8.self)
+        if S3Location.isLocation(target) {
+            let given = Arguments.rawValue(of: ["--upload-state"], in: arguments).map { String(decoding: $0, as: UTF8.self) }
+            let statePath = CreateCommand.uploadStatePath(target, given: given)
+            guard let state = try? MultipartUploadState.load(from: statePath) else {
+                return "cairn: interrupted before the upload began; run again: \(continuation("create", arguments, resume: false))"
+            }
+            let sent = state.parts.reduce(0) { $0 + $1.size }
+            return "cairn: interrupted; the multipart upload to \(target) is kept (\(state.parts.count) parts, \(Output.bytes(sent)), recorded in \(Shell.quoted(Array(statePath.utf8)))); continue with: "
+                + continuation("create", arguments, resume: true)
+        }
+        let partial = target + ".partial"
         guard FileManager.default.fileExists(atPath: partial) else {
             return "cairn: interrupted before anything was written; run again: \(continuation("create", arguments, resume: false))"
         }

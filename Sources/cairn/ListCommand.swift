@@ -14,9 +14,9 @@ enum ListCommand {
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
-        let args = try Arguments(raw, valued: [], flags: ["--json", "-l", "--long", "-q", "--quiet"])
+        let args = try Arguments(raw, valued: [ArchiveOperand.endpointOption], flags: ["--json", "-l", "--long", "-q", "--quiet"])
         let archive = try CommandLineTool.archiveOperand(args)
-        let extractor = try ArchiveOperand.open(archive)
+        let extractor = try ArchiveOperand.open(archive, args)
         defer { extractor.close() }
         if args.flag("--json") {
             var lines = ["["]

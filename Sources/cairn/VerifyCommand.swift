@@ -19,7 +19,7 @@ enum VerifyCommand {
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
-        let args = try Arguments(raw, valued: [], flags: ["--json", "--partial", "-q", "--quiet"])
+        let args = try Arguments(raw, valued: [ArchiveOperand.endpointOption], flags: ["--json", "--partial", "-q", "--quiet"])
         let archive = try CommandLineTool.archiveOperand(args)
         if archive == "-" { try Terminal.refuseArchive(on: 0) }
         if args.flag("--partial") {
@@ -31,7 +31,7 @@ enum VerifyCommand {
         let started = monotonicSeconds()
         let report =
             ArchiveOperand.isURL(archive)
-            ? try await Extractor.verify(ArchiveOperand.openSequential(archive), path: archive)
+            ? try await Extractor.verify(ArchiveOperand.openSequential(archive, args), path: archive)
             : try await Extractor.verifyArchive(atPath: archive)
         let seconds = monotonicSeconds() - started
         if args.flag("--json") {

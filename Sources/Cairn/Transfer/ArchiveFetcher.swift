@@ -45,8 +45,8 @@ public final class ArchiveFetcher: Sendable {
         self.options = options
     }
 
-    /// Whether `text` is an archive URL (`http://` or `https://`), as opposed to a path.
-    public static func isURL(_ text: String) -> Bool { HTTPArchiveSource.isURL(text) }
+    /// Whether `text` is a remote archive (`http://`, `https://` or `s3://`), as opposed to a path.
+    public static func isURL(_ text: String) -> Bool { RemoteArchive.isRemote(text) }
 
     /// Fetches the archive into `path`.
     ///
@@ -60,12 +60,13 @@ public final class ArchiveFetcher: Sendable {
     ///   for the local file (a full disk).
     nonisolated(nonsending) public func fetch(to path: String) async throws -> FetchReport {
         guard Self.isURL(url) else {
-            throw CairnError(.invalidArgument, "not an http:// or https:// URL", path: url)
+            throw CairnError(.invalidArgument, "not an http://, https:// or s3:// location", path: url)
         }
         var configuration = HTTPClient.Configuration()
         configuration.connectTimeout = options.connectTimeout
         configuration.stallTimeout = options.stallTimeout
-        let client = HTTPClient(configuration: configuration)
+        let remote = try RemoteArchive(url, s3Endpoint: options.s3Endpoint, http: configuration)
+        let client = remote.client
         let seeds = SeedIndex()
         defer { seeds.close() }
         for seed in options.seeds { try seeds.add(path: seed) }
@@ -88,7 +89,7 @@ public final class ArchiveFetcher: Sendable {
                 path: output.partialPath)
         }
         do {
-            return try await fetch(to: path, client: client, seeds: seeds, output: &output)
+            return try await fetch(to: path, client: client, requestURL: remote.url, seeds: seeds, output: &output)
         } catch {
             // The partial file keeps what verified (synced and unlocked), to be resumed; when
             // nothing did (a 404, a body that is not an archive), nothing is left.
@@ -107,7 +108,7 @@ public final class ArchiveFetcher: Sendable {
     }
 
     nonisolated(nonsending) private func fetch(
-        to path: String, client: HTTPClient, seeds: SeedIndex, output: inout FileSink
+        to path: String, client: HTTPClient, requestURL: String, seeds: SeedIndex, output: inout FileSink
     ) async throws -> FetchReport {
         let oldPartial = path + ".partial.seed"
         var report = FetchReport()
@@ -183,7 +184,7 @@ public final class ArchiveFetcher: Sendable {
                         remote = cachedRemote
                     } else {
                         remote = try RemoteManifest.fetch(
-                            client: client, url: url, validator: validator, length: start > 0 ? state?.length : nil)
+                            client: client, url: requestURL, validator: validator, length: start > 0 ? state?.length : nil)
                     }
                 } catch where error.code == .sourceChanged || error.message.hasPrefix(HTTPArchiveSource.noRangesMessage) {
                     // No ranges, or range answers that are not what was asked: the seeds cannot
@@ -231,7 +232,7 @@ public final class ArchiveFetcher: Sendable {
             defer { channel.close() }
             let url = self.url
             let writer = FetchWriter(
-                client: client, url: url, output: output, channel: channel, seeds: seeds, progress: progress,
+                client: client, url: requestURL, output: output, channel: channel, seeds: seeds, progress: progress,
                 validator: validator, expectedLength: start > 0 ? state?.length : nil,
                 onFreshHead: { (head) throws(CairnError) in
                     try FetchState(url: url, validator: head.strongValidator, length: head.resourceLength).save(for: path)
@@ -345,6 +346,8 @@ public struct FetchOptions: Sendable {
     public var connectTimeout: Double
     /// Seconds without a byte before a transfer counts as cut. Default 30.
     public var stallTimeout: Double
+    /// The object store's endpoint for an `s3://` URL; nil: `AWS_ENDPOINT_URL`, else AWS's own.
+    public var s3Endpoint: String? = nil
     /// Told of resumes, retries and restarts as they happen (for `--progress` and logs).
     public var onEvent: (@Sendable (FetchEvent) -> Void)?
 
