@@ -217,7 +217,12 @@ enum CreateCommand {
         for warning in properties.warnings { Output.warning(warning) }
         var text: String?
         if args.flag("--json") {
-            text = Output.json(Self.json(properties, seconds: seconds, cpuSeconds: cpu))
+            var object = Self.json(properties, seconds: seconds, cpuSeconds: cpu)
+            if let upload = sink as? ObjectStoreSink {
+                object["uploadedBytes"] = upload.uploadedBytes
+                object["keptBytes"] = upload.keptBytes
+            }
+            text = Output.json(object)
         } else if !args.flag("-q", "--quiet") {
             text = Self.summary(properties, seconds: seconds, cpuSeconds: cpu, output: output)
         }

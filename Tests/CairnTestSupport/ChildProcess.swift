@@ -65,9 +65,11 @@ public enum ChildProcess {
     /// - Parameters:
     ///   - standardInput: a file to read standard input from; /dev/null when nil.
     ///   - fileSizeLimitKiB: run under `ulimit -f` (units of 1024 bytes), through bash.
+    ///   - environment: variables set (or replaced) in the child's environment, which is
+    ///     otherwise this process's.
     public static func start(
         _ executable: URL, _ arguments: [String], in directory: String? = nil, standardInput: String? = nil,
-        fileSizeLimitKiB: Int? = nil
+        fileSizeLimitKiB: Int? = nil, environment: [String: String] = [:]
     ) throws -> Child {
         let io = FileManager.default.temporaryDirectory.appendingPathComponent("cairn-child-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: io, withIntermediateDirectories: true)
@@ -84,6 +86,9 @@ public enum ChildProcess {
             process.arguments = arguments
         }
         if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, given in given }
+        }
         process.standardInput =
             try standardInput.map { try FileHandle(forReadingFrom: URL(fileURLWithPath: $0)) } ?? FileHandle.nullDevice
         let out = try FileHandle(forWritingTo: outURL)
@@ -101,10 +106,11 @@ public enum ChildProcess {
     /// Runs `executable arguments` to completion; kills it and throws after `timeout` seconds.
     public static func run(
         _ executable: URL, _ arguments: [String], in directory: String? = nil, standardInput: String? = nil,
-        fileSizeLimitKiB: Int? = nil, timeout: Double = 60
+        fileSizeLimitKiB: Int? = nil, timeout: Double = 60, environment: [String: String] = [:]
     ) throws -> Result {
         let child = try start(
-            executable, arguments, in: directory, standardInput: standardInput, fileSizeLimitKiB: fileSizeLimitKiB)
+            executable, arguments, in: directory, standardInput: standardInput, fileSizeLimitKiB: fileSizeLimitKiB,
+            environment: environment)
         let deadline = Date().addingTimeInterval(timeout)
         while child.process.isRunning {
             if Date() > deadline {

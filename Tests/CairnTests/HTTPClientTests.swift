@@ -467,11 +467,14 @@ struct HTTPMessageTests {
         #expect(HTTPResponseHead(status: 200, url: "u", headers: ["etag": "W/\"a\""]).strongValidator == nil)
     }
 
-    @Test("resourceLength is Content-Range's total for a 206 and Content-Length for a 200")
+    @Test("resourceLength is Content-Range's total for a 206 (and a 200 that carries one, as object stores answer ranges), else Content-Length for a 200")
     func resourceLength() {
         let headers = ["content-length": "10", "content-range": "bytes 90-99/100"]
         #expect(HTTPResponseHead(status: 206, url: "u", headers: headers).resourceLength == 100)
-        #expect(HTTPResponseHead(status: 200, url: "u", headers: headers).resourceLength == 10)
+        #expect(HTTPResponseHead(status: 200, url: "u", headers: headers).resourceLength == 100)
+        #expect(HTTPResponseHead(status: 200, url: "u", headers: headers).isRangeAnswer)
+        #expect(HTTPResponseHead(status: 200, url: "u", headers: ["content-length": "10"]).resourceLength == 10)
+        #expect(!HTTPResponseHead(status: 200, url: "u", headers: ["content-length": "10"]).isRangeAnswer)
         #expect(HTTPResponseHead(status: 200, url: "u", headers: ["content-length": "1e3"]).contentLength == nil)
         #expect(HTTPResponseHead(status: 304, url: "u", headers: headers).resourceLength == nil)
     }

@@ -171,8 +171,9 @@ package struct HTTPResponseHead: Sendable {
 extension CairnError {
     /// The status code of an `.httpStatus` error, nil for every other error.
     package var httpStatusCode: Int? {
-        guard code == .httpStatus, message.hasPrefix(HTTPClient.statusMessagePrefix) else { return nil }
-        let digits = message.dropFirst(HTTPClient.statusMessagePrefix.count).prefix { $0.isASCII && $0.isNumber }
+        // The status follows the prefix, which a caller may have put a name before ("UploadPart 3: ").
+        guard code == .httpStatus, let prefix = message.range(of: HTTPClient.statusMessagePrefix) else { return nil }
+        let digits = message[prefix.upperBound...].prefix { $0.isASCII && $0.isNumber }
         return Int(digits)
     }
 }

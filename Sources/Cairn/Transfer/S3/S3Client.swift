@@ -55,7 +55,7 @@ package final class S3Client: Sendable {
     /// - Throws: `.httpStatus` (403: credentials; 404 for a missing bucket is also nil), `.network`.
     package func headObject(_ location: S3Location) throws(CairnError) -> HTTPResponseHead? {
         do {
-            return try call(HTTPRequest(url: configuration.url(for: location), method: .head), limit: 0).head
+            return try call("HeadObject", HTTPRequest(url: configuration.url(for: location), method: .head), limit: 0).head
         } catch {
             if error.httpStatusCode == 404 { return nil }
             throw error
@@ -70,7 +70,7 @@ package final class S3Client: Sendable {
     package func createMultipartUpload(_ location: S3Location) throws(CairnError) -> String {
         let url = configuration.url(for: location, query: "uploads")
         let answer = try call(
-            HTTPRequest(url: url, method: .post, headers: [(name: "Content-Type", value: "application/octet-stream")]))
+            "CreateMultipartUpload", HTTPRequest(url: url, method: .post, headers: [(name: "Content-Type", value: "application/octet-stream")]))
         guard let document = S3XMLDocument(answer.body), let id = document.root.text(of: "UploadId"), !id.isEmpty else {
             throw CairnError(.corrupted, "the store's answer to CreateMultipartUpload holds no UploadId", path: Self.display(url))
         }
@@ -85,7 +85,7 @@ package final class S3Client: Sendable {
     package func uploadPart(_ location: S3Location, uploadID: String, number: Int, bytes: [UInt8]) throws(CairnError) -> String {
         let query = "partNumber=\(number)&uploadId=" + S3Location.percentEncoded(uploadID, keepingSlash: false)
         let url = configuration.url(for: location, query: query)
-        let answer = try call(HTTPRequest(url: url, method: .put, body: bytes))
+        let answer = try call("UploadPart \(number)", HTTPRequest(url: url, method: .put, body: bytes))
         guard let etag = answer.head.etag, !etag.isEmpty else {
             throw CairnError(.corrupted, "the store's answer to UploadPart \(number) has no ETag", path: Self.display(url))
         }
@@ -106,7 +106,7 @@ package final class S3Client: Sendable {
             var query = "uploadId=" + S3Location.percentEncoded(uploadID, keepingSlash: false)
             if let marker { query = "part-number-marker=\(marker)&" + query }
             let url = configuration.url(for: location, query: query)
-            let answer = try call(HTTPRequest(url: url))
+            let answer = try call("ListParts", HTTPRequest(url: url))
             guard let document = S3XMLDocument(answer.body), document.root.name.hasPrefix("ListParts") else {
                 throw CairnError(.corrupted, "the store's answer to ListParts is not a ListPartsResult", path: Self.display(url))
             }
@@ -146,7 +146,7 @@ package final class S3Client: Sendable {
         if ifNoneMatch { headers.append((name: "If-None-Match", value: "*")) }
         let answer: (head: HTTPResponseHead, body: [UInt8])
         do {
-            answer = try call(HTTPRequest(url: url, method: .post, headers: headers, body: Array(xml.utf8)))
+            answer = try call("CompleteMultipartUpload", HTTPRequest(url: url, method: .post, headers: headers, body: Array(xml.utf8)))
         } catch {
             if error.httpStatusCode == 412 {
                 throw CairnError(
@@ -170,7 +170,7 @@ package final class S3Client: Sendable {
     package func abortMultipartUpload(_ location: S3Location, uploadID: String) throws(CairnError) {
         let url = configuration.url(for: location, query: "uploadId=" + S3Location.percentEncoded(uploadID, keepingSlash: false))
         do {
-            _ = try call(HTTPRequest(url: url, method: .delete))
+            _ = try call("AbortMultipartUpload", HTTPRequest(url: url, method: .delete))
         } catch {
             if error.httpStatusCode == 404 { return }
             throw error
@@ -178,12 +178,19 @@ package final class S3Client: Sendable {
     }
 
     /// One call, retried when transient; the answer's body read into memory (at most `limit`).
-    private func call(_ request: HTTPRequest, limit: Int = answerLimit) throws(CairnError) -> (head: HTTPResponseHead, body: [UInt8]) {
+    /// An error names the call and the URL; a 403 also says what to check.
+    private func call(_ operation: String, _ request: HTTPRequest, limit: Int = answerLimit) throws(CairnError)
+        -> (head: HTTPResponseHead, body: [UInt8])
+    {
         do {
             return try retry.run { () throws(CairnError) in try client.get(request, limit: limit) }
         } catch {
             var named = error
             named.path = Self.display(request.url)
+            named.message = operation + ": " + error.message
+            if error.httpStatusCode == 403 {
+                named.message += "; the store refused the credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION \(configuration.region))"
+            }
             throw named
         }
     }
