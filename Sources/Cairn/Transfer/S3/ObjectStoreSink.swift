@@ -6,11 +6,11 @@ import Synchronization
 /// it is archived (`Spec/0003-command-line.md §3.3`): no local copy, and no object at the key
 /// until the whole archive is there.
 ///
-/// - The archive is cut into parts at commit records (``ArchiveWriter/CommitPoint``): each part
+/// - The archive is cut into parts at commit records (`Spec/0001 §10.3`): each part
 ///   but the last ends just after a commit record and holds at least ``partSize(number:base:)``
 ///   bytes. Part `n` is uploaded while part `n+1` fills, so memory holds at most two parts
 ///   beyond the archiver's own budget.
-/// - After every acknowledged part, a local state file (``MultipartUploadState``, mode 0600)
+/// - After every acknowledged part, a local state file (JSON lines, mode 0600)
 ///   records the upload id and the part's number, ETag, size, end offset and chain digest.
 /// - ``finish()`` uploads the last part (manifest and footer) and only then sends
 ///   `CompleteMultipartUpload`, with `If-None-Match: *` unless overwriting; the state file is
@@ -86,6 +86,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     /// Starts a new multipart upload to `location`.
     ///
     /// - Parameters:
+    ///   - location: the bucket and key the archive goes to.
     ///   - configuration: the store, region and credentials.
     ///   - overwrite: whether an existing object at the key may be replaced (by the final
     ///     `CompleteMultipartUpload` only).
@@ -143,10 +144,15 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
         }
     }
 
-    /// Continues the upload recorded in `statePath` (``MultipartUploadState``): `ListParts`
+    /// Continues the upload recorded in `statePath` (the state file a new upload keeps): `ListParts`
     /// tells which recorded parts the store still holds; a store that no longer knows the upload
     /// (it was aborted, or the store restarted) gets a new one, sent whole.
     ///
+    /// - Parameters:
+    ///   - location: the bucket and key, as recorded.
+    ///   - configuration: the store, as recorded (the same endpoint).
+    ///   - overwrite: whether the final `CompleteMultipartUpload` may replace an object at the key.
+    ///   - statePath: the state file the interrupted upload kept.
     /// - Throws: `.notFound` when there is no state file; `.invalidArgument` when it records
     ///   another object or store; `.corrupted` for a state file that does not parse;
     ///   `.httpStatus` and `.network` naming the endpoint.
