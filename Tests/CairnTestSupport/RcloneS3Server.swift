@@ -294,7 +294,8 @@ package final class RcloneS3Server {
         """
 }
 
-/// One answer to a request signed by ``RcloneS3Server/request(_:_:body:headers:accessKeyID:secretAccessKey:timeout:)``.
+/// One answer to a request signed by
+/// ``RcloneS3Server/request(_:_:body:range:headers:accessKeyID:secretAccessKey:timeout:)``.
 package struct S3Response: Sendable {
     /// The final HTTP status (after any `100 Continue`); 0 when no response head arrived.
     package var status: Int
@@ -334,17 +335,20 @@ extension RcloneS3Server {
     /// `Host` the client sends). curl 7.88's signer has quirks that this works around: the query
     /// is put in canonical order and a bare key (`?uploads`) gets its `=`; `x-amz-content-sha256`
     /// (the body's SHA-256) and, with a body, `Content-Type: application/octet-stream` are sent.
+    /// curl signs every field of `headers` as well; `range` is sent unsigned (curl's `-r`), as
+    /// S3 clients commonly do, so a proxy may drop it (``FaultProxy/Mode/wholeObject``).
     ///
     /// - Parameters:
     ///   - method: `GET`, `HEAD`, `PUT`, `POST` or `DELETE`.
     ///   - body: the request body (sent with `Content-Length`; curl adds `Expect: 100-continue`
     ///     above 1 MiB).
-    ///   - headers: extra header fields (`Range`, `If-None-Match`...).
+    ///   - range: the `Range` field's ranges without `bytes=` (`0-9`, `-10`), unsigned.
+    ///   - headers: extra header fields (`If-None-Match`...), signed.
     ///   - timeout: seconds before curl gives up (`--max-time`).
     /// - Throws: ``TestServerError`` when curl cannot be run or its output cannot be read; a
     ///   failed transfer is not thrown but reported in ``S3Response/curlStatus``.
     package func request(
-        _ method: String, _ url: String, body: [UInt8]? = nil, headers: [String: String] = [:],
+        _ method: String, _ url: String, body: [UInt8]? = nil, range: String? = nil, headers: [String: String] = [:],
         accessKeyID: String? = nil, secretAccessKey: String? = nil, timeout: Double = 30
     ) throws -> S3Response {
         let work = try TemporaryDirectory(prefix: "cairn-s3-curl")
@@ -362,14 +366,16 @@ extension RcloneS3Server {
             try Data(body).write(to: URL(fileURLWithPath: work.appending("request")))
             arguments += ["--data-binary", "@" + work.appending("request"), "-H", "Content-Type: application/octet-stream"]
         }
+        if let range { arguments += ["-r", range] }
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) { arguments += ["-H", "\(name): \(value)"] }
         arguments.append(Self.canonicalQueryOrder(url))
         let result = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/curl"), arguments, timeout: timeout + 10)
         let head = (try? String(contentsOfFile: work.appending("head"), encoding: .utf8)) ?? ""
         let responseBody = (try? Data(contentsOf: URL(fileURLWithPath: work.appending("body")))).map(Array.init) ?? []
-        // The last head: a `100 Continue` comes first when curl sent `Expect`.
+        // The final head: a `100 Continue` comes first when curl sent `Expect`, and is all there
+        // is when the connection closed before the answer.
         let blocks = head.replacingOccurrences(of: "\r\n", with: "\n").components(separatedBy: "\n\n")
-            .filter { $0.hasPrefix("HTTP/") }
+            .filter { $0.hasPrefix("HTTP/") && !$0.hasPrefix("HTTP/1.1 1") }
         var status = 0
         var fields: [(name: String, value: String)] = []
         if let last = blocks.last {

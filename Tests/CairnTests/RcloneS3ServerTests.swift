@@ -22,7 +22,7 @@ struct RcloneS3ServerTests {
             #expect(put.header("etag")?.hasPrefix("\"") == true)
             let got = try server.request("GET", url)
             #expect(got.status == 200)
-            #expect(got.body == bytes)
+            #expect(Data(got.body) == Data(bytes))
             #expect(FileManager.default.contents(atPath: server.objectPath(key: "dir/object.bin")) == Data(bytes))
             #expect(server.environment["AWS_ENDPOINT_URL"] == "http://127.0.0.1:\(server.port)")
             #expect(server.environment["AWS_ACCESS_KEY_ID"] == server.accessKeyID)
