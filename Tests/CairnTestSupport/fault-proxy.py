@@ -5,16 +5,30 @@
 
 Listens on 127.0.0.1, a free port, which it writes to STATE_DIR/port once it accepts connections.
 Each client connection carries one request (the proxy answers with `Connection: close`), which
-is forwarded to 127.0.0.1:UPSTREAM_PORT. Before each request it reads STATE_DIR/control.json:
+is forwarded to 127.0.0.1:UPSTREAM_PORT with its head unchanged (the client's Host header
+included, so an AWS SigV4 signature still verifies upstream) but for `Connection: close`. The
+request body, whatever its framing (Content-Length, chunked), is relayed as it arrives while
+the answer comes back, so `Expect: 100-continue` works: an interim 1xx head is passed on as it
+is. Before each request it reads STATE_DIR/control.json:
 
     {"generation": G, "mode": "pass"}
     {"generation": G, "mode": "cut",   "after": N, "times": K or null}  close after N body bytes
     {"generation": G, "mode": "stall", "after": N, "times": K or null}  send nothing after N body bytes
     {"generation": G, "mode": "shift", "by": D}  a 206's Content-Range moved by D, body unchanged
+    {"generation": G, "mode": "whole"}   Range and If-Range removed from the request: the
+                                         upstream's whole-object answer goes back unchanged
+    {"generation": G, "mode": "200range"}  a 206's status line becomes `HTTP/1.1 200 OK`
+                                         (Content-Range and body kept)
+    {"generation": G, "mode": "cutrequest", "after": N, "times": K or null}  N bytes of the
+                                         request body (as sent, chunk framing included) go
+                                         upstream, then both connections are closed
 
 `times` limits the fault to the first K requests of that generation (null: every request). Each
 request appends a line `METHOD TARGET STATUS FAULT` to STATE_DIR/requests.log, FAULT being
-"pass", "cut", "stall" or "shift".
+"pass", "cut", "stall", "shift", "whole", "200range" or "cutrequest" (STATUS 0 when no answer
+came: a cut request); a mode that found nothing to change logs "pass". Removing Range from a
+request whose SigV4 signature covers it (SignedHeaders with `range`) breaks the signature: the
+mode suits clients that sign only host and x-amz-* headers, as S3 clients commonly do.
 """
 import json
 import os
@@ -34,9 +48,9 @@ lock = threading.Lock()
 applied = {}  # generation -> faults injected
 
 
-def read_head(sock, limit=65536):
-    """Bytes up to and including the blank line, and what came after it."""
-    data = b""
+def read_head(sock, data=b"", limit=65536):
+    """Bytes up to and including the blank line (`data` is what was already read), and what came
+    after it."""
     while b"\r\n\r\n" not in data:
         piece = sock.recv(65536)
         if not piece:
@@ -69,6 +83,77 @@ def shifted(head, by):
     return re.sub(rb"(?im)^content-range: *bytes (\d+)-(\d+)/(\S+)", move, head)
 
 
+def without_fields(head, names):
+    """`head` without the header fields named in `names` (lower case bytes)."""
+    lines = head[:-4].split(b"\r\n")
+    kept = [lines[0]] + [l for l in lines[1:] if l.split(b":", 1)[0].strip().lower() not in names]
+    return b"\r\n".join(kept) + b"\r\n\r\n"
+
+
+def has_field(head, name):
+    return any(l.split(b":", 1)[0].strip().lower() == name for l in head[:-4].split(b"\r\n")[1:])
+
+
+def status_of(head):
+    return head.split(b" ", 2)[1].decode()
+
+
+def close_both(client, upstream):
+    for s in (upstream, client):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+class RequestBody(threading.Thread):
+    """Relays the client's request body upstream as it arrives (from `rest`, what came with the
+    head) until the client stops sending or `finish` is called; with `limit`, after `limit` bytes
+    it closes both connections instead (a server gone mid-upload) and sets `cut`."""
+
+    def __init__(self, client, upstream, rest, limit):
+        super().__init__(daemon=True)
+        self.client, self.upstream, self.rest, self.limit = client, upstream, rest, limit
+        self.wake_read, self.wake_write = os.pipe()
+        self.sent = 0
+        self.cut = False
+
+    def forward(self, data):
+        if self.limit is not None and self.sent + len(data) >= self.limit:
+            self.upstream.sendall(data[: self.limit - self.sent])
+            self.sent = self.limit
+            self.cut = True
+            close_both(self.client, self.upstream)
+            return False
+        self.upstream.sendall(data)
+        self.sent += len(data)
+        return True
+
+    def run(self):
+        try:
+            if not self.forward(self.rest):
+                return
+            while True:
+                readable, _, _ = select.select([self.client, self.wake_read], [], [])
+                if self.wake_read in readable:
+                    return
+                data = self.client.recv(262144)
+                if not data:
+                    self.upstream.shutdown(socket.SHUT_WR)
+                    return
+                if not self.forward(data):
+                    return
+        except OSError:
+            pass
+
+    def finish(self):
+        """Stops relaying and waits for the thread (before the sockets are closed)."""
+        os.write(self.wake_write, b"x")
+        self.join()
+        os.close(self.wake_read)
+        os.close(self.wake_write)
+
+
 class Handler(socketserver.BaseRequestHandler):
     def handle(self):
         client = self.request
@@ -78,40 +163,66 @@ class Handler(socketserver.BaseRequestHandler):
         settings = control()
         mode = settings.get("mode", "pass")
         fault = "pass"
-        if mode in ("cut", "stall"):
+        if mode in ("cut", "stall", "cutrequest"):
             with lock:
                 generation = settings.get("generation", 0)
                 times = settings.get("times")
                 if times is None or applied.get(generation, 0) < times:
                     applied[generation] = applied.get(generation, 0) + 1
                     fault = mode
+        if mode == "whole" and has_field(request, b"range"):
+            request = without_fields(request, (b"range", b"if-range"))
+            fault = "whole"
+        request_line = request.split(b"\r\n", 1)[0].decode(errors="replace").split(" ")
+
+        def log(status):
+            with lock, open(LOG, "a") as f:
+                f.write("%s %s %s %s\n" % (request_line[0], request_line[1], status, fault))
+
         upstream = socket.create_connection(("127.0.0.1", UPSTREAM_PORT))
+        body = None
         try:
-            upstream.sendall(with_connection_close(request) + rest)
-            head, body = read_head(upstream)
-            if head is None:
-                return
-            status = head.split(b" ", 2)[1].decode()
+            upstream.sendall(with_connection_close(request))
+            limit = int(settings.get("after", 0)) if fault == "cutrequest" else None
+            body = RequestBody(client, upstream, rest, limit)
+            body.start()
+            answer = b""
+            while True:
+                head, answer = read_head(upstream, answer)
+                if head is None:
+                    if body.cut:
+                        log(0)
+                    return
+                if not status_of(head).startswith("1"):
+                    break
+                # An interim answer (100 Continue) is passed on as it is; the final one follows.
+                client.sendall(head)
+            status = status_of(head)
+            if fault == "cutrequest" and not body.cut:
+                fault = "pass"  # the whole body went before `after` bytes: nothing was cut
             if mode == "shift" and status == "206":
                 head = shifted(head, int(settings.get("by", 0)))
                 fault = "shift"
-            request_line = request.split(b"\r\n", 1)[0].decode(errors="replace").split(" ")
-            with lock, open(LOG, "a") as log:
-                log.write("%s %s %s %s\n" % (request_line[0], request_line[1], status, fault))
+            if mode == "200range" and status == "206":
+                head = b"HTTP/1.1 200 OK\r\n" + head.split(b"\r\n", 1)[1]
+                fault = "200range"
+            log(status)
             client.sendall(with_connection_close(head))
             limit = int(settings.get("after", 0)) if fault in ("cut", "stall") else None
             sent = 0
             while True:
-                if limit is not None and sent + len(body) >= limit:
-                    client.sendall(body[: limit - sent])
+                if limit is not None and sent + len(answer) >= limit:
+                    client.sendall(answer[: limit - sent])
                     break
-                client.sendall(body)
-                sent += len(body)
-                body = upstream.recv(262144)
-                if not body:
+                client.sendall(answer)
+                sent += len(answer)
+                answer = upstream.recv(262144)
+                if not answer:
                     return
             if fault == "stall":
                 # Keep the connection open and send nothing, until the client gives up.
+                body.finish()
+                body = None
                 while True:
                     readable, _, _ = select.select([client], [], [], 120)
                     if not readable or not client.recv(65536):
@@ -119,6 +230,13 @@ class Handler(socketserver.BaseRequestHandler):
         except OSError:
             pass
         finally:
+            if body is not None:
+                # The answer is over: a relay stuck sending to the upstream is freed first.
+                try:
+                    upstream.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                body.finish()
             upstream.close()
 
 
