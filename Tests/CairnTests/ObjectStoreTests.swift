@@ -1,0 +1,502 @@
+import CairnTestSupport
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+
+@testable import Cairn
+
+/// `s3://` archives against a real S3 server, `rclone serve s3` on 127.0.0.1 (issue 12):
+/// uploads while archiving, resumes after a kill or an abandoned run, no object at the key before
+/// completion, wrong credentials, a missing bucket, a server that goes away mid-part, and ranges
+/// answered with 200. Serialized: the kill tests depend on timing and share two cores.
+@Suite("Object storage over S3", .serialized)
+struct ObjectStoreTests {
+    /// Files of seeded random bytes (incompressible, no dedup): `count` × 1–3 MiB, so an archive
+    /// spans several 8 MiB parts.
+    static func tree(seed: UInt64, count: Int = 12) -> TreeBuilder {
+        var generator = SeededGenerator(seed: seed)
+        var tree = TreeBuilder()
+        tree.directory("data")
+        for index in 0..<count {
+            let size = Int.random(in: (1 << 20)...(3 << 20), using: &generator)
+            tree.file("data/f\(index).bin", generator.bytes(size))
+        }
+        tree.file("data/notes.txt", Array(String(repeating: "a line of notes\n", count: 400).utf8))
+        return tree
+    }
+
+    /// The environment of a CLI child talking to `server`.
+    static func environment(_ server: RcloneS3Server, secret: String? = nil) -> [String: String] {
+        var environment = server.environment
+        if let secret { environment["AWS_SECRET_ACCESS_KEY"] = secret }
+        environment["AWS_SESSION_TOKEN"] = ""
+        return environment
+    }
+
+    static func cli(_ arguments: [String], in directory: String, _ server: RcloneS3Server, secret: String? = nil) throws
+        -> ChildProcess.Result
+    {
+        try ChildProcess.run(
+            FetchCLI.executable, arguments, in: directory, timeout: 120, environment: environment(server, secret: secret))
+    }
+
+    /// A source tree at `work/src` and the archive a local `create` of it writes.
+    static func source(_ work: TemporaryDirectory, seed: UInt64, count: Int = 12) throws -> (directory: String, local: [UInt8]) {
+        let source = work.appending("src")
+        try tree(seed: seed, count: count).materialize(at: source)
+        let local = work.appending("local.cairn")
+        let created = try FetchCLI.run(["create", "-q", "-o", local, "data"], in: source)
+        try #require(created.status == 0, "\(created.stderr)")
+        return (source, try FetchTests.bytes(local))
+    }
+
+    static func configuration(_ server: RcloneS3Server, secret: String? = nil) throws -> S3Configuration {
+        try S3Configuration(
+            endpoint: server.endpoint, region: server.region,
+            credentials: S3Credentials(accessKeyID: server.accessKeyID, secretAccessKey: secret ?? server.secretAccessKey),
+            addressing: server.addressing == .pathStyle ? .path : .virtualHosted)
+    }
+
+    @Test("create -o s3:// uploads the archive byte for byte as a local create writes it; list, verify, extract and fetch read it back")
+    func roundTrip() async throws { try await onDedicatedThread { try Self().roundTripOnThread() } }
+
+    func roundTripOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-s3-round")
+        defer { work.remove() }
+        let server = try RcloneS3Server()
+        defer { server.stop() }
+        let (source, local) = try Self.source(work, seed: 1)
+
+        let created = try Self.cli(["create", "--json", "-o", "s3://cairn/exports/a.cairn", "data"], in: source, server)
+        #expect(created.status == 0, "\(created.stderr)")
+        try FetchTests.expectSame(server.objectPath(key: "exports/a.cairn"), local)
+        #expect(created.stdout.contains("\"uploadedBytes\" : \(local.count)") || created.stdout.contains("\"uploadedBytes\":\(local.count)"), "\(created.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: source + "/a.cairn.partial.upload"), "the state file is removed once the object exists")
+
+        let listed = try Self.cli(["list", "s3://cairn/exports/a.cairn"], in: work.path, server)
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(listed.stdout.contains("data/f11.bin"), "\(listed.stdout)")
+        let verified = try Self.cli(["verify", "s3://cairn/exports/a.cairn"], in: work.path, server)
+        #expect(verified.status == 0, "\(verified.stderr)")
+
+        // One file: rclone answers its ranges with 200 and a Content-Range.
+        let one = try Self.cli(["extract", "s3://cairn/exports/a.cairn", "-C", "one", "data/f3.bin"], in: work.path, server)
+        #expect(one.status == 0, "\(one.stderr)")
+        #expect(try FetchTests.bytes(work.appending("one/data/f3.bin")) == FetchTests.bytes(source + "/data/f3.bin"))
+        let whole = try Self.cli(["extract", "s3://cairn/exports/a.cairn", "-C", "all"], in: work.path, server)
+        #expect(whole.status == 0, "\(whole.stderr)")
+        #expect(try TreeSnapshot(at: work.appending("all/data")) == TreeSnapshot(at: source + "/data"))
+
+        let fetched = try Self.cli(["fetch", "s3://cairn/exports/a.cairn", "-o", "copy.cairn", "-q"], in: work.path, server)
+        #expect(fetched.status == 0, "\(fetched.stderr)")
+        try FetchTests.expectSame(work.appending("copy.cairn"), local)
+
+        // An existing object is never replaced without --force.
+        let again = try Self.cli(["create", "-q", "-o", "s3://cairn/exports/a.cairn", "data"], in: source, server)
+        #expect(again.status == 1)
+        #expect(again.stderr.contains("s3://cairn/exports/a.cairn: already exists; use --force"), "\(again.stderr)")
+        let forced = try Self.cli(["create", "-q", "--force", "-o", "s3://cairn/exports/a.cairn", "data/notes.txt"], in: source, server)
+        #expect(forced.status == 0, "\(forced.stderr)")
+        #expect(try FetchTests.bytes(server.objectPath(key: "exports/a.cairn")).count < 100_000)
+    }
+
+    @Test("an upload abandoned after some parts resumes with the same upload: the parts the store holds are not sent again, and the object is byte-identical")
+    func resumeAbandonedUpload() async throws { try await onDedicatedThread { try Self().resumeAbandonedUploadOnThread() } }
+
+    func resumeAbandonedUploadOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-s3-resume")
+        defer { work.remove() }
+        let server = try RcloneS3Server()
+        defer { server.stop() }
+        let (source, local) = try Self.source(work, seed: 2, count: 16)
+        let location = try S3Location(parsing: "s3://cairn/r.cairn")
+        let configuration = try Self.configuration(server)
+        let statePath = work.appending("r.state")
+        let objectPath = server.objectPath(key: "r.cairn")
+
+        try blockingAsync {
+            var archiverConfiguration = Archiver.Configuration()
+            archiverConfiguration.sourcePaths = [Array("data".utf8)]
+            // The first run: half the files, then given up (as a kill leaves it: nothing completed).
+            let first = try ObjectStoreSink(location: location, configuration: configuration, statePath: statePath)
+            let archiver = try Archiver(sink: first, configuration: archiverConfiguration)
+            try await archiver.appendItem(atPath: Array((source + "/data").utf8), pathInArchive: Array("data".utf8))
+            await archiver.abandon()
+            #expect(first.uploadedBytes >= 8 << 20, "at least one part reached the store")
+            #expect(!FileManager.default.fileExists(atPath: objectPath), "no object before completion")
+        }
+        let recorded = try #require(try MultipartUploadState.load(from: statePath))
+        #expect(recorded.parts.count >= 1)
+
+        try blockingAsync {
+            var archiverConfiguration = Archiver.Configuration()
+            archiverConfiguration.sourcePaths = [Array("data".utf8)]
+            let resumed = try ObjectStoreSink(resuming: location, configuration: configuration, statePath: statePath)
+            #expect(resumed.isResumed)
+            let archiver = try Archiver(sink: resumed, configuration: archiverConfiguration)
+            try await archiver.appendItem(atPath: Array((source + "/data").utf8), pathInArchive: Array("data".utf8))
+            _ = try await archiver.finish()
+            let kept = recorded.parts.reduce(UInt64(0)) { $0 + $1.size }
+            #expect(resumed.keptBytes == kept)
+            #expect(resumed.uploadedBytes == UInt64(local.count) - kept, "only the parts the store lacked were sent")
+        }
+        try FetchTests.expectSame(server.objectPath(key: "r.cairn"), local)
+        #expect(!FileManager.default.fileExists(atPath: statePath))
+    }
+
+    @Test("create -o s3:// killed during the upload leaves no object at the key; --resume completes it byte-identical, sending less than the whole")
+    func killThenResume() async throws { try await onDedicatedThread { try Self().killThenResumeOnThread() } }
+
+    func killThenResumeOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-s3-kill")
+        defer { work.remove() }
+        let server = try RcloneS3Server()
+        defer { server.stop() }
+        let (source, local) = try Self.source(work, seed: 3, count: 20)
+        let state = source + "/k.cairn.partial.upload"
+        let child = try ChildProcess.start(
+            FetchCLI.executable, ["create", "-q", "-o", "s3://cairn/k.cairn", "data"], in: source, environment: Self.environment(server))
+        // Kill it once the state file records two parts.
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline, child.process.isRunning {
+            let lines = (try? String(contentsOfFile: state, encoding: .utf8))?.split(separator: "\n").count ?? 0
+            if lines >= 3 { break }
+            usleep(5000)
+        }
+        kill(child.pid, SIGKILL)
+        _ = child.wait()
+        #expect(!FileManager.default.fileExists(atPath: server.objectPath(key: "k.cairn")), "no object at the key after a kill")
+        let head = try server.request("HEAD", server.url(bucket: "cairn", key: "k.cairn"))
+        #expect(head.status == 404)
+
+        let refused = try Self.cli(["create", "-q", "-o", "s3://cairn/k.cairn", "data"], in: source, server)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("k.cairn.partial.upload") && refused.stderr.contains("--resume"), "\(refused.stderr)")
+
+        let resumed = try Self.cli(["create", "--json", "--resume", "-o", "s3://cairn/k.cairn", "data"], in: source, server)
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(resumed.stderr.contains("resuming the upload"), "\(resumed.stderr)")
+        try FetchTests.expectSame(server.objectPath(key: "k.cairn"), local)
+        let uploaded = Self.number("uploadedBytes", in: resumed.stdout)
+        let kept = Self.number("keptBytes", in: resumed.stdout)
+        #expect(kept >= 16 << 20, "\(resumed.stdout)")
+        #expect(uploaded + kept == UInt64(local.count), "\(resumed.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: state))
+
+        let nothing = try Self.cli(["create", "--resume", "-o", "s3://cairn/k.cairn", "data"], in: source, server)
+        #expect(nothing.status == 0)
+        #expect(nothing.stdout.contains("already complete; nothing to resume"), "\(nothing.stdout)")
+    }
+
+    @Test("a resume whose sources changed is refused, keeping the upload; --force starts over")
+    func changedSourcesRefused() async throws { try await onDedicatedThread { try Self().changedSourcesRefusedOnThread() } }
+
+    func changedSourcesRefusedOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-s3-changed")
+        defer { work.remove() }
+        let server = try RcloneS3Server()
+        defer { server.stop() }
+        let (source, _) = try Self.source(work, seed: 4, count: 16)
+        let location = try S3Location(parsing: "s3://cairn/c.cairn")
+        let configuration = try Self.configuration(server)
+        let statePath = source + "/c.cairn.partial.upload"
+        try blockingAsync {
+            let sink = try ObjectStoreSink(location: location, configuration: configuration, statePath: statePath)
+            let archiver = try Archiver(sink: sink)
+            try await archiver.appendItem(atPath: Array((source + "/data").utf8), pathInArchive: Array("data".utf8))
+            await archiver.abandon()
+        }
+        // The first file changes: the first part made again differs from the held one.
+        var generator = SeededGenerator(seed: 99)
+        try Data(generator.bytes(2 << 20)).write(to: URL(fileURLWithPath: source + "/data/f0.bin"))
+        let resumed = try Self.cli(["create", "-q", "--resume", "-o", "s3://cairn/c.cairn", "data"], in: source, server)
+        #expect(resumed.status == 1)
+        #expect(resumed.stderr.contains("differs from the interrupted upload's from part 1"), "\(resumed.stderr)")
+        #expect(FileManager.default.fileExists(atPath: statePath), "the upload is kept")
+        #expect(!FileManager.default.fileExists(atPath: server.objectPath(key: "c.cairn")))
+        let forced = try Self.cli(["create", "-q", "--force", "-o", "s3://cairn/c.cairn", "data"], in: source, server)
+        #expect(forced.status == 0, "\(forced.stderr)")
+        let local = work.appending("again.cairn")
+        #expect(try FetchCLI.run(["create", "-q", "-o", local, "data"], in: source).status == 0)
+        try FetchTests.expectSame(server.objectPath(key: "c.cairn"), FetchTests.bytes(local))
+    }
+
+    @Test("wrong credentials: a clear error naming the endpoint and the status; nothing is created")
+    func wrongCredentials() async throws { try await onDedicatedThread { try Self().wrongCredentialsOnThread() } }
+
+    func wrongCredentialsOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-s3-creds")
+        defer { work.remove() }
+        let server = try RcloneS3Server()
+        defer { server.stop() }
+        let (source, _) = try Self.source(work, seed: 5, count: 2)
+        let result = try Self.cli(["create", "-o", "s3://cairn/w.cairn", "data"], in: source, server, secret: "not-the-secret")
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("127.0.0.1:\(server.port)"), "\(result.stderr)")
+        #expect(result.stderr.contains("403"), "\(result.stderr)")
+        #expect(result.stderr.contains("refused the credentials"), "\(result.stderr)")
+        #expect(!result.stderr.contains("not-the-secret"), "the secret never appears")
+        #expect(!FileManager.default.fileExists(atPath: source + "/w.cairn.partial.upload"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: server.root + "/cairn").isEmpty)
+
+        let listed = try Self.cli(["list", "s3://cairn/w.cairn"], in: work.path, server, secret: "not-the-secret")
+        #expect(listed.status == 1)
+        #expect(listed.stderr.contains("SignatureDoesNotMatch"), "\(listed.stderr)")
+    }
+
+    @Test("a missing bucket: the error names it and NoSuchBucket; nothing is left")
+    func missingBucket() async throws { try await onDedicatedThread { try Self().missingBucketOnThread() } }
+
+    func missingBucketOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-s3-bucket")
+        defer { work.remove() }
+        let server = try RcloneS3Server()
+        defer { server.stop() }
+        let (source, _) = try Self.source(work, seed: 6, count: 2)
+        let result = try Self.cli(["create", "-o", "s3://nobucket/m.cairn", "data"], in: source, server)
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("/nobucket/m.cairn") && result.stderr.contains("NoSuchBucket"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: source + "/m.cairn.partial.upload"))
+        let read = try Self.cli(["info", "s3://nobucket/m.cairn"], in: work.path, server)
+        #expect(read.status == 1)
+        #expect(read.stderr.contains("404"), "\(read.stderr)")
+    }
+
+    @Test("a server that goes away mid-part: the upload is kept and --resume, once the server is back, completes a byte-identical object")
+    func serverGoesAway() async throws { try await onDedicatedThread { try Self().serverGoesAwayOnThread() } }
+
+    func serverGoesAwayOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-s3-away")
+        defer { work.remove() }
+        let server = try RcloneS3Server()
+        defer { server.stop() }
+        let (source, local) = try Self.source(work, seed: 7, count: 16)
+        let state = source + "/g.cairn.partial.upload"
+        let child = try ChildProcess.start(
+            FetchCLI.executable, ["create", "-o", "s3://cairn/g.cairn", "data"], in: source, environment: Self.environment(server))
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline, child.process.isRunning {
+            let lines = (try? String(contentsOfFile: state, encoding: .utf8))?.split(separator: "\n").count ?? 0
+            if lines >= 2 { break }
+            usleep(2000)
+        }
+        server.halt()
+        let failed = child.wait()
+        #expect(failed.status == 1, "\(failed.stderr)")
+        #expect(failed.stderr.contains("127.0.0.1:\(server.port)"), "\(failed.stderr)")
+        #expect(failed.stderr.contains("continue it with --resume"), "\(failed.stderr)")
+        #expect(FileManager.default.fileExists(atPath: state))
+
+        // rclone keeps uploads in memory: after its restart the upload is gone, and the resume
+        // starts a new one.
+        try server.restart()
+        let resumed = try Self.cli(["create", "-q", "--resume", "-o", "s3://cairn/g.cairn", "data"], in: source, server)
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        try FetchTests.expectSame(server.objectPath(key: "g.cairn"), local)
+    }
+
+    @Test("ranges answered with the whole object (a 200 without Content-Range) still extract the one file asked for")
+    func wholeObjectAnswers() async throws { try await onDedicatedThread { try Self().wholeObjectAnswersOnThread() } }
+
+    func wholeObjectAnswersOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-s3-whole")
+        defer { work.remove() }
+        let server = try RcloneS3Server()
+        defer { server.stop() }
+        let (source, local) = try Self.source(work, seed: 8, count: 4)
+        try Data(local).write(to: URL(fileURLWithPath: server.objectPath(key: "w.cairn")))
+        let proxy = try FaultProxy(upstreamPort: server.port)
+        defer { proxy.stop() }
+        try proxy.set(.wholeObject)
+        var environment = Self.environment(server)
+        environment["AWS_ENDPOINT_URL"] = "http://127.0.0.1:\(proxy.port)"
+        let one = try ChildProcess.run(
+            FetchCLI.executable, ["extract", "s3://cairn/w.cairn", "-C", "one", "data/f2.bin"], in: work.path, timeout: 60,
+            environment: environment)
+        #expect(one.status == 0, "\(one.stderr)")
+        #expect(try FetchTests.bytes(work.appending("one/data/f2.bin")) == FetchTests.bytes(source + "/data/f2.bin"))
+        #expect(proxy.requests.contains { $0.fault == "whole" }, "the proxy answered with whole objects")
+    }
+
+    @Test("a connection cut in the middle of a part is retried: the upload completes, byte-identical")
+    func cutPartRetried() async throws { try await onDedicatedThread { try Self().cutPartRetriedOnThread() } }
+
+    func cutPartRetriedOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-s3-cut")
+        defer { work.remove() }
+        let server = try RcloneS3Server()
+        defer { server.stop() }
+        let (source, local) = try Self.source(work, seed: 10, count: 8)
+        let proxy = try FaultProxy(upstreamPort: server.port)
+        defer { proxy.stop() }
+        // The first four requests: HeadObject and CreateMultipartUpload (no body, nothing to cut),
+        // then part 1 twice, cut after 3 MiB each time; the third try goes through.
+        try proxy.set(.cutRequest(afterBodyBytes: 3 << 20, times: 4))
+        var environment = Self.environment(server)
+        environment["AWS_ENDPOINT_URL"] = "http://127.0.0.1:\(proxy.port)"
+        let created = try ChildProcess.run(
+            FetchCLI.executable, ["create", "-q", "-o", "s3://cairn/cut.cairn", "data"], in: source, timeout: 120, environment: environment)
+        #expect(created.status == 0, "\(created.stderr)")
+        #expect(proxy.requests.filter { $0.fault == "cutrequest" }.count == 2, "\(proxy.requests)")
+        try FetchTests.expectSame(server.objectPath(key: "cut.cairn"), local)
+    }
+
+    @Test("virtual-hosted addressing reaches the same store (BUCKET.localhost)")
+    func virtualHosted() async throws { try await onDedicatedThread { try Self().virtualHostedOnThread() } }
+
+    func virtualHostedOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-s3-virtual")
+        defer { work.remove() }
+        let server = try RcloneS3Server(addressing: .virtualHosted)
+        defer { server.stop() }
+        let (source, local) = try Self.source(work, seed: 9, count: 2)
+        let configuration = try Self.configuration(server)
+        let location = try S3Location(parsing: "s3://cairn/v.cairn")
+        try blockingAsync {
+            let sink = try ObjectStoreSink(location: location, configuration: configuration, statePath: work.appending("v.state"))
+            var archiverConfiguration = Archiver.Configuration()
+            archiverConfiguration.sourcePaths = [Array("data".utf8)]
+            let archiver = try Archiver(sink: sink, configuration: archiverConfiguration)
+            try await archiver.appendItem(atPath: Array((source + "/data").utf8), pathInArchive: Array("data".utf8))
+            _ = try await archiver.finish()
+            let extractor = try Extractor(object: location, configuration: configuration)
+            defer { extractor.close() }
+            #expect(extractor.entries.contains { $0.path == "data/f1.bin" })
+            let report = try await Extractor.verifyArchive(object: location, configuration: configuration)
+            #expect(report.archiveBytes == UInt64(local.count))
+        }
+        try FetchTests.expectSame(server.objectPath(key: "v.cairn"), local)
+    }
+
+    /// The number after `"name" :` in `--json` output.
+    static func number(_ name: String, in text: String) -> UInt64 {
+        guard let range = text.range(of: "\"\(name)\"") else { return 0 }
+        let digits = text[range.upperBound...].drop { !$0.isNumber }.prefix { $0.isNumber }
+        return UInt64(digits) ?? 0
+    }
+}
+
+/// Units of the object-store code that need no server.
+@Suite("Object storage units")
+struct ObjectStoreUnitTests {
+    @Test("s3:// locations: bucket and key rules, percent-encoded keys")
+    func locations() throws {
+        let location = try S3Location(parsing: "s3://my-bucket/exports/2026 12/a+b.cairn")
+        #expect(location.bucket == "my-bucket")
+        #expect(location.key == "exports/2026 12/a+b.cairn")
+        #expect(location.encodedKey == "exports/2026%2012/a%2Bb.cairn")
+        for bad in ["s3://", "s3://bucket", "s3://bucket/", "s3://Bucket/k", "s3://ab/k", "s3://bucket//k", "s3://-bucket/k", "http://b/k"] {
+            #expect(throws: CairnError.self, "\(bad)") { try S3Location(parsing: bad) }
+        }
+        #expect(S3Location.isLocation("S3://b/k"))
+        #expect(!S3Location.isLocation("s3:/b/k"))
+    }
+
+    @Test("URLs for path-style and virtual-hosted addressing; the endpoint must be a bare http(s) URL")
+    func addressing() throws {
+        let credentials = S3Credentials(accessKeyID: "AK", secretAccessKey: "SK")
+        let location = try S3Location(bucket: "cairn", key: "a/b.cairn")
+        let path = try S3Configuration(endpoint: "http://127.0.0.1:9000/", credentials: credentials)
+        #expect(path.url(for: location) == "http://127.0.0.1:9000/cairn/a/b.cairn")
+        #expect(path.url(for: location, query: "uploads") == "http://127.0.0.1:9000/cairn/a/b.cairn?uploads")
+        let virtual = try S3Configuration(endpoint: "https://s3.eu-west-1.amazonaws.com", region: "eu-west-1", credentials: credentials, addressing: .virtualHosted)
+        #expect(virtual.url(for: location) == "https://cairn.s3.eu-west-1.amazonaws.com/a/b.cairn")
+        for bad in ["ftp://host", "http://host/path", "http://user:pw@host", "not a url"] {
+            #expect(throws: CairnError.self, "\(bad)") { try S3Configuration(endpoint: bad, credentials: credentials) }
+        }
+        let fromEnvironment = try S3Configuration.fromEnvironment(environment: [
+            "AWS_ACCESS_KEY_ID": "AK", "AWS_SECRET_ACCESS_KEY": "SK", "AWS_REGION": "eu-central-1",
+        ])
+        #expect(fromEnvironment.endpoint == "https://s3.eu-central-1.amazonaws.com")
+        #expect(fromEnvironment.addressing == .virtualHosted)
+        #expect(throws: CairnError.self) { try S3Configuration.fromEnvironment(environment: ["AWS_ACCESS_KEY_ID": "AK"]) }
+    }
+
+    @Test("part sizes: 8 MiB at least, sized from the estimate to fit 9,000 parts, doubling every 2,000 parts, at most 5 GiB")
+    func partSizes() {
+        #expect(ObjectStoreSink.basePartSize(estimate: nil) == 8 << 20)
+        #expect(ObjectStoreSink.basePartSize(estimate: 1 << 30) == 8 << 20)
+        let large = ObjectStoreSink.basePartSize(estimate: 1 << 40)
+        #expect(large % (1 << 20) == 0)
+        #expect(large * 9000 >= 1 << 40)
+        #expect(large < (1 << 40) / 8000)
+        #expect(ObjectStoreSink.partSize(number: 1, base: 8 << 20) == 8 << 20)
+        #expect(ObjectStoreSink.partSize(number: 2000, base: 8 << 20) == 8 << 20)
+        #expect(ObjectStoreSink.partSize(number: 2001, base: 8 << 20) == 16 << 20)
+        #expect(ObjectStoreSink.partSize(number: 10_000, base: 8 << 20) == 128 << 20)
+        #expect(ObjectStoreSink.partSize(number: 10_000, base: 4 << 30) == ObjectStoreSink.maximumPartSize)
+        var total: UInt64 = 0
+        for number in 1...ObjectStoreSink.maximumParts { total += ObjectStoreSink.partSize(number: number, base: 8 << 20) }
+        #expect(total > 490_000_000_000)
+    }
+
+    @Test("the upload journal: appended lines, a torn last line ignored, a part recorded again replaces the later ones, locked while open")
+    func journal() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-journal")
+        defer { work.remove() }
+        let path = work.appending("j.partial.upload")
+        let journal = try UploadJournal(path: path, creating: true)
+        var state = MultipartUploadState(endpoint: "http://e", bucket: "cairn", key: "k", uploadID: "u-1", partSize: 8 << 20)
+        try journal.begin(state)
+        func part(_ number: Int, end: UInt64) -> MultipartUploadState.Part {
+            .init(number: number, etag: "\"e\(number)\"", size: 10, end: end, chainDigest: "ab", sha256: "cd")
+        }
+        try journal.record(part(1, end: 10))
+        try journal.record(part(2, end: 20))
+        try journal.record(part(3, end: 30))
+        try journal.record(part(2, end: 21))
+        #expect(throws: CairnError.self) { try UploadJournal(path: path, creating: false) }  // busy: locked
+        journal.close()
+        // A torn line (a crash mid-append) is not read.
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        handle.seekToEndOfFile()
+        handle.write(Data("{\"part\":{\"number\":4,".utf8))
+        try handle.close()
+        let loaded = try #require(try MultipartUploadState.load(from: path))
+        #expect(loaded.uploadID == "u-1")
+        #expect(loaded.parts.map(\.number) == [1, 2])
+        #expect(loaded.parts.last?.end == 21)
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o600)
+        state.parts = []
+        try Data("garbage\n".utf8).write(to: URL(fileURLWithPath: work.appending("bad")))
+        #expect(throws: CairnError.self) { try MultipartUploadState.load(from: work.appending("bad")) }
+        #expect(try MultipartUploadState.load(from: work.appending("none")) == nil)
+    }
+
+    @Test("range answers: a 200 with the Content-Range asked for is the range; a whole-object 200 is recognised only with the same length and ETag")
+    func rangeAnswers() throws {
+        let ranged = HTTPResponseHead(status: 200, url: "u", headers: ["content-range": "bytes 10-19/100", "content-length": "10", "etag": "\"a\""])
+        #expect(ranged.isRangeAnswer)
+        try RangeAnswer.check(ranged, url: "u", start: 10, end: 20, total: 100, validator: "\"a\"")
+        let whole = HTTPResponseHead(status: 200, url: "u", headers: ["content-length": "100", "etag": "\"a\""])
+        #expect(!whole.isRangeAnswer)
+        #expect(RangeAnswer.isWholeObject(whole, total: 100, validator: "\"a\""))
+        #expect(!RangeAnswer.isWholeObject(whole, total: 101, validator: "\"a\""))
+        #expect(!RangeAnswer.isWholeObject(whole, total: 100, validator: "\"b\""))
+        #expect(throws: CairnError.self) { try RangeAnswer.check(whole, url: "u", start: 10, end: 20, total: 100, validator: "\"a\"") }
+    }
+
+    @Test("S3 error bodies become the error's detail; the status stays readable after the call's name")
+    func errorDetail() throws {
+        let signer = S3RequestSigner(configuration: try S3Configuration(endpoint: "http://h", credentials: .init(accessKeyID: "a", secretAccessKey: "b")))
+        let body = Array("<?xml version=\"1.0\"?><Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message></Error>".utf8)
+        #expect(signer.errorDetail(status: 404, body: body) == "NoSuchBucket: The specified bucket does not exist")
+        #expect(signer.errorDetail(status: 404, body: Array("<html>nope</html>".utf8)) == nil)
+        var error = HTTPClient.statusError(status: 404, reason: "Not Found", url: "http://h/b/k", detail: "NoSuchBucket")
+        error.message = "UploadPart 3: " + error.message
+        #expect(error.httpStatusCode == 404)
+    }
+}
+
+/// Runs `body` (async, on the cooperative pool) from a blocking thread and waits for it.
+func blockingAsync(_ body: @escaping @Sendable () async throws -> Void) throws {
+    let outcome = Mutex<Result<Void, any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        do { try await body(); outcome.withLock { $0 = .success(()) } } catch { outcome.withLock { $0 = .failure(error) } }
+        done.signal()
+    }
+    done.wait()
+    try outcome.withLock { $0 }?.get()
+}
