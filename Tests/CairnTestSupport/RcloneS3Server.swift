@@ -271,7 +271,7 @@ package final class RcloneS3Server {
     /// The supervisor, run as `python3 -c SUPERVISOR RCLONE ARGS...`: starts rclone with
     /// PR_SET_PDEATHSIG (SIGKILL when the supervisor dies) and an empty signal mask, ends it on
     /// SIGTERM, and ends it and itself when the test process (its parent) is gone or rclone exits.
-    private static let supervisor = """
+    package static let supervisor = """
         import ctypes, os, signal, subprocess, sys, time
         parent = os.getppid()
         libc = ctypes.CDLL(None, use_errno=True)

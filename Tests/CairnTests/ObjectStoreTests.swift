@@ -500,3 +500,72 @@ func blockingAsync(_ body: @escaping @Sendable () async throws -> Void) throws {
     done.wait()
     try outcome.withLock { $0 }?.get()
 }
+
+/// The same client against a second S3 implementation, moto's server mode, for what
+/// `rclone serve s3` lacks: `If-None-Match: *` on `CompleteMultipartUpload` (rclone ignores it),
+/// and AWS's answers (206 ranges, quoted ETags, `InitiateMultipartUploadResult`, an exclusive
+/// part-number marker, 5 MiB minimum parts). Beside the rclone suite, not instead of it.
+@Suite("Object storage on moto", .serialized)
+struct ObjectStoreMotoTests {
+    static func configuration(_ server: MotoS3Server) throws -> S3Configuration {
+        try S3Configuration(
+            endpoint: server.endpoint, region: server.region,
+            credentials: S3Credentials(accessKeyID: server.accessKeyID, secretAccessKey: server.secretAccessKey))
+    }
+
+    @Test("CompleteMultipartUpload with If-None-Match: an object that appeared at the key is refused (412, alreadyExists) and left as it is")
+    func conditionalComplete() async throws { try await onDedicatedThread { try Self().conditionalCompleteOnThread() } }
+
+    func conditionalCompleteOnThread() throws {
+        let server = try MotoS3Server()
+        defer { server.stop() }
+        let store = S3Client(configuration: try Self.configuration(server))
+        let location = try S3Location(parsing: "s3://cairn/race.cairn")
+        var generator = SeededGenerator(seed: 21)
+        let first = generator.bytes(5 << 20)
+        let last = generator.bytes(1000)
+        let id = try store.createMultipartUpload(location)
+        let parts = [
+            S3Client.Part(number: 1, etag: try store.uploadPart(location, uploadID: id, number: 1, bytes: first), size: UInt64(first.count)),
+            S3Client.Part(number: 2, etag: try store.uploadPart(location, uploadID: id, number: 2, bytes: last), size: UInt64(last.count)),
+        ]
+        #expect(try store.listParts(location, uploadID: id) == parts)
+        // Another writer puts an object at the key while the upload runs.
+        _ = try store.client.get(HTTPRequest(url: store.objectURL(location), method: .put, body: Array("theirs".utf8)), limit: 1 << 20)
+        #expect(throws: CairnError.self) { try store.completeMultipartUpload(location, uploadID: id, parts: parts, ifNoneMatch: true) }
+        do {
+            try store.completeMultipartUpload(location, uploadID: id, parts: parts, ifNoneMatch: true)
+        } catch {
+            #expect(error.code == .alreadyExists, "\(error)")
+            #expect(error.description.contains("127.0.0.1:\(server.port)"), "\(error)")
+        }
+        let theirs = try store.client.get(HTTPRequest(url: store.objectURL(location)), limit: 1 << 20)
+        #expect(theirs.body == Array("theirs".utf8), "the other writer's object is untouched")
+        // Without the condition (--force) the upload completes over it.
+        try store.completeMultipartUpload(location, uploadID: id, parts: parts, ifNoneMatch: false)
+        let ours = try store.client.get(HTTPRequest(url: store.objectURL(location)), limit: 8 << 20)
+        #expect(ours.body == first + last)
+    }
+
+    @Test("create -o s3:// and reading back work on moto too: byte-identical object, one file by 206 ranges")
+    func roundTrip() async throws { try await onDedicatedThread { try Self().roundTripOnThread() } }
+
+    func roundTripOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-moto")
+        defer { work.remove() }
+        let server = try MotoS3Server()
+        defer { server.stop() }
+        let (source, local) = try ObjectStoreTests.source(work, seed: 22, count: 8)
+        let created = try ChildProcess.run(
+            FetchCLI.executable, ["create", "-q", "-o", "s3://cairn/m.cairn", "data"], in: source, timeout: 120, environment: server.environment)
+        #expect(created.status == 0, "\(created.stderr)")
+        let store = S3Client(configuration: try Self.configuration(server))
+        let object = try store.client.get(HTTPRequest(url: store.objectURL(try S3Location(parsing: "s3://cairn/m.cairn"))), limit: 64 << 20)
+        #expect(object.body == local)
+        let one = try ChildProcess.run(
+            FetchCLI.executable, ["extract", "s3://cairn/m.cairn", "-C", "one", "data/f5.bin"], in: work.path, timeout: 60,
+            environment: server.environment)
+        #expect(one.status == 0, "\(one.stderr)")
+        #expect(try FetchTests.bytes(work.appending("one/data/f5.bin")) == FetchTests.bytes(source + "/data/f5.bin"))
+    }
+}
