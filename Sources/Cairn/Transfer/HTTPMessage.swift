@@ -50,6 +50,9 @@ package struct HTTPRequest: Sendable {
     /// The body of a `PUT` or `POST`, sent with its `Content-Length` (never chunked, never with
     /// `Expect: 100-continue`); nil for none.
     package var body: [UInt8]? = nil
+    /// The SHA-256 of ``body`` in lowercase hex when the caller has it already, so that a
+    /// signer that signs over it (SigV4's `x-amz-content-sha256`) need not hash the body again.
+    package var bodySHA256: String? = nil
 
     /// Creates a request.
     package init(

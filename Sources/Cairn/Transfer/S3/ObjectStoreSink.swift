@@ -214,8 +214,12 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
         commits.append(contentsOf: newCommits)
         while let cut = nextCut() {
             let count = Int(cut.end - partStart)
-            let part = Array(filling[..<count])
-            filling.removeSubrange(..<count)
+            // The part keeps the buffer; only the bytes after the cut are copied (a few KiB to
+            // a few MiB), so a part is never held twice.
+            var part = Array(filling[count...])
+            swap(&part, &filling)
+            part.removeSubrange(count...)
+            filling.reserveCapacity(Int(Self.partSize(number: nextPartNumber + 1, base: basePartSize)) + (4 << 20))
             partStart = cut.end
             commits.removeAll { $0.end <= cut.end }
             try await emit(part, end: cut.end, chainDigest: cut.chainDigest)
@@ -238,12 +242,14 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
                     path: location.description))
         }
         nextPartNumber += 1
-        let digest = try SHA256.hash(part).hexString
         if number <= expected.count {
             let earlier = expected[number - 1]
-            let same =
-                earlier.end == end && earlier.size == UInt64(part.count)
-                && (chainDigest.map { earlier.chainDigest == $0.hexString } ?? (earlier.sha256 == digest))
+            var same = earlier.end == end && earlier.size == UInt64(part.count)
+            if same, let chainDigest {
+                same = earlier.chainDigest == chainDigest.hexString
+            } else if same {
+                same = try earlier.sha256 == SHA256.hash(part).hexString  // the last part
+            }
             guard same else {
                 throw CairnError(
                     .notResumable,
@@ -256,13 +262,16 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
         }
         try await waitForInFlight()
         let record = MultipartUploadState.Part(
-            number: number, etag: "", size: UInt64(part.count), end: end, chainDigest: chainDigest?.hexString, sha256: digest)
+            number: number, etag: "", size: UInt64(part.count), end: end, chainDigest: chainDigest?.hexString, sha256: "")
         let (store, location, ledger) = (store, location, ledger)
         inFlight = Task {
             try await DedicatedThread.run { () throws(CairnError) in
                 let uploadID = ledger.state.withLock { $0.uploadID }
                 var acknowledged = record
-                acknowledged.etag = try store.uploadPart(location, uploadID: uploadID, number: number, bytes: part)
+                // Hashed here, off the archiver's task, once: the signature and the record use it.
+                acknowledged.sha256 = try SHA256.hash(part).hexString
+                acknowledged.etag = try store.uploadPart(
+                    location, uploadID: uploadID, number: number, bytes: part, sha256: acknowledged.sha256)
                 ledger.counts.withLock { $0.uploaded += UInt64(part.count) }
                 try ledger.record(acknowledged)
             }

@@ -79,13 +79,18 @@ package final class S3Client: Sendable {
 
     /// `UploadPart` (`PUT /KEY?partNumber=N&uploadId=ID`), signed over the part's SHA-256.
     ///
+    /// - Parameter sha256: the part's SHA-256 in lowercase hex, when the caller has it.
     /// - Returns: the part's entity tag.
     /// - Throws: `.httpStatus` (404 `NoSuchUpload` when the upload was aborted), `.network`,
     ///   `.corrupted` for an answer without an ETag.
-    package func uploadPart(_ location: S3Location, uploadID: String, number: Int, bytes: [UInt8]) throws(CairnError) -> String {
+    package func uploadPart(_ location: S3Location, uploadID: String, number: Int, bytes: [UInt8], sha256: String? = nil)
+        throws(CairnError) -> String
+    {
         let query = "partNumber=\(number)&uploadId=" + S3Location.percentEncoded(uploadID, keepingSlash: false)
         let url = configuration.url(for: location, query: query)
-        let answer = try call("UploadPart \(number)", HTTPRequest(url: url, method: .put, body: bytes))
+        var request = HTTPRequest(url: url, method: .put, body: bytes)
+        request.bodySHA256 = sha256
+        let answer = try call("UploadPart \(number)", request)
         guard let etag = answer.head.etag, !etag.isEmpty else {
             throw CairnError(.corrupted, "the store's answer to UploadPart \(number) has no ETag", path: Self.display(url))
         }

@@ -13,7 +13,7 @@ struct S3RequestSigner: HTTPRequestSigner {
     }
 
     func signingHeaders(for request: HTTPRequest) throws(CairnError) -> [(name: String, value: String)] {
-        let hash = SigV4Signer.payloadHash(request.body ?? [])
+        let hash = request.bodySHA256 ?? SigV4Signer.payloadHash(request.body ?? [])
         return try signer.signedHeaders(
             method: request.method.rawValue, url: request.url, headers: request.headers, payloadHash: hash, date: Date())
     }
