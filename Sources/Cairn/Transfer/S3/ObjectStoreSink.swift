@@ -330,6 +330,14 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
         let (store, location, overwrite, ledger) = (store, location, overwrite, ledger)
         let state = ledger.state.withLock { $0 }
         let parts = state.parts.map { S3Client.Part(number: $0.number, etag: $0.etag, size: $0.size) }
+        // Every part of this archive, 1 to the last, each once: anything else is a bug, and
+        // completing it would publish a wrong object.
+        guard parts.map(\.number) == Array(1..<nextPartNumber) else {
+            throw await aborting(
+                CairnError(
+                    .corrupted, "internal error: the recorded parts \(parts.map(\.number)) are not 1 to \(nextPartNumber - 1)",
+                    path: location.description))
+        }
         do throws(CairnError) {
             try await DedicatedThread.run { () throws(CairnError) in
                 // `rclone serve s3` and some other stores ignore If-None-Match: look first as well.
