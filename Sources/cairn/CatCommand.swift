@@ -15,7 +15,9 @@ enum CatCommand {
         ARCHIVE; the token holds N, so --from-offset may be left out (if given, it must agree).
         Offsets are plain byte offsets, so HTTP range requests work the same way: ARCHIVE may be
         an http:// or https:// URL, whose bytes from N are fetched with range requests (the
-        token is checked against the record before N first, one small range request).
+        token is checked against the record before N first, one small range request), or
+        an s3://BUCKET/KEY object, read the same way with signed requests (--s3-endpoint URL or
+        AWS_ENDPOINT_URL; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION).
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {

@@ -12,7 +12,13 @@ enum CreateCommand {
         The same sources and options always give the same bytes.
 
         options:
-          -o, --output ARCHIVE      the archive to write, or - for standard output
+          -o, --output ARCHIVE      the archive to write, - for standard output, or
+                                    s3://BUCKET/KEY: uploaded while it is made (a multipart
+                                    upload; no object at the key until it is complete)
+          --s3-endpoint URL         the object store (default: AWS_ENDPOINT_URL, else AWS);
+                                    credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY
+          --upload-state FILE       the state of an upload to s3:// (default: the key's last
+                                    component with .partial.upload, here), for --resume
           --compression METHOD      lz4 (default), zlib[:LEVEL], zstd[:LEVEL], none
           --chunking POLICY         cdc (default, 16k/64k/256k), cdc:MIN:AVG:MAX, fixed[:SIZE]
           --not-compressible        store chunks raw (the compressible hint is off)
@@ -39,7 +45,9 @@ enum CreateCommand {
                                     complete) and start over an existing ARCHIVE.partial
           --resume                  continue ARCHIVE.partial left by an interrupted run: items
                                     already committed are not read again; a file cut in the
-                                    middle continues after its last committed chunk
+                                    middle continues after its last committed chunk; for
+                                    s3://, the recorded upload: parts the store holds are
+                                    made again but not sent
           --json                    print the export properties as JSON
           -q, --quiet               print nothing on success
           --progress, --no-progress force or hide the progress bar (default: on a terminal)

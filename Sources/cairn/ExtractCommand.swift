@@ -19,6 +19,8 @@ enum ExtractCommand {
         manifest, then only the records the entries to write need (the server must support
         ranges); --resume continues from the staging directory's journal and fetches only what
         is missing, after checking that the archive at the URL is the one the journal is of.
+        ARCHIVE may also be an s3://BUCKET/KEY object, read the same way with signed requests (--s3-endpoint URL or
+        AWS_ENDPOINT_URL; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION).
 
         options:
           -C, --directory DEST     where to extract; created if missing (its parent must

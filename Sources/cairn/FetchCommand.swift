@@ -6,7 +6,8 @@ enum FetchCommand {
     static let usage = """
         usage: cairn fetch URL -o FILE [--seed ARCHIVE]... [--retries N] [--timeout S] [--force] [--json] [--progress] [-q]
 
-        Downloads the archive at URL (http:// or https://) into FILE, verifying every record,
+        Downloads the archive at URL (http://, https://, or an s3://BUCKET/KEY object read with
+        signed requests: --s3-endpoint URL or AWS_ENDPOINT_URL) into FILE, verifying every record,
         chunk and commit as the bytes arrive. The bytes go to FILE.partial; FILE appears only
         once the whole archive verified. Run the same command again after any interruption (a
         kill, a cut connection, a timeout, a full disk): it continues from the last verified

@@ -14,7 +14,8 @@ enum InfoCommand {
         the entries and content bytes committed, and that it is not complete.
 
         ARCHIVE may be an http:// or https:// URL (the server must support range requests: only
-        the footer and the manifest are fetched).
+        the footer and the manifest are fetched), or an s3://BUCKET/KEY object, read the same way with signed requests (--s3-endpoint URL or
+        AWS_ENDPOINT_URL; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION).
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {

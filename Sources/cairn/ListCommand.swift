@@ -10,7 +10,8 @@ enum ListCommand {
         \\xHH and backslashes doubled (reversible). --long adds kind, mode, size and mtime;
         --json prints a JSON array with one object per entry and line. ARCHIVE may be an
         http:// or https:// URL (the server must support range requests: the footer and the
-        manifest are fetched, and for --json the packs holding files).
+        manifest are fetched, and for --json the packs holding files), or an s3://BUCKET/KEY object, read the same way with signed requests (--s3-endpoint URL or
+        AWS_ENDPOINT_URL; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION).
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {

@@ -10,7 +10,8 @@ enum VerifyCommand {
         record's CRC-32, every chunk's SHA-256, every commit's chain digest, every file's size
         and digest, the manifest and the footer. Exit status 0 when everything verifies, 1 with
         the offset of the first problem otherwise. ARCHIVE may be an http:// or https:// URL:
-        it is read with one GET, front to back (no range support needed).
+        it is read with one GET, front to back (no range support needed), or an s3://BUCKET/KEY object, read the same way with signed requests (--s3-endpoint URL or
+        AWS_ENDPOINT_URL; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION).
 
         --partial   for a copy that may be cut off (an interrupted transfer): verify as much as
                     is valid and print the verified length (bytes, up to the end of the last
