@@ -334,12 +334,28 @@ package struct S3Response: Sendable {
     /// The body as UTF-8 text (XML for S3 errors and listings).
     package var text: String { String(decoding: body, as: UTF8.self) }
 
-    /// The text of the first `<element>` of an XML body (no entity decoding), e.g. `Code`.
-    package func xmlValue(_ element: String) -> String? {
-        guard let open = text.range(of: "<\(element)>"),
-            let close = text.range(of: "</\(element)>", range: open.upperBound..<text.endIndex)
-        else { return nil }
-        return String(text[open.upperBound..<close.lowerBound])
+    /// The text of the first `<element>` of an XML body, entities decoded, e.g. `Code`.
+    package func xmlValue(_ element: String) -> String? { xmlValues(element).first }
+
+    /// The texts of every `<element>` of an XML body in order, with the entities S3 servers
+    /// write decoded (rclone writes an ETag's quotes as `&#34;`): e.g. `ETag` of ListParts.
+    package func xmlValues(_ element: String) -> [String] {
+        var values: [String] = []
+        var rest = text[...]
+        while let open = rest.range(of: "<\(element)>"),
+            let close = rest.range(of: "</\(element)>", range: open.upperBound..<rest.endIndex)
+        {
+            var value = String(rest[open.upperBound..<close.lowerBound])
+            for (entity, character) in [
+                ("&#34;", "\""), ("&quot;", "\""), ("&#39;", "'"), ("&apos;", "'"), ("&lt;", "<"), ("&gt;", ">"),
+                ("&amp;", "&"),
+            ] {
+                value = value.replacingOccurrences(of: entity, with: character)
+            }
+            values.append(value)
+            rest = rest[close.upperBound...]
+        }
+        return values
     }
 }
 
