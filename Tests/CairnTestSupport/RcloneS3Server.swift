@@ -16,7 +16,7 @@ import Glibc
 /// run leaves no server behind.
 ///
 /// - Important: Call ``stop()`` when done (also run by `deinit`, as a safety net).
-package final class RcloneS3Server {
+package final class RcloneS3Server: S3TestServer {
     /// How requests name the bucket.
     package enum Addressing: Sendable, Equatable {
         /// `http://127.0.0.1:PORT/BUCKET/KEY` (rclone's default, `--force-path-style`).
@@ -58,19 +58,6 @@ package final class RcloneS3Server {
         }
     }
 
-    /// The variables a CLI child process reads its S3 settings from: `AWS_ACCESS_KEY_ID`,
-    /// `AWS_SECRET_ACCESS_KEY`, `AWS_REGION` and `AWS_ENDPOINT_URL` (``endpoint``). A caller
-    /// merging this into its own environment should also drop any `AWS_SESSION_TOKEN`,
-    /// `AWS_PROFILE` or `AWS_DEFAULT_REGION` it inherited.
-    package var environment: [String: String] {
-        [
-            "AWS_ACCESS_KEY_ID": accessKeyID,
-            "AWS_SECRET_ACCESS_KEY": secretAccessKey,
-            "AWS_REGION": region,
-            "AWS_ENDPOINT_URL": endpoint,
-        ]
-    }
-
     /// Whether the server process is running now (false after ``halt()`` or ``stop()``).
     package var isRunning: Bool { process?.isRunning ?? false }
 
@@ -89,10 +76,8 @@ package final class RcloneS3Server {
     /// - Throws: ``TestServerError`` when rclone is not found (saying to run `make s3-tools`), or
     ///   when it does not start (with what it logged).
     package init(buckets: [String] = ["cairn"], addressing: Addressing = .pathStyle) throws {
-        // Tests/CairnTestSupport/RcloneS3Server.swift → the package root.
-        let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        executable = try Self.findExecutable(environment: ProcessInfo.processInfo.environment, packageRoot: packageRoot)
+        executable = try Self.findExecutable(
+            environment: ProcessInfo.processInfo.environment, packageRoot: SupervisedServer.packageRoot)
         self.buckets = buckets
         self.addressing = addressing
         let scratch = try TemporaryDirectory(prefix: "cairn-s3")
@@ -207,42 +192,25 @@ package final class RcloneS3Server {
 
     // MARK: - Starting
 
-    /// Starts the supervisor and rclone on `port`; returns once the port accepts connections.
+    /// Starts rclone on `port` under its supervisor; returns once the port accepts connections.
     /// - Throws: ``TestServerError`` when it does not (the process is ended).
     private static func launch(
         port: UInt16, executable: String, scratch: TemporaryDirectory, addressing: Addressing, authKey: String
     ) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: FaultProxy.python)
-        process.arguments = [
-            "-c", Self.supervisor, executable, "serve", "s3",
-            "--addr", "127.0.0.1:\(port)",
-            "--auth-key", authKey,
-            "--config", scratch.appending("rclone.conf"),
-            "--cache-dir", scratch.appending("cache"),
-            // No VFS cache: an answered PUT or Complete is on disk, and a read sees it at once.
-            "--vfs-cache-mode", "off",
-            // No directory cache: files a test writes or removes under root are seen at once.
-            "--dir-cache-time", "0s", "--poll-interval", "0",
-            "--force-path-style=\(addressing == .pathStyle)",
-            scratch.appending("root"),
-        ]
-        process.standardInput = FileHandle.nullDevice
-        let logPath = scratch.appending("rclone.log")
-        if !FileManager.default.fileExists(atPath: logPath) {
-            _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        }
-        let logHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        defer { try? logHandle.close() }
-        logHandle.seekToEndOfFile()
-        process.standardOutput = logHandle
-        process.standardError = logHandle
-        try process.run()
-        guard Loopback.waitUntilAccepting(port: port, stillRunning: { process.isRunning }) else {
-            process.stop(with: SIGKILL)
-            throw TestServerError("rclone serve s3 did not accept connections on 127.0.0.1:\(port)")
-        }
-        return process
+        try SupervisedServer.launch(
+            [
+                executable, "serve", "s3",
+                "--addr", "127.0.0.1:\(port)",
+                "--auth-key", authKey,
+                "--config", scratch.appending("rclone.conf"),
+                "--cache-dir", scratch.appending("cache"),
+                // No VFS cache: an answered PUT or Complete is on disk, and a read sees it at once.
+                "--vfs-cache-mode", "off",
+                // No directory cache: files a test writes or removes under root are seen at once.
+                "--dir-cache-time", "0s", "--poll-interval", "0",
+                "--force-path-style=\(addressing == .pathStyle)",
+                scratch.appending("root"),
+            ], port: port, log: scratch.appending("rclone.log"))
     }
 
     /// The rclone to run: `CAIRN_RCLONE` of `environment` when set, else
@@ -251,27 +219,75 @@ package final class RcloneS3Server {
     /// - Throws: ``TestServerError`` when `CAIRN_RCLONE` names no executable file, or when none
     ///   is found (saying to run `make s3-tools`).
     package static func findExecutable(environment: [String: String], packageRoot: URL) throws -> String {
-        if let chosen = environment["CAIRN_RCLONE"], !chosen.isEmpty {
+        try SupervisedServer.findExecutable(
+            "rclone", variable: "CAIRN_RCLONE", environment: environment, packageRoot: packageRoot)
+    }
+}
+
+/// Starting a test server (rclone, moto) as a grandchild that never outlives the test process.
+enum SupervisedServer {
+    /// The package's root directory (from this file's path: Tests/CairnTestSupport/...).
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// The executable `name`: `environment[variable]` when set, else
+    /// `packageRoot/.build/tools/venv/bin/name` (what `make s3-tools` installs), else `name` in
+    /// `PATH` of `environment`.
+    ///
+    /// - Throws: ``TestServerError`` when `variable` names no executable file, or when none is
+    ///   found (saying to run `make s3-tools`).
+    static func findExecutable(
+        _ name: String, variable: String, environment: [String: String], packageRoot: URL
+    ) throws -> String {
+        if let chosen = environment[variable], !chosen.isEmpty {
             guard FileManager.default.isExecutableFile(atPath: chosen) else {
-                throw TestServerError("CAIRN_RCLONE is \(chosen), which is not an executable file")
+                throw TestServerError("\(variable) is \(chosen), which is not an executable file")
             }
             return chosen
         }
-        let installed = packageRoot.appendingPathComponent(".build/tools/venv/bin/rclone").path
+        let installed = packageRoot.appendingPathComponent(".build/tools/venv/bin/" + name).path
         if FileManager.default.isExecutableFile(atPath: installed) { return installed }
         for directory in (environment["PATH"] ?? "").split(separator: ":") {
-            let candidate = String(directory) + "/rclone"
+            let candidate = String(directory) + "/" + name
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         }
         throw TestServerError(
-            "rclone is not installed (looked at $CAIRN_RCLONE, \(installed) and PATH): run `make s3-tools` (`make deps` and `make test` do) in \(packageRoot.path)"
+            "\(name) is not installed (looked at $\(variable), \(installed) and PATH): run `make s3-tools` (`make deps` and `make test` do) in \(packageRoot.path)"
         )
     }
 
-    /// The supervisor, run as `python3 -c SUPERVISOR RCLONE ARGS...`: starts rclone with
+    /// Runs `command` under the supervisor, its output appended to `log`, and returns once
+    /// 127.0.0.1:`port` accepts connections (within `timeout` seconds).
+    ///
+    /// - Returns: the supervisor's process: SIGTERM ends the server and then the supervisor;
+    ///   SIGKILL ends the supervisor and, through PR_SET_PDEATHSIG, the server.
+    /// - Throws: ``TestServerError`` when it does not start (the process is ended).
+    static func launch(_ command: [String], port: UInt16, log: String, timeout: Double = 20) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: FaultProxy.python)
+        process.arguments = ["-c", supervisor] + command
+        process.standardInput = FileHandle.nullDevice
+        if !FileManager.default.fileExists(atPath: log) {
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
+        }
+        let logHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        defer { try? logHandle.close() }
+        logHandle.seekToEndOfFile()
+        process.standardOutput = logHandle
+        process.standardError = logHandle
+        try process.run()
+        guard Loopback.waitUntilAccepting(port: port, timeout: timeout, stillRunning: { process.isRunning }) else {
+            process.stop(with: SIGKILL)
+            throw TestServerError("\(command[0]) did not accept connections on 127.0.0.1:\(port)")
+        }
+        return process
+    }
+
+    /// The supervisor, run as `python3 -c SUPERVISOR COMMAND...`: starts the command with
     /// PR_SET_PDEATHSIG (SIGKILL when the supervisor dies) and an empty signal mask, ends it on
-    /// SIGTERM, and ends it and itself when the test process (its parent) is gone or rclone exits.
-    package static let supervisor = """
+    /// SIGTERM, and ends it and itself when the test process (its parent) is gone or the command
+    /// exits.
+    static let supervisor = """
         import ctypes, os, signal, subprocess, sys, time
         parent = os.getppid()
         libc = ctypes.CDLL(None, use_errno=True)
@@ -295,7 +311,7 @@ package final class RcloneS3Server {
 }
 
 /// One answer to a request signed by
-/// ``RcloneS3Server/request(_:_:body:range:headers:accessKeyID:secretAccessKey:timeout:)``.
+/// ``S3TestServer/request(_:_:body:range:headers:accessKeyID:secretAccessKey:timeout:)``.
 package struct S3Response: Sendable {
     /// The final HTTP status (after any `100 Continue`); 0 when no response head arrived.
     package var status: Int
@@ -318,16 +334,58 @@ package struct S3Response: Sendable {
     /// The body as UTF-8 text (XML for S3 errors and listings).
     package var text: String { String(decoding: body, as: UTF8.self) }
 
-    /// The text of the first `<element>` of an XML body (no entity decoding), e.g. `Code`.
-    package func xmlValue(_ element: String) -> String? {
-        guard let open = text.range(of: "<\(element)>"),
-            let close = text.range(of: "</\(element)>", range: open.upperBound..<text.endIndex)
-        else { return nil }
-        return String(text[open.upperBound..<close.lowerBound])
+    /// The text of the first `<element>` of an XML body, entities decoded, e.g. `Code`.
+    package func xmlValue(_ element: String) -> String? { xmlValues(element).first }
+
+    /// The texts of every `<element>` of an XML body in order, with the entities S3 servers
+    /// write decoded (rclone writes an ETag's quotes as `&#34;`): e.g. `ETag` of ListParts.
+    package func xmlValues(_ element: String) -> [String] {
+        var values: [String] = []
+        var rest = text[...]
+        while let open = rest.range(of: "<\(element)>"),
+            let close = rest.range(of: "</\(element)>", range: open.upperBound..<rest.endIndex)
+        {
+            var value = String(rest[open.upperBound..<close.lowerBound])
+            for (entity, character) in [
+                ("&#34;", "\""), ("&quot;", "\""), ("&#39;", "'"), ("&apos;", "'"), ("&lt;", "<"), ("&gt;", ">"),
+                ("&amp;", "&"),
+            ] {
+                value = value.replacingOccurrences(of: entity, with: character)
+            }
+            values.append(value)
+            rest = rest[close.upperBound...]
+        }
+        return values
     }
 }
 
-extension RcloneS3Server {
+/// An S3 server for the tests (``RcloneS3Server``, ``MotoS3Server``): its credentials and
+/// endpoint, from which the environment of a CLI child and curl-signed requests follow.
+package protocol S3TestServer: AnyObject {
+    /// The access key id the server accepts.
+    var accessKeyID: String { get }
+    /// The secret access key of ``accessKeyID``.
+    var secretAccessKey: String { get }
+    /// The region to sign for.
+    var region: String { get }
+    /// `http://HOST:PORT`, no trailing slash: what `--s3-endpoint` and `AWS_ENDPOINT_URL` take.
+    var endpoint: String { get }
+}
+
+extension S3TestServer {
+    /// The variables a CLI child process reads its S3 settings from: `AWS_ACCESS_KEY_ID`,
+    /// `AWS_SECRET_ACCESS_KEY`, `AWS_REGION` and `AWS_ENDPOINT_URL` (``endpoint``). A caller
+    /// merging this into its own environment should also drop any `AWS_SESSION_TOKEN`,
+    /// `AWS_PROFILE` or `AWS_DEFAULT_REGION` it inherited.
+    package var environment: [String: String] {
+        [
+            "AWS_ACCESS_KEY_ID": accessKeyID,
+            "AWS_SECRET_ACCESS_KEY": secretAccessKey,
+            "AWS_REGION": region,
+            "AWS_ENDPOINT_URL": endpoint,
+        ]
+    }
+
     /// Sends one request signed with AWS SigV4 by curl (`--aws-sigv4`), with this server's
     /// credentials unless others are given, and waits for the answer.
     ///

@@ -81,6 +81,39 @@ struct RcloneS3ServerTests {
         }
     }
 
+    @Test("a multipart upload: nothing at the key until Complete; ListParts gives each part's ETag (its MD5, quoted) and size; the object is the parts in order")
+    func multipart() async throws {
+        try await onDedicatedThread {
+            let server = try RcloneS3Server()
+            defer { server.stop() }
+            var generator = SeededGenerator(seed: 0x4D50)
+            let parts = [generator.bytes(70_000), generator.bytes(1234)]
+            let url = server.url(bucket: "cairn", key: "mp/a.cairn")
+            let created = try server.request("POST", url + "?uploads")
+            let upload = try #require(created.xmlValue("UploadId"), "\(created.text)")
+            var etags: [String] = []
+            for (index, part) in parts.enumerated() {
+                let sent = try server.request("PUT", url + "?uploadId=\(upload)&partNumber=\(index + 1)", body: part)
+                #expect(sent.status == 200, "\(sent.text)")
+                etags.append(try #require(sent.header("etag")))
+            }
+            #expect(etags.allSatisfy { $0.hasPrefix("\"") && $0.hasSuffix("\"") && $0.count == 34 }, "\(etags)")
+            #expect(try server.request("HEAD", url).status == 404)
+            #expect(try server.request("GET", url).xmlValue("Code") == "NoSuchKey")
+            let listed = try server.request("GET", url + "?uploadId=\(upload)")
+            #expect(listed.text.contains("&#34;"), "rclone escapes the quotes: \(listed.text)")
+            #expect(listed.xmlValues("ETag") == etags)
+            #expect(listed.xmlValues("Size") == parts.map { String($0.count) })
+            #expect(listed.xmlValues("PartNumber") == ["1", "2"])
+            let body = "<CompleteMultipartUpload>"
+                + etags.enumerated().map { "<Part><PartNumber>\($0.offset + 1)</PartNumber><ETag>\($0.element)</ETag></Part>" }
+                .joined() + "</CompleteMultipartUpload>"
+            let completed = try server.request("POST", url + "?uploadId=\(upload)", body: Array(body.utf8))
+            #expect(completed.status == 200, "\(completed.text)")
+            #expect(Data(try server.request("GET", url).body) == Data(parts[0] + parts[1]))
+        }
+    }
+
     @Test("rclone ends with its supervisor: SIGKILL to the supervisor closes the port")
     func endsWithSupervisor() async throws {
         try await onDedicatedThread {
