@@ -160,6 +160,10 @@ struct UploadBenchmark {
             }
         }
 
+        if let probe = Self.requestLatency(server: server, key: "extract.cairn") {
+            result.notes.append(probe)
+        }
+
         let steps = self.steps(server: server, proxy: proxy, corpus: corpus.path, reference: reference, result: result, runner: runner)
         var operations = steps.map {
             UploadOperation(tool: $0.tool, measure: $0.measure, command: $0.command, archiveBytes: layout.newArchiveBytes)
@@ -405,6 +409,33 @@ struct UploadBenchmark {
                     download.map(shellQuoted).joined(separator: " ") + " && " + localExtract.map(shellQuoted).joined(separator: " "),
                 ], throughProxy: true, clean: removing(destination, downloaded), check: checkExtract))
         return list
+    }
+
+    /// The time the server takes to answer a HEAD of the archive object against one of a 1 KiB
+    /// object (median of 3 each, curl with SigV4), as a note for the report: `rclone serve s3`
+    /// was seen to spend about half a second on every request to a 300 MiB object, whatever the
+    /// range, which then dominates a remote extract's wall time. Nil when a request fails.
+    static func requestLatency(server: RcloneS3Server, key: String) -> String? {
+        let small = "latency-probe.bin"
+        guard FileManager.default.createFile(atPath: server.objectPath(bucket: bucket, key: small), contents: Data(count: 1024)) else {
+            return nil
+        }
+        defer { try? removeTree(server.objectPath(bucket: bucket, key: small)) }
+        func median(_ name: String) -> Double? {
+            var times: [Double] = []
+            for _ in 0..<3 {
+                let started = monotonicSeconds()
+                guard let r = try? server.request("HEAD", server.url(bucket: bucket, key: name)), r.status == 200 else { return nil }
+                times.append(monotonicSeconds() - started)
+            }
+            return Spread(times)?.median
+        }
+        guard let big = median(key), let tiny = median(small) else { return nil }
+        return String(
+            format: "Server latency: a HEAD of the archive object takes %.3f s, of a 1 KiB object %.3f s (median of 3, curl with "
+                + "SigV4, process start included): every request to the archive object costs about the difference whatever its "
+                + "range (rclone serve s3 reads the object per request), so the remote extract's wall time counts requests more "
+                + "than bytes.", big, tiny)
     }
 
     /// rclone's `--bwlimit` for its killed first run, bytes per second: the archive in 2 s, at
