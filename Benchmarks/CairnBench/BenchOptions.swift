@@ -6,13 +6,16 @@ struct BenchOptions {
         case all, stages, endToEnd = "end-to-end"
         /// Issue 10's transfer case alone (``TransferBenchmark``); never part of `all`.
         case transfer
+        /// Issue 12's object-storage case alone (``UploadBenchmark``); never part of `all`.
+        case upload
     }
 
     static let usage = """
         usage: cairn-bench [--targets] [--size-mib N] [--seed S] [--corpus DIR] [--small-files N]
                            [--tree PATH]... [--random-mib N] [--large-file] [--large-file-mib N]
                            [--profile] [--peers LIST] [--runs R] [--pause S] [--work DIR] [--out DIR]
-                           [--only stages|end-to-end|transfer] [--transfer-mib N]
+                           [--only stages|end-to-end|transfer|upload] [--transfer-mib N]
+                           [--upload-mib N]
                            [--cairn PATH] [--keep]
 
           --targets        issue 9's target set: the corpus, the small files, /usr/share/man and
@@ -47,8 +50,12 @@ struct BenchOptions {
                            $XDG_STATE_HOME/cairn-bench/results, else /tmp/cairn-bench/results)
           --only WHAT      stages (in-process micro-benchmarks) or end-to-end (tools), default both;
                            or transfer: issue 10's case alone (cairn fetch against curl and
-                           zsync over nginx on 127.0.0.1), which no other selection includes
+                           zsync over nginx on 127.0.0.1), which no other selection includes;
+                           or upload: issue 12's case alone (cairn create -o s3:// against
+                           create + rclone copyto, resume, remote extract; rclone serve s3 on
+                           127.0.0.1), which no other selection includes either
           --transfer-mib N size of the transfer case's generated corpus in MiB (default 512)
+          --upload-mib N   size of the upload case's generated corpus in MiB (default 512)
           --cairn PATH     the cairn executable (default: `cairn` next to cairn-bench)
           --keep           keep archives and extracted trees in the work directory
         """
@@ -76,6 +83,8 @@ struct BenchOptions {
     var selection = Selection.all
     /// `--transfer-mib`: the transfer case's corpus, MiB.
     var transferMiB = 512
+    /// `--upload-mib`: the upload case's corpus, MiB.
+    var uploadMiB = 512
     var cairn: String?
     var keep = false
 
@@ -131,7 +140,7 @@ struct BenchOptions {
             case "--only":
                 let text = try take()
                 guard let s = Selection(rawValue: text), s != .all else {
-                    throw UsageError(description: "--only takes stages, end-to-end or transfer")
+                    throw UsageError(description: "--only takes stages, end-to-end, transfer or upload")
                 }
                 selection = s
             case "--transfer-mib":
@@ -139,6 +148,11 @@ struct BenchOptions {
                     throw UsageError(description: "--transfer-mib takes a positive number of MiB up to 1048576")
                 }
                 transferMiB = n
+            case "--upload-mib":
+                guard let n = Int(try take()), n > 0, n <= 1 << 20 else {
+                    throw UsageError(description: "--upload-mib takes a positive number of MiB up to 1048576")
+                }
+                uploadMiB = n
             case "--cairn": cairn = try take()
             case "--keep": keep = true
             case "--targets": targets = true
@@ -183,6 +197,8 @@ struct BenchOptions {
     var runsEndToEnd: Bool { selection == .all || selection == .endToEnd }
     /// Only `--only transfer` runs the transfer case, so every other run stays as it was.
     var runsTransfer: Bool { selection == .transfer }
+    /// Only `--only upload` runs the upload case.
+    var runsUpload: Bool { selection == .upload }
 
     /// The results directory: `--out`, else ``defaultOutputDirectory(environment:)``.
     func outputDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {

@@ -136,6 +136,8 @@ struct Report {
     var stages: [StageResult] = []
     /// Issue 10's transfer case (`--only transfer`), when it ran.
     var transfer: TransferResult?
+    /// Issue 12's object-storage case (`--only upload`), when it ran.
+    var upload: UploadResult?
     var loadAtStart = Machine.loadAverage()
     var loadAtEnd = ""
 
@@ -201,6 +203,7 @@ struct Report {
             lines += toolList()
         }
         if let transfer { lines += transferSection(transfer) }
+        if let upload { lines += uploadSection(upload) }
         if !stages.isEmpty { lines += stageTable() }
         if cases.contains(where: { !$0.profiles.isEmpty }) { lines += profileSection() }
         if !cases.isEmpty { lines += verdictTable() }
@@ -470,6 +473,7 @@ struct Report {
             }
         }
         if let transfer { object["transfer"] = transferJSON(transfer) }
+        if let upload { object["upload"] = uploadJSON(upload) }
         object["stages"] = stages.map { s -> [String: Any] in
             var o: [String: Any] = [
                 "stage": s.stage, "implementation": s.implementation, "bytes": s.bytes, "bestSeconds": s.bestSeconds,

@@ -367,14 +367,16 @@ struct AccessMeter {
     }
 }
 
-/// Cuts a download: runs a command in a process group of its own and kills the group with
-/// SIGKILL once the file it writes reaches a size (polled every millisecond).
+/// Cuts a download or upload: runs a command in a process group of its own and kills the group
+/// with SIGKILL once a measure of its progress (the size of the file it writes, the bytes an
+/// upload journal records) reaches a threshold (polled every millisecond).
 enum Cutter {
     struct Outcome {
         /// Whether the kill happened (false: the command ended first).
         var killed: Bool
         var exitStatus: Int32
-        /// The watched file's size when it was killed (or when the command ended).
+        /// The progress measure when it was killed (or when the command ended): for
+        /// ``run(_:watching:threshold:logPrefix:)`` the watched file's size.
         var fileBytes: UInt64
     }
 
@@ -384,6 +386,17 @@ enum Cutter {
     /// - Throws: ``BenchError`` when the command cannot start, or runs 600 s without reaching
     ///   the threshold (it is then killed).
     static func run(_ arguments: [String], watching: String, threshold: UInt64, logPrefix: String) throws -> Outcome {
+        try run(arguments, threshold: threshold, logPrefix: logPrefix, progress: { TreeTally.size(of: watching) })
+    }
+
+    /// Runs `arguments` (stdout/stderr to `logPrefix`.out/.err, `environment` added to this
+    /// process's) until `progress()` returns at least `threshold`, then kills its process group.
+    ///
+    /// - Throws: ``BenchError`` when the command cannot start, or runs 600 s without reaching
+    ///   the threshold (it is then killed).
+    static func run(
+        _ arguments: [String], environment: [String: String] = [:], threshold: UInt64, logPrefix: String, progress: () -> UInt64
+    ) throws -> Outcome {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -395,25 +408,31 @@ enum Cutter {
         defer { posix_spawnattr_destroy(&attributes) }
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
         posix_spawnattr_setpgroup(&attributes, 0)
+        var env = ProcessInfo.processInfo.environment
+        for (key, value) in environment { env[key] = value }
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { for p in argv { free(p) } }
+        let envp: [UnsafeMutablePointer<CChar>?] = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for p in argv { free(p) }
+            for p in envp { free(p) }
+        }
         var pid: pid_t = 0
-        let spawned = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, environ)
+        let spawned = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, envp)
         guard spawned == 0 else { throw BenchError("cannot start \(arguments[0]): \(String(cString: strerror(spawned)))") }
         let deadline = monotonicSeconds() + 600
         var status: Int32 = 0
         while true {
-            let size = TreeTally.size(of: watching)
-            if size >= threshold || monotonicSeconds() > deadline {
+            let reached = progress()
+            if reached >= threshold || monotonicSeconds() > deadline {
                 kill(-pid, SIGKILL)
                 while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-                guard size >= threshold else { throw BenchError("\(arguments[0]) did not reach \(threshold) bytes in 600 s") }
-                return Outcome(killed: true, exitStatus: 128 + SIGKILL, fileBytes: size)
+                guard reached >= threshold else { throw BenchError("\(arguments[0]) did not reach \(threshold) bytes in 600 s") }
+                return Outcome(killed: true, exitStatus: 128 + SIGKILL, fileBytes: reached)
             }
             let done = waitpid(pid, &status, WNOHANG)
             if done == pid {
                 let exit: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-                return Outcome(killed: false, exitStatus: exit, fileBytes: TreeTally.size(of: watching))
+                return Outcome(killed: false, exitStatus: exit, fileBytes: progress())
             }
             usleep(1000)
         }

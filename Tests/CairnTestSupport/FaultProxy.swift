@@ -143,6 +143,33 @@ public final class FaultProxy {
     /// How many requests the proxy has answered.
     public var requestCount: Int { requests.count }
 
+    /// The body bytes of one finished request, as the proxy relayed them.
+    public struct Transfer: Sendable, Equatable {
+        public var method: String
+        public var target: String
+        /// The upstream's final status; 0 when it gave none.
+        public var status: Int
+        /// Request body bytes relayed upstream, as the client sent them (framing included).
+        public var requestBodyBytes: UInt64
+        /// Response body bytes relayed to the client.
+        public var responseBodyBytes: UInt64
+    }
+
+    /// The requests that are over (answered, cut, or their client gone), in the order they
+    /// ended, with the body bytes relayed each way. A request is listed a moment after its
+    /// client has the whole answer: wait for the count to settle before summing.
+    public var transfers: [Transfer] {
+        guard let text = try? String(contentsOfFile: scratch.appending("bytes.log"), encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ")
+            guard fields.count == 5, let status = Int(fields[2]), let sent = UInt64(fields[3]), let received = UInt64(fields[4])
+            else { return nil }
+            return Transfer(
+                method: String(fields[0]), target: String(fields[1]), status: status, requestBodyBytes: sent,
+                responseBodyBytes: received)
+        }
+    }
+
     /// Stops the proxy (SIGKILL; see ``NginxServer/stop()`` for why not SIGTERM), waits for it,
     /// and removes its scratch directory. Calling it again does nothing.
     public func stop() {

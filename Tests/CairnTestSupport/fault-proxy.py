@@ -26,7 +26,10 @@ is. Before each request it reads STATE_DIR/control.json:
 `times` limits the fault to the first K requests of that generation (null: every request). Each
 request appends a line `METHOD TARGET STATUS FAULT` to STATE_DIR/requests.log, FAULT being
 "pass", "cut", "stall", "shift", "whole", "200range" or "cutrequest" (STATUS 0 when no answer
-came: a cut request); a mode that found nothing to change logs "pass". Removing Range from a
+came: a cut request); a mode that found nothing to change logs "pass". When a request is over
+(answered, cut, or its client gone) a line `METHOD TARGET STATUS REQUEST_BYTES RESPONSE_BYTES`
+goes to STATE_DIR/bytes.log: the request body bytes relayed upstream (as sent, framing
+included) and the response body bytes relayed to the client. Removing Range from a
 request whose SigV4 signature covers it (SignedHeaders with `range`) breaks the signature: the
 mode suits clients that sign only host and x-amz-* headers, as S3 clients commonly do.
 """
@@ -44,6 +47,7 @@ UPSTREAM_PORT = int(sys.argv[1])
 STATE = sys.argv[2]
 CONTROL = os.path.join(STATE, "control.json")
 LOG = os.path.join(STATE, "requests.log")
+BYTES_LOG = os.path.join(STATE, "bytes.log")
 lock = threading.Lock()
 applied = {}  # generation -> faults injected
 
@@ -181,6 +185,7 @@ class Handler(socketserver.BaseRequestHandler):
 
         upstream = socket.create_connection(("127.0.0.1", UPSTREAM_PORT))
         body = None
+        final = {"status": 0, "request": 0, "response": 0}
         try:
             upstream.sendall(with_connection_close(request))
             limit = int(settings.get("after", 0)) if fault == "cutrequest" else None
@@ -198,6 +203,7 @@ class Handler(socketserver.BaseRequestHandler):
                 # An interim answer (100 Continue) is passed on as it is; the final one follows.
                 client.sendall(head)
             status = status_of(head)
+            final["status"] = status
             if fault == "cutrequest" and not body.cut:
                 fault = "pass"  # the whole body went before `after` bytes: nothing was cut
             if mode == "shift" and status == "206":
@@ -213,15 +219,18 @@ class Handler(socketserver.BaseRequestHandler):
             while True:
                 if limit is not None and sent + len(answer) >= limit:
                     client.sendall(answer[: limit - sent])
+                    final["response"] = limit
                     break
                 client.sendall(answer)
                 sent += len(answer)
+                final["response"] = sent
                 answer = upstream.recv(262144)
                 if not answer:
                     return
             if fault == "stall":
                 # Keep the connection open and send nothing, until the client gives up.
                 body.finish()
+                final["request"] = body.sent
                 body = None
                 while True:
                     readable, _, _ = select.select([client], [], [], 120)
@@ -237,7 +246,10 @@ class Handler(socketserver.BaseRequestHandler):
                 except OSError:
                     pass
                 body.finish()
+                final["request"] = body.sent
             upstream.close()
+            with lock, open(BYTES_LOG, "a") as f:
+                f.write("%s %s %s %d %d\n" % (request_line[0], request_line[1], final["status"], final["request"], final["response"]))
 
 
 class Server(socketserver.ThreadingTCPServer):
