@@ -31,4 +31,9 @@ extern int lsetxattr(const char *path, const char *name, const void *value, unsi
 extern int pipe2(int pipefd[2], int flags);
 static inline int cairn_f_setpipe_sz(void) { return 1024 + 7; }
 
+/* mallopt(3) with M_MMAP_THRESHOLD (<malloc.h>: -3), glibc's prototype; the header is not
+   included, for the same reason as above. */
+extern int mallopt(int param, int value);
+static inline int cairn_set_mmap_threshold(int bytes) { return mallopt(-3, bytes); }
+
 #endif

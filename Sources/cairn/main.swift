@@ -1,8 +1,15 @@
+import Cairn
 import Glibc
 
 // A file-size limit (RLIMIT_FSIZE) must surface as an EFBIG error naming the file, not kill the
 // process with SIGXFSZ and leave no message.
 signal(SIGXFSZ, SIG_IGN)
+
+// Buffers of 4 MiB or more (an upload's parts) get their own mapping and go back to the system
+// when freed. glibc's default threshold rises to the size of each large block freed, after
+// which such buffers come from the heap and stay resident: measured on a 314 MiB upload, peak
+// RSS 139-161 MiB with the default against 90-94 MiB with this (a local create: unchanged).
+LargeBuffers.returnToSystem(atLeast: 4 << 20)
 
 // Raw argument bytes, so file names that are not UTF-8 survive.
 var rawArguments: [[UInt8]] = []
