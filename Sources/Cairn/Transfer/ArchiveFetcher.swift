@@ -364,6 +364,42 @@ public struct FetchOptions: Sendable {
     }
 }
 
+extension ArchiveFetcher {
+    /// A fetcher of the remote archive at `location`, as ``init(url:options:)``.
+    ///
+    /// - Parameters:
+    ///   - location: `http://`, `https://` or `s3://BUCKET/KEY` (the store from
+    ///     ``FetchOptions/s3Endpoint`` or `AWS_ENDPOINT_URL`, the credentials from the
+    ///     environment).
+    ///   - options: seeds, retries, timeouts, and whether an existing file may be replaced.
+    public convenience init(at location: URL, options: FetchOptions = FetchOptions()) {
+        self.init(url: location.absoluteString, options: options)
+    }
+
+    /// The archive's location as a `URL` (nil when ``url`` does not parse as one).
+    public var location: URL? { URL(string: url) }
+
+    /// Fetches the archive into the file at `destination`, as ``fetch(to:)-(String)``.
+    ///
+    /// - Parameter destination: a `file:` URL; bytes go to `<path>.partial` until the whole
+    ///   archive verified.
+    /// - Returns: what was transferred.
+    /// - Throws: `CairnError` `.invalidArgument` naming the URL when `destination` is not a
+    ///   `file:` URL; otherwise as ``fetch(to:)-(String)``: `CancellationError` (the partial
+    ///   file stays, resumable) or `CairnError` naming the archive.
+    nonisolated(nonsending) public func fetch(to destination: URL) async throws -> FetchReport {
+        try await fetch(to: ArchiveLocation.requireFilePath(destination, for: "the destination"))
+    }
+}
+
+extension FetchOptions {
+    /// ``seeds`` as `file:` URLs: local archives whose records are copied instead of downloaded.
+    public var seedURLs: [URL] {
+        get { seeds.map { URL(filePath: $0) } }
+        set { seeds = newValue.map { $0.path(percentEncoded: false) } }
+    }
+}
+
 /// What a fetch tells as it goes.
 public enum FetchEvent: Sendable {
     /// Continuing after the partial file's verified prefix of this many bytes.
