@@ -7,9 +7,10 @@ import Synchronization
 /// (`Spec/0003-command-line.md §13`, `Spec/0001-container-format.md §14`).
 ///
 /// ```swift
-/// let fetcher = ArchiveFetcher(url: "https://example.com/export.cairn",
-///                              options: FetchOptions(seeds: ["/backups/last-export.cairn"]))
-/// let report = try await fetcher.fetch(to: "/tmp/export.cairn")
+/// var options = FetchOptions()
+/// options.seedURLs = [URL(filePath: "/backups/last-export.cairn")]
+/// let fetcher = ArchiveFetcher(at: URL(string: "https://example.com/export.cairn")!, options: options)
+/// let report = try await fetcher.fetch(to: URL(filePath: "/tmp/export.cairn"))
 /// print(report.fetchedBytes, "of", report.archiveBytes)
 /// ```
 ///
@@ -412,7 +413,7 @@ public enum FetchEvent: Sendable {
     case restarting(reason: String)
 }
 
-/// What ``ArchiveFetcher/fetch(to:)`` did.
+/// What ``ArchiveFetcher/fetch(to:)-(URL)`` did.
 public struct FetchReport: Sendable, Equatable {
     /// Bytes of the archive.
     public var archiveBytes: UInt64 = 0
