@@ -215,6 +215,42 @@ struct PublicAPITests {
         #expect(error.path == missing.absoluteString)
     }
 
+    @Test("s3:// through Extractor(at:) and the async send: the object reads as the local file (rclone serve s3)")
+    func s3URLForms() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (_, path) = try await Self.archive(Self.tree(), in: directory)
+        let server = try RcloneS3Server()
+        defer { server.stop() }
+        // rclone serves its root's files as objects: the archive is put in place directly.
+        let object = server.objectPath(key: "exports/a.cairn")
+        try FileManager.default.createDirectory(atPath: (object as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: path, toPath: object)
+        var environment = server.environment
+        environment["AWS_SESSION_TOKEN"] = ""
+        let location = try #require(URL(string: "s3://cairn/exports/a.cairn"))
+
+        let local = try Extractor(path: path)
+        defer { local.close() }
+        let remote = try Extractor(at: location, environment: environment)
+        defer { remote.close() }
+        #expect(remote.entries == local.entries)
+        let restored = directory.url(appending: "restored")
+        try await remote.extractItem(atPathInArchive: "data/a.bin", to: restored)
+        #expect(try Self.bytes(restored.path + "/data/a.bin") == (try Self.bytes(directory.appending("src/data/a.bin"))))
+
+        let sink = CollectingSink()
+        try await ArchiveTransfer.send(archiveAt: location, from: 0, expecting: nil, to: sink, environment: environment)
+        #expect(sink.snapshot.bytes == (try Self.bytes(path)))
+        #expect(sink.snapshot.finished == 1)
+
+        // Without credentials: refused before any request, naming the variable.
+        let bare = ["AWS_ENDPOINT_URL": server.endpoint]
+        let error = try #require(throws: CairnError.self) { try Extractor(at: location, environment: bare) }
+        #expect(error.code == .invalidArgument)
+        #expect(error.description.contains("AWS_ACCESS_KEY_ID"), "\(error)")
+    }
+
     // MARK: - Size estimate
 
     @Test("sizeEstimate counts regular files below the URLs, follows no symlink, and leaves out what the exclusions leave out")

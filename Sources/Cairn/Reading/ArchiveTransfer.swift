@@ -39,9 +39,20 @@ public enum ArchiveTransfer {
     nonisolated(nonsending) public static func send(
         archiveAt location: URL, from offset: UInt64 = 0, expecting token: ResumeToken? = nil, to sink: any ArchiveSink
     ) async throws {
+        try await send(archiveAt: location, from: offset, expecting: token, to: sink, environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// ``send(archiveAt:from:expecting:to:)-(URL,_,_,_)`` with the S3 settings of an `s3://`
+    /// URL read from `environment` instead of the process's (tests: a server of their own).
+    ///
+    /// - Throws: as ``send(archiveAt:from:expecting:to:)-(URL,_,_,_)``.
+    nonisolated(nonsending) package static func send(
+        archiveAt location: URL, from offset: UInt64, expecting token: ResumeToken?, to sink: any ArchiveSink,
+        environment: [String: String]
+    ) async throws {
         let source: any ArchiveSource
         do {
-            let resolved = try ArchiveLocation(location)
+            let resolved = try ArchiveLocation(location, environment: environment)
             source = try await DedicatedThread.run { () throws(CairnError) in try resolved.openRandomAccess() }
         } catch {
             await sink.abandon()

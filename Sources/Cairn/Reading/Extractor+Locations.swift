@@ -21,7 +21,15 @@ extension Extractor {
     ///   and `.invalidArgument` for a server without range support, missing S3 credentials or
     ///   another URL scheme.
     public convenience init(at location: URL) throws(CairnError) {
-        let resolved = try ArchiveLocation(location)
+        try self.init(at: location, environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// ``init(at:)`` with the S3 settings of an `s3://` URL read from `environment` instead of
+    /// the process's (tests: a server of their own).
+    ///
+    /// - Throws: as ``init(at:)``.
+    package convenience init(at location: URL, environment: [String: String]) throws(CairnError) {
+        let resolved = try ArchiveLocation(location, environment: environment)
         switch resolved {
         case .file(let path): try self.init(path: path)
         case .remote: try self.init(source: resolved.openRandomAccess())
