@@ -46,14 +46,10 @@ enum NotesApp {
         try encoder.encode(values).write(to: url)
     }
 
-    /// Bytes of the regular files under `url` (0 when it does not exist).
+    /// Bytes of the regular files under `url` (0 when it does not exist), by Cairn's own
+    /// estimate (``Archiver/sizeEstimate(of:excluding:)``: no symlink followed).
     static func treeSize(_ url: URL) -> Int {
-        guard let walker = FileManager.default.enumerator(at: url, includingPropertiesForKeys: [.fileSizeKey]) else { return 0 }
-        var total = 0
-        for case let file as URL in walker {
-            total += (try? file.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0
-        }
-        return total
+        (try? Archiver.sizeEstimate(of: [url])).map { Int(clamping: $0) } ?? 0
     }
 
     /// `bytes` as a one-element async sequence, for ``ResourcesArchiver/append(contentsOf:pathInArchive:permissions:)``.

@@ -1,3 +1,4 @@
+import Cairn
 import CairnMigration
 import CairnTestSupport
 import Foundation
@@ -19,8 +20,9 @@ public struct ContainerSnapshot: Equatable, Sendable, CustomStringConvertible {
 
     /// Reads every protected directory of `container`.
     ///
-    /// - Throws: `FileSystemTestError` when a tree cannot be read.
-    public init(of container: MigrationDataContainer) throws {
+    /// - Throws: `CairnError` `.io` naming the directory when a tree cannot be read (the cause
+    ///   names the failing call).
+    public init(of container: MigrationDataContainer) throws(CairnError) {
         var trees: [String: TreeSnapshot?] = [:]
         let state = Array(MigrationDataContainer.stateDirectoryName.utf8)
         for url in container.protectedDirectories {
@@ -29,7 +31,12 @@ public struct ContainerSnapshot: Equatable, Sendable, CustomStringConvertible {
                 trees[path] = .some(nil)
                 continue
             }
-            var tree = try TreeSnapshot(at: path)
+            var tree: TreeSnapshot
+            do {
+                tree = try TreeSnapshot(at: path)
+            } catch {
+                throw CairnError(.io, "cannot read the tree", path: path, cause: "\(error)")
+            }
             if path == container.containerRootDirectory.standardizedFileURL.path(percentEncoded: false).trimmingSlashes {
                 tree.nodes = tree.nodes.filter { key, _ in !(key == state || key.starts(with: state + [0x2F])) }
             }

@@ -196,8 +196,9 @@ enum CreateCommand {
         let showProgress = ProgressBar.shouldShow(args)
         if showProgress, configuration.sizeEstimate == nil, !args.flag("--resume") {
             // A quick scan (lstat only) gives the bar a real total; the archive is unaffected.
-            archiver.progress.totalUnitCount = Int64(
-                clamping: Self.scanSize(operands, excluding: ExclusionPatterns(configuration.exclusions)))
+            // An operand that vanished since it was checked leaves the total indeterminate (-1).
+            let scanned = try? Archiver.sizeEstimate(ofPaths: operands, excluding: ExclusionPatterns(configuration.exclusions))
+            archiver.progress.totalUnitCount = scanned.map { Int64(clamping: $0) } ?? -1
         }
         let bar = showProgress ? ProgressBar(progress: archiver.progress, label: "create") : nil
         bar?.start()
@@ -383,29 +384,4 @@ enum CreateCommand {
         return lines.joined(separator: "\n")
     }
 
-    /// Total bytes of the regular files at and below `paths` that `exclusions` keep, without
-    /// following symlinks (a quick estimate for the progress bar only).
-    static func scanSize(_ paths: [[UInt8]], excluding exclusions: ExclusionPatterns) -> UInt64 {
-        var total: UInt64 = 0
-        for raw in paths {
-            let path = String(decoding: raw, as: UTF8.self)
-            let top = PathBytes.lastComponent(raw)
-            let prefix = top.isEmpty || top == Array(".".utf8) || top == Array("..".utf8) || top == Array("/".utf8) ? [] : top
-            if !prefix.isEmpty, exclusions.excludes(prefix) { continue }
-            var st = stat()
-            guard lstat(path, &st) == 0 else { continue }
-            if st.st_mode & S_IFMT == S_IFREG { total += UInt64(max(0, st.st_size)) }
-            guard st.st_mode & S_IFMT == S_IFDIR, let walker = FileManager.default.enumerator(atPath: path) else { continue }
-            while let name = walker.nextObject() as? String {
-                if !exclusions.isEmpty, exclusions.excludes(PathBytes.join(prefix, Array(name.utf8))) {
-                    walker.skipDescendants()
-                    continue
-                }
-                if lstat(path + "/" + name, &st) == 0, st.st_mode & S_IFMT == S_IFREG {
-                    total += UInt64(max(0, st.st_size))
-                }
-            }
-        }
-        return total
-    }
 }

@@ -18,33 +18,40 @@ struct ReadmeExampleTests {
         var generator = SeededGenerator(seed: 11)
         try Data(generator.bytes(300_000)).write(to: source.appendingPathComponent("Notes/a.bin"))
         try Data("hello\n".utf8).write(to: source.appendingPathComponent("readme.txt"))
-        let exportPath = scratch.path + "/export.cairn"
-        let otherPath = scratch.path + "/other.cairn"
+        let export = scratch.url(appending: "export.cairn")
+        let other = scratch.url(appending: "other.cairn")
+        let copy = scratch.url(appending: "copy.cairn")
         let restored = scratch.url.appendingPathComponent("restored")
 
         // From here on: the README example (run on the main actor, as top-level code would be).
-        let properties = try await Archiver.withArchiver(writingTo: exportPath) { archiver in
+        var configuration = Archiver.Configuration()
+        configuration.sizeEstimate = try Archiver.sizeEstimate(of: [source])
+        #expect(configuration.sizeEstimate == 300_006)
+        let properties = try await Archiver.withArchiver(writingTo: export, configuration: configuration) { archiver in
             try await archiver.appendItem(at: source)  // stored as data/...
         }
         #expect(properties.uncompressedBytes == 300_006)
 
-        let archiver = try Archiver(writingTo: otherPath)
+        let archiver = try Archiver(writingTo: other)
         try await archiver.appendItem(at: source, pathInArchive: "export/data")
         _ = try await archiver.finish()
 
-        let extractor = try Extractor(path: exportPath)
+        let extractor = try Extractor(at: export)
         defer { extractor.close() }
         #expect(extractor.entries.map(\.path) == ["data", "data/Notes", "data/Notes/a.bin", "data/readme.txt"])
         try await extractor.extractAll(to: restored)
 
-        let report = try await Extractor.verifyArchive(atPath: exportPath)
+        let report = try await Extractor.verifyArchive(at: export)
         #expect(report.contentBytes == 300_006)
+
+        try await ArchiveTransfer.send(archiveAt: export, to: FileSink(writingTo: copy))
+        #expect(try Data(contentsOf: copy) == (try Data(contentsOf: export)))
         // End of the README example.
 
-        let copy = try Data(contentsOf: restored.appendingPathComponent("data/Notes/a.bin"))
-        #expect(copy == (try Data(contentsOf: source.appendingPathComponent("Notes/a.bin"))))
-        let other = try Extractor(path: otherPath)
-        defer { other.close() }
-        #expect(other.entries.first?.path == "export/data")
+        let restoredCopy = try Data(contentsOf: restored.appendingPathComponent("data/Notes/a.bin"))
+        #expect(restoredCopy == (try Data(contentsOf: source.appendingPathComponent("Notes/a.bin"))))
+        let otherExtractor = try Extractor(at: other)
+        defer { otherExtractor.close() }
+        #expect(otherExtractor.entries.first?.path == "export/data")
     }
 }

@@ -4,7 +4,7 @@ import Glibc
 /// Writes a Cairn archive item by item, as a stream (`Spec/0001-container-format.md`).
 ///
 /// ```swift
-/// let archiver = try Archiver(writingTo: "/tmp/export.cairn")
+/// let archiver = try Archiver(writingTo: URL(filePath: "/tmp/export.cairn"))
 /// try await archiver.appendItem(at: URL(filePath: "/srv/app/data"))
 /// let properties = try await archiver.finish()
 /// ```

@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 
 /// Where an ``Archiver`` sends the archive's bytes, in order. The archiver never seeks back.
@@ -213,6 +214,26 @@ public final class FileSink: ArchiveSink, RewindableArchiveSink {
         _ = try? descriptor.sync()
         _ = try? descriptor.close()
     }
+}
+
+extension FileSink {
+    /// Creates `<path>.partial` for the file at `location` (replacing an earlier one that no
+    /// process holds), as ``init(path:overwrite:)``: the archive appears at `location` only
+    /// once complete.
+    ///
+    /// - Parameters:
+    ///   - location: a `file:` URL, where the archive appears once complete.
+    ///   - overwrite: whether an existing file at `location` may be replaced (at the final
+    ///     rename only). Default false.
+    /// - Throws: `CairnError` naming the archive: `.invalidArgument` for a URL that is not a
+    ///   `file:` URL; `.alreadyExists` when the file exists and `overwrite` is false; `.busy`
+    ///   when another process is writing `<path>.partial`; `.io`.
+    public convenience init(writingTo location: URL, overwrite: Bool = false) throws(CairnError) {
+        try self.init(path: ArchiveLocation.requireFilePath(location, for: "the archive"), overwrite: overwrite)
+    }
+
+    /// The final location, as a `file:` URL (``path``).
+    public var url: URL { URL(filePath: path) }
 }
 
 /// Writes the archive to standard output (for `cairn create -o -`).

@@ -4,7 +4,7 @@ import Glibc
 /// Reads a Cairn archive: lists it, verifies it, and extracts it safely.
 ///
 /// ```swift
-/// let extractor = try Extractor(path: "/tmp/export.cairn")
+/// let extractor = try Extractor(at: URL(filePath: "/tmp/export.cairn"))
 /// defer { extractor.close() }
 /// for entry in extractor.entries { print(entry.path) }
 /// try await extractor.extractAll(to: URL(filePath: "/tmp/restored"))
@@ -30,7 +30,8 @@ public final class Extractor {
     /// Import progress in content bytes, updated during ``extractAll(to:options:)``.
     public let progress = Progress(totalUnitCount: 0)
 
-    /// Opens the archive at `path` and reads its manifest.
+    /// Opens the archive at `path` and reads its manifest. ``init(at:)`` takes a `URL` (a
+    /// file, `http(s)://` or `s3://`).
     ///
     /// - Throws: `.notFound`, `.io`, `.corrupted`, `.checksumMismatch`, `.unsupportedVersion`,
     ///   or `.truncated` for an incomplete archive (no valid footer).
@@ -53,7 +54,10 @@ public final class Extractor {
         reader.close()
     }
 
-    /// Opens the archive at `path`, runs `body`, and closes it.
+    /// Opens the archive at `path`, runs `body`, and closes it (the `URL` form:
+    /// ``withExtractor(at:_:)-(URL,_)``).
+    ///
+    /// - Throws: what ``init(path:)`` throws, or what `body` throws, unchanged.
     nonisolated(nonsending) public static func withExtractor<R>(at path: String, _ body: (Extractor) async throws -> R) async throws -> R {
         let extractor = try Extractor(path: path)
         defer { extractor.close() }
@@ -167,7 +171,12 @@ public final class Extractor {
 
     /// Verifies the archive at `path` front to back without opening its manifest first, so an
     /// archive whose footer is damaged still reports the first bad offset; `"-"` reads standard
-    /// input.
+    /// input. ``verifyArchive(at:)`` takes a `URL` (a file, `http(s)://` or `s3://`).
+    ///
+    /// - Returns: what was verified.
+    /// - Throws: `CairnError` naming the archive: `.notFound`, `.io`, the first problem found
+    ///   (naming its offset, the others in ``CairnError/additionalErrors``); or
+    ///   `CancellationError`.
     nonisolated(nonsending) public static func verifyArchive(atPath path: String) async throws -> VerificationReport {
         if path == "-" {
             return try await verify(descriptor: .standardInput, path: "<stdin>", seekToStart: false)

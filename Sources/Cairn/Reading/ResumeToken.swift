@@ -130,12 +130,12 @@ extension Extractor {
                 if scanner.footer != nil { break }
             }
         } catch let error as CairnError {
-            stopReason = error
+            stopReason = error.withPath(path)
         }
         // Read to the end so the file size is known even for a pipe.
         var total = stream.offset
         if stopReason == nil, scanner.footer != nil {
-            do throws(CairnError) { try scanner.requireEnd(of: stream) } catch { stopReason = error }
+            do throws(CairnError) { try scanner.requireEnd(of: stream) } catch { stopReason = error.withPath(path) }
         }
         while (try? stream.isAtEnd()) == false { _ = try stream.readBytes(1 << 20) }
         total = stream.offset

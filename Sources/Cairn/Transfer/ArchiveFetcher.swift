@@ -7,9 +7,10 @@ import Synchronization
 /// (`Spec/0003-command-line.md §13`, `Spec/0001-container-format.md §14`).
 ///
 /// ```swift
-/// let fetcher = ArchiveFetcher(url: "https://example.com/export.cairn",
-///                              options: FetchOptions(seeds: ["/backups/last-export.cairn"]))
-/// let report = try await fetcher.fetch(to: "/tmp/export.cairn")
+/// var options = FetchOptions()
+/// options.seedURLs = [URL(filePath: "/backups/last-export.cairn")]
+/// let fetcher = ArchiveFetcher(at: URL(string: "https://example.com/export.cairn")!, options: options)
+/// let report = try await fetcher.fetch(to: URL(filePath: "/tmp/export.cairn"))
 /// print(report.fetchedBytes, "of", report.archiveBytes)
 /// ```
 ///
@@ -364,6 +365,42 @@ public struct FetchOptions: Sendable {
     }
 }
 
+extension ArchiveFetcher {
+    /// A fetcher of the remote archive at `location`, as ``init(url:options:)``.
+    ///
+    /// - Parameters:
+    ///   - location: `http://`, `https://` or `s3://BUCKET/KEY` (the store from
+    ///     ``FetchOptions/s3Endpoint`` or `AWS_ENDPOINT_URL`, the credentials from the
+    ///     environment).
+    ///   - options: seeds, retries, timeouts, and whether an existing file may be replaced.
+    public convenience init(at location: URL, options: FetchOptions = FetchOptions()) {
+        self.init(url: location.absoluteString, options: options)
+    }
+
+    /// The archive's location as a `URL` (nil when ``url`` does not parse as one).
+    public var location: URL? { URL(string: url) }
+
+    /// Fetches the archive into the file at `destination`, as ``fetch(to:)-(String)``.
+    ///
+    /// - Parameter destination: a `file:` URL; bytes go to `<path>.partial` until the whole
+    ///   archive verified.
+    /// - Returns: what was transferred.
+    /// - Throws: `CairnError` `.invalidArgument` naming the URL when `destination` is not a
+    ///   `file:` URL; otherwise as ``fetch(to:)-(String)``: `CancellationError` (the partial
+    ///   file stays, resumable) or `CairnError` naming the archive.
+    nonisolated(nonsending) public func fetch(to destination: URL) async throws -> FetchReport {
+        try await fetch(to: ArchiveLocation.requireFilePath(destination, for: "the destination"))
+    }
+}
+
+extension FetchOptions {
+    /// ``seeds`` as `file:` URLs: local archives whose records are copied instead of downloaded.
+    public var seedURLs: [URL] {
+        get { seeds.map { URL(filePath: $0) } }
+        set { seeds = newValue.map { $0.path(percentEncoded: false) } }
+    }
+}
+
 /// What a fetch tells as it goes.
 public enum FetchEvent: Sendable {
     /// Continuing after the partial file's verified prefix of this many bytes.
@@ -376,7 +413,7 @@ public enum FetchEvent: Sendable {
     case restarting(reason: String)
 }
 
-/// What ``ArchiveFetcher/fetch(to:)`` did.
+/// What ``ArchiveFetcher/fetch(to:)-(URL)`` did.
 public struct FetchReport: Sendable, Equatable {
     /// Bytes of the archive.
     public var archiveBytes: UInt64 = 0

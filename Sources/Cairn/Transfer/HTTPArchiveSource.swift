@@ -372,14 +372,18 @@ extension Extractor {
     }
 
     /// Verifies the archive at `url` front to back without opening its manifest first: a
-    /// `file:` URL as ``verifyArchive(atPath:)``, an `http:` or `https:` URL read with one GET
-    /// (no range support needed), every byte through the same checker.
+    /// `file:` URL as ``verifyArchive(atPath:)``, an `http:`, `https:` or `s3:` URL (resolved as
+    /// ``init(at:)`` resolves it) read with one GET (no range support needed), every byte
+    /// through the same checker.
     ///
     /// - Returns: what was verified.
-    /// - Throws: the first problem found, naming its offset; `.network`, `.httpStatus` naming the URL.
+    /// - Throws: `CairnError` naming the archive: the first problem found, naming its offset;
+    ///   `.network`, `.httpStatus` naming the URL; `.invalidArgument` for another scheme; or
+    ///   `CancellationError`.
     nonisolated(nonsending) public static func verifyArchive(at url: URL) async throws -> VerificationReport {
-        if url.isFileURL { return try await verifyArchive(atPath: url.path) }
-        let name = url.absoluteString
-        return try await verify(HTTPArchiveSource.openSequential(url: name), path: name)
+        switch try ArchiveLocation(url) {
+        case .file(let path): return try await verifyArchive(atPath: path)
+        case .remote(let remote): return try await verify(remote.openSequential(), path: remote.name)
+        }
     }
 }

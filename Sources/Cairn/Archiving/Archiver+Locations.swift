@@ -1,0 +1,153 @@
+import Foundation
+import Glibc
+
+/// The `URL` forms of the archiver's entry points (what is written is labelled `writingTo:`),
+/// and the size estimate of a set of sources.
+extension Archiver {
+    /// Creates an archiver writing to the file at `location` through ``FileSink``: the archive
+    /// appears there only when ``finish()`` succeeds, and never replaces an existing file (pass
+    /// `FileSink(writingTo:overwrite: true)` to ``init(sink:configuration:)`` for that).
+    ///
+    /// An object store is written through its own sink (`ObjectStoreSink`, which keeps a local
+    /// state file for resuming) passed to ``init(sink:configuration:)``.
+    ///
+    /// - Parameters:
+    ///   - location: a `file:` URL; bytes go to `<path>.partial` until the archive is complete.
+    ///   - configuration: chunking, compression, header fields, backpressure, exclusions.
+    /// - Throws: `CairnError` naming the archive: `.invalidArgument` for a URL that is not a
+    ///   `file:` URL or a bad configuration; `.alreadyExists` when the file exists; `.busy` when
+    ///   another process is writing `<path>.partial`; `.io`; `.limitExceeded` for a bad
+    ///   configuration.
+    public convenience init(writingTo location: URL, configuration: Configuration = Configuration()) throws(CairnError) {
+        let path = try ArchiveLocation.requireFilePath(location, for: "the archive")
+        do throws(CairnError) {
+            try self.init(writingTo: path, configuration: configuration)
+        } catch {
+            throw error.withPath(path)
+        }
+    }
+
+    /// Runs `body` with a new archiver writing to the file at `location` (as
+    /// ``init(writingTo:configuration:)-(URL,_)``), then finishes it.
+    ///
+    /// If `body` throws or the task is cancelled, the archive is abandoned (left as
+    /// `<path>.partial`, resumable) and the error is rethrown.
+    ///
+    /// - Returns: the export properties.
+    /// - Throws: what ``init(writingTo:configuration:)-(URL,_)`` and ``finish()`` throw,
+    ///   `CancellationError`, or what `body` throws, unchanged.
+    nonisolated(nonsending) public static func withArchiver(
+        writingTo location: URL, configuration: Configuration = Configuration(), _ body: (Archiver) async throws -> Void
+    ) async throws -> ExportProperties {
+        let archiver = try Archiver(writingTo: location, configuration: configuration)
+        do {
+            try await body(archiver)
+        } catch {
+            await archiver.abandon()
+            throw error
+        }
+        return try await archiver.finish()
+    }
+
+    /// Resumes the interrupted archive `<path>.partial` of the file at `location`, as
+    /// ``init(resuming:configuration:expecting:overwrite:)-(String,_,_,_)``.
+    ///
+    /// - Parameters:
+    ///   - location: the archive's final `file:` URL; `<path>.partial` is continued.
+    ///   - configuration: settings that do not shape the header.
+    ///   - expected: the sources and the options given explicitly, compared with the archive's.
+    ///   - overwrite: whether ``finish()`` may replace an existing file at `location`.
+    /// - Throws: `CairnError`: `.invalidArgument` for a URL that is not a `file:` URL; otherwise
+    ///   as the path form (`.notFound`, `.notResumable`, `.busy`, `.io`), naming the archive.
+    public convenience init(
+        resuming location: URL, configuration: Configuration = Configuration(),
+        expecting expected: ResumeExpectation = ResumeExpectation(), overwrite: Bool = false
+    ) throws(CairnError) {
+        let path = try ArchiveLocation.requireFilePath(location, for: "the archive")
+        try self.init(resuming: path, configuration: configuration, expecting: expected, overwrite: overwrite)
+    }
+
+    /// The bytes of the regular files at and below `sources`: what appending them would read,
+    /// before deduplication and compression. A quick scan (`lstat(2)` and `readdir(3)` only,
+    /// no file is opened), for a progress total, ``Configuration/sizeEstimate`` or a free-space
+    /// check.
+    ///
+    /// Symlinks are never followed (a link counts 0 bytes; a link to a directory is not
+    /// entered), and items are left out as ``appendItem(at:)`` leaves them out: each source is
+    /// stored under its last path component, and `exclusions` (as
+    /// ``Configuration/exclusions``, `fnmatch(3)` patterns) are matched against the path in
+    /// the archive. A directory below a source that cannot be read counts 0 bytes (appending
+    /// it would give a warning, not an error). Hard links count once per name.
+    ///
+    /// - Parameters:
+    ///   - sources: `file:` URLs of files, directories or symlinks.
+    ///   - exclusions: glob patterns, as ``Configuration/exclusions``.
+    /// - Returns: the total in bytes.
+    /// - Throws: `CairnError` naming the source: `.invalidArgument` for a URL that is not a
+    ///   `file:` URL; `.notFound` when a source does not exist; `.io` when it cannot be
+    ///   examined.
+    /// - Complexity: O(n) in the number of items below the sources.
+    public static func sizeEstimate(of sources: [URL], excluding exclusions: [String] = []) throws(CairnError) -> UInt64 {
+        var paths: [[UInt8]] = []
+        for source in sources {
+            guard source.isFileURL || source.scheme == nil else {
+                throw CairnError(.invalidArgument, "a source must be a file: URL", path: source.absoluteString)
+            }
+            paths.append(Archiver.fileSystemPath(source))
+        }
+        return try sizeEstimate(ofPaths: paths, excluding: ExclusionPatterns(exclusions))
+    }
+
+    /// ``sizeEstimate(of:excluding:)`` of raw file-system paths (the CLI's operands), each
+    /// stored as ``appendItem(atPath:)`` stores it: under its last component, or at the top
+    /// level when that is `.`, `..` or `/`.
+    ///
+    /// - Throws: as ``sizeEstimate(of:excluding:)``.
+    package static func sizeEstimate(ofPaths paths: [[UInt8]], excluding exclusions: ExclusionPatterns) throws(CairnError)
+        -> UInt64
+    {
+        var total: UInt64 = 0
+        for path in paths {
+            let top = PathBytes.lastComponent(path)
+            let prefix = top.isEmpty || top == [0x2E] || top == [0x2E, 0x2E] || top == [0x2F] ? [] : top
+            if !prefix.isEmpty, exclusions.excludes(prefix) { continue }
+            let status = try FileStatus.of(path)
+            switch status.kind {
+            case .regular:
+                total &+= status.size
+            case .directory:
+                guard let directory = try? FileDescriptor.open(path, flags: O_RDONLY | O_DIRECTORY | O_NOFOLLOW) else { continue }
+                total &+= sizeBelow(directory, prefix: prefix, excluding: exclusions)
+                _ = try? directory.close()
+            default:
+                continue
+            }
+        }
+        return total
+    }
+
+    /// The bytes of the regular files below the open `directory`, whose path in the archive is
+    /// `prefix`; unreadable directories count 0.
+    private static func sizeBelow(_ directory: FileDescriptor, prefix: [UInt8], excluding exclusions: ExclusionPatterns) -> UInt64 {
+        guard let names = try? DirectoryReader.names(in: directory) else { return 0 }
+        var total: UInt64 = 0
+        for name in names {
+            let inArchive = PathBytes.join(prefix, name)
+            if exclusions.excludes(inArchive) { continue }
+            guard let status = try? FileStatus.of(name, relativeTo: directory) else { continue }
+            switch status.kind {
+            case .regular:
+                total &+= status.size
+            case .directory:
+                guard let child = try? FileDescriptor.open(name, flags: O_RDONLY | O_DIRECTORY | O_NOFOLLOW, relativeTo: directory) else {
+                    continue
+                }
+                total &+= sizeBelow(child, prefix: inArchive, excluding: exclusions)
+                _ = try? child.close()
+            default:
+                continue
+            }
+        }
+        return total
+    }
+}
