@@ -258,6 +258,49 @@ struct LiveDatabaseTests {
         #expect(plain.status == 0 && plain.stderr.isEmpty, "\(plain.stderr)")
     }
 
+    @Test("a database left with a hot journal (its writer killed mid-transaction) is archived as a plain file with its -journal and a warning; the import rolls it back to the last commit")
+    func hotJournalDatabase() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try FileManager.default.createDirectory(atPath: directory.appending("src"), withIntermediateDirectories: true)
+        let database = directory.appending("src/hot.db")
+        try Self.makeDatabase(database, journalMode: "delete")
+        #expect(try Self.sqlite(database, "UPDATE c SET n = 41;").status == 0)
+        // A writer that changes every row of filler with a one-page cache (so the changes spill
+        // into the database file and the journal holds the originals), then dies uncommitted.
+        let writer = try ChildProcess.run(
+            URL(fileURLWithPath: FaultProxy.python),
+            [
+                "-c",
+                """
+                import os, sqlite3, sys
+                con = sqlite3.connect(sys.argv[1], isolation_level=None)
+                con.execute("PRAGMA cache_size=1")
+                con.execute("BEGIN IMMEDIATE")
+                con.execute("UPDATE filler SET v = zeroblob(1000)")
+                con.execute("UPDATE c SET n = 99")
+                os._exit(0)
+                """,
+                database,
+            ], timeout: 60)
+        try #require(writer.status == 0, "\(writer.stderr)")
+        let journal = try RawFileSystem.contents(ofFile: Array((database + "-journal").utf8))
+        try #require(journal.count > 512, "the writer left a journal")
+
+        let cairn = try ChildProcess.cairnExecutable(besideBundle: Bundle.module.bundleURL)
+        let result = try ChildProcess.run(cairn, ["create", "-q", "-o", "hot.cairn", "src"], in: directory.path)
+        #expect(result.status == 3, "\(result.stderr)")
+        #expect(result.stderr.contains("src/hot.db: "), "\(result.stderr)")
+        #expect(result.stderr.contains("archived as a plain file"), "\(result.stderr)")
+        let extractor = try Extractor(path: directory.appending("hot.cairn"))
+        defer { extractor.close() }
+        #expect(extractor.entries.map(\.path) == ["src", "src/hot.db", "src/hot.db-journal"])
+        try await extractor.extractAll(to: directory.url(appending: "out"))
+        // The journal came with its database: the first connection rolls the transaction back.
+        let restored = try Self.sqlite(directory.appending("out/src/hot.db"), "PRAGMA integrity_check; SELECT n FROM c;")
+        #expect(restored.stdoutLines == ["ok", "41"], "\(restored.stdout) \(restored.stderr)")
+    }
+
     @Test("a file that only starts like an SQLite database is archived as any other file, without a warning")
     func notADatabase() async throws {
         let directory = try TemporaryDirectory()
