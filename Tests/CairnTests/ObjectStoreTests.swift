@@ -222,6 +222,38 @@ struct ObjectStoreTests {
         try FetchTests.expectSame(server.objectPath(key: "c.cairn"), FetchTests.bytes(local))
     }
 
+    @Test("an answer a retry cannot cure (the upload gone: 404 NoSuchUpload) aborts the multipart upload, says so, and removes the state file")
+    func unrecoverableErrorAborts() async throws { try await onDedicatedThread { try Self().unrecoverableErrorAbortsOnThread() } }
+
+    func unrecoverableErrorAbortsOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-s3-abort")
+        defer { work.remove() }
+        let server = try RcloneS3Server()
+        defer { server.stop() }
+        let (source, _) = try Self.source(work, seed: 11, count: 8)
+        let location = try S3Location(parsing: "s3://cairn/gone.cairn")
+        let configuration = try Self.configuration(server)
+        let statePath = work.appending("gone.state")
+        let objectPath = server.objectPath(key: "gone.cairn")
+        try blockingAsync {
+            let sink = try ObjectStoreSink(location: location, configuration: configuration, statePath: statePath)
+            let archiver = try Archiver(sink: sink)
+            try await archiver.appendItem(atPath: Array((source + "/data").utf8), pathInArchive: Array("data".utf8))
+            // Someone aborts the upload meanwhile: every later call answers 404 NoSuchUpload.
+            try S3Client(configuration: configuration).abortMultipartUpload(location, uploadID: sink.uploadID)
+            do {
+                try await archiver.appendItem(atPath: Array((source + "/data").utf8), pathInArchive: Array("again".utf8))
+                _ = try await archiver.finish()
+                Issue.record("the upload of an aborted multipart upload completed")
+            } catch let error as CairnError {
+                #expect(error.description.contains("404"), "\(error)")
+                #expect(error.description.hasSuffix("the multipart upload was aborted"), "\(error)")
+            }
+        }
+        #expect(!FileManager.default.fileExists(atPath: statePath), "nothing left to resume")
+        #expect(!FileManager.default.fileExists(atPath: objectPath))
+    }
+
     @Test("wrong credentials: a clear error naming the endpoint and the status; nothing is created")
     func wrongCredentials() async throws { try await onDedicatedThread { try Self().wrongCredentialsOnThread() } }
 
