@@ -17,7 +17,9 @@ enum FetchCommand {
         --seed ARCHIVE  a local archive (the previous export, say) whose records are copied
                         instead of downloaded; repeatable. The footer and manifest are read
                         first, then only what no seed holds is downloaded. The result is
-                        byte-identical to the archive at URL.
+                        byte-identical to the archive at URL. A seed may also be remote (an
+                        http(s):// URL or an s3:// object, a nearer copy): its chunk records
+                        are copied with range requests (its packs only from local seeds).
         --retries N     transient failures (cut connections, timeouts, 5xx) retried in this run,
                         with backoff (default 5)
         --force         replace an existing FILE, and set aside a FILE.partial not left by a
@@ -36,9 +38,6 @@ enum FetchCommand {
         guard ArchiveFetcher.isURL(url) else { throw UsageError("'\(url)' is not an http://, https:// or s3:// location") }
         guard let output = args.value("-o", "--output") else { throw UsageError("missing -o FILE") }
         guard output != "-" else { throw UsageError("fetch writes a file (-o FILE): it verifies the whole archive before FILE appears; use 'cairn cat URL' for standard output") }
-        for seed in args.allValues("--seed") where ArchiveFetcher.isURL(seed) {
-            throw UsageError("--seed takes a local archive, not a URL or object ('\(seed)')")
-        }
         var options = FetchOptions(seeds: args.allValues("--seed"), overwrite: args.flag("--force"))
         options.s3Endpoint = args.value(ArchiveOperand.endpointOption)
         if let text = args.value("--retries") {

@@ -267,6 +267,45 @@ struct FetchTests {
         #expect(Double(fetched) <= 1.25 * Double(needed) + 16384, "fetched \(fetched) bytes, needed \(needed), of \(expected.count)")
     }
 
+    @Test("a remote seed (an archive at a URL): its chunk records are copied with range requests, the archive's own bytes mostly not downloaded; result identical")
+    func remoteSeed() async throws { try await onDedicatedThread { try Self().remoteSeedOnThread() } }
+
+    /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
+    func remoteSeedOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-fetch-remote-seed")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        // Large files only (chunk records, not packs), the second archive with one file changed.
+        var generator = SeededGenerator(seed: 77)
+        let contents = (0..<8).map { _ in generator.bytes(600 << 10) }
+        let changed = generator.bytes(600 << 10)
+        var old = TreeBuilder()
+        var new = TreeBuilder()
+        old.directory("data")
+        new.directory("data")
+        for index in 0..<8 {
+            old.file("data/big\(index).bin", contents[index])
+            new.file("data/big\(index).bin", index == 3 ? changed : contents[index])
+        }
+        try Self.archive(old, at: served + "/old.cairn", work: work, name: "old")
+        try Self.archive(new, at: served + "/new.cairn", work: work, name: "new")
+        let expected = try Self.bytes(served + "/new.cairn")
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+
+        let out = work.appending("copy.cairn")
+        let result = try FetchCLI.run(["fetch", server.url("new.cairn"), "-o", out, "--seed", server.url("old.cairn"), "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        try FetchTests.expectSame(out, expected)
+        let log = server.accessLog()
+        let fromNew = log.filter { $0.path.hasSuffix("/new.cairn") }.reduce(UInt64(0)) { $0 + $1.bodyBytesSent }
+        let fromOld = log.filter { $0.path.hasSuffix("/old.cairn") }.reduce(UInt64(0)) { $0 + $1.bodyBytesSent }
+        #expect(fromOld > UInt64(5 * (600 << 10)), "the unchanged files came from the seed: \(fromOld) bytes")
+        #expect(fromNew < UInt64(expected.count / 3), "\(fromNew) of \(expected.count) bytes of the archive itself were downloaded")
+        #expect(result.stdout.contains("\"seedBytes\""), "\(result.stdout)")
+    }
+
     @Test("a seed whose record has the right id and length but other bytes: the bytes are downloaded instead, result identical")
     func lyingSeed() async throws { try await onDedicatedThread { try Self().lyingSeedOnThread() } }
 

@@ -91,6 +91,12 @@ struct ObjectStoreTests {
         let fetched = try Self.cli(["fetch", "s3://cairn/exports/a.cairn", "-o", "copy.cairn", "-q"], in: work.path, server)
         #expect(fetched.status == 0, "\(fetched.stderr)")
         try FetchTests.expectSame(work.appending("copy.cairn"), local)
+        // An s3:// seed: its chunk records are copied with range requests.
+        let seeded = try Self.cli(
+            ["fetch", "s3://cairn/exports/a.cairn", "-o", "seeded.cairn", "--seed", "s3://cairn/exports/a.cairn", "--json"], in: work.path, server)
+        #expect(seeded.status == 0, "\(seeded.stderr)")
+        try FetchTests.expectSame(work.appending("seeded.cairn"), local)
+        #expect(Self.number("seedBytes", in: seeded.stdout) > UInt64(local.count / 2), "\(seeded.stdout)")
 
         // An existing object is never replaced without --force.
         let again = try Self.cli(["create", "-q", "-o", "s3://cairn/exports/a.cairn", "data"], in: source, server)

@@ -70,14 +70,20 @@ public final class ArchiveFetcher: Sendable {
         let client = remote.client
         let seeds = SeedIndex()
         defer { seeds.close() }
-        for seed in options.seeds { try seeds.add(path: seed) }
+        for seed in options.seeds {
+            if RemoteArchive.isRemote(seed) {
+                try seeds.add(remote: RemoteArchive(seed, s3Endpoint: options.s3Endpoint, http: configuration))
+            } else {
+                try seeds.add(path: seed)
+            }
+        }
         if access(path + ".partial.seed", F_OK) == 0 { try? seeds.add(path: path + ".partial.seed") }
 
         var output = try FileSink(continuing: path, overwrite: options.overwrite)
         if let identity = output.fileIdentity {
             // The partial file itself given as a seed: it is resumed, not copied from.
             for (index, seed) in seeds.seeds.enumerated().reversed() {
-                if let status = try? seed.descriptor.status(), status.device == identity.device, status.inode == identity.inode {
+                if let status = try? seed.descriptor?.status(), status.device == identity.device, status.inode == identity.inode {
                     seeds.remove(at: index)
                 }
             }
@@ -336,7 +342,9 @@ public final class ArchiveFetcher: Sendable {
 
 /// Options for ``ArchiveFetcher``.
 public struct FetchOptions: Sendable {
-    /// Local archives (complete or not) whose records are copied instead of downloaded.
+    /// Archives (complete or not) whose records are copied instead of downloaded: local paths,
+    /// or remote archives (`http(s)://` URLs, `s3://` objects), whose chunk records are copied
+    /// with range requests.
     public var seeds: [String]
     /// Transient failures retried within one run (each after an exponential backoff). Default 5.
     public var retries: Int

@@ -37,12 +37,27 @@ package final class SeedIndex {
         package var contentStoredLength: Int { framedLength - RecordFraming.trailerLength - contentStart }
     }
 
-    /// A seed file, open for reading.
+    /// A seed, open for reading: a local file, or a remote archive (an `http(s)://` URL or an
+    /// `s3://` object) read with range requests.
     package struct Seed: Sendable {
+        /// The path, or the URL or `s3://` location as given.
         package var path: String
-        package var descriptor: FileDescriptor
-        /// Bytes of the file that were walked (up to the first record that did not parse).
+        /// The local file; nil for a remote seed.
+        package var descriptor: FileDescriptor?
+        /// Bytes of the file that were walked (up to the first record that did not parse); for
+        /// a remote seed, its manifest's offset.
         package var indexedLength: UInt64
+        /// The remote archive; nil for a local seed.
+        package var remote: HTTPArchiveSource? = nil
+
+        /// Reads up to `buffer.count` bytes at `offset` (`pread(2)`, or range requests).
+        ///
+        /// - Throws: `.io` for a local file; `.network`, `.httpStatus`, `.sourceChanged` for a remote one.
+        package func read(fromAbsoluteOffset offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws(CairnError) -> Int {
+            if let remote { return try remote.read(fromAbsoluteOffset: offset, into: buffer) }
+            guard let descriptor else { return 0 }
+            return try descriptor.read(fromAbsoluteOffset: offset, into: buffer)
+        }
     }
 
     package private(set) var seeds: [Seed] = []
@@ -107,6 +122,32 @@ package final class SeedIndex {
     /// A seed's chunk record with this id, codec and framed length: the same bytes as the
     /// remote's record, unless a compressor made other stored bytes of the same length (the
     /// rebuilt archive's chain digests tell).
+    /// Adds a remote seed (an archive at an `http(s)://` URL or an `s3://` object), indexed from
+    /// its manifest: one suffix range request, no walk of its records (which would read it
+    /// whole). Only its chunk records are offered for copying, read with range requests; its
+    /// packs are not (a pack's item-table length needs a read of its record), nor the bridging
+    /// of unchanged files' records (``recordTypes(seed:in:)`` answers nil). As for a local seed,
+    /// nothing is trusted: what is copied is verified in the rebuilt archive, and a copy that
+    /// fails is downloaded instead.
+    ///
+    /// - Throws: what opening the remote archive and reading its manifest throws, naming it.
+    package func add(remote: RemoteArchive) throws(CairnError) {
+        let source = try remote.openRandomAccess()
+        do throws(CairnError) {
+            let reader = try ArchiveReader(source: source)
+            let seedIndex = seeds.count
+            for row in reader.manifest.chunks where row.pack == nil && chunks[row.id] == nil {
+                chunks[row.id] = ChunkLocation(
+                    seed: seedIndex, offset: row.offset,
+                    framedLength: RecordFraming.overhead + ChunkRecordPrefix.length + Int(row.storedLength), codec: row.codec)
+            }
+            seeds.append(Seed(path: remote.name, descriptor: nil, indexedLength: reader.footer.manifestOffset, remote: source))
+        } catch {
+            source.close()
+            throw error.withPath(remote.name)
+        }
+    }
+
     package func chunk(id: Digest, codec: ChunkCodec, framedLength: Int) -> ChunkLocation? {
         guard let found = chunks[id], found.codec == codec, found.framedLength == framedLength else { return nil }
         return found
@@ -121,13 +162,13 @@ package final class SeedIndex {
     /// The types of the records that tile `range` of a seed exactly (each record's framing read
     /// with `pread`), or nil when they do not (a record crosses an end, or a header is bad).
     package func recordTypes(seed: Int, in range: Range<UInt64>) -> [UInt8]? {
-        guard seed < seeds.count else { return nil }
+        guard seed < seeds.count, seeds[seed].remote == nil else { return nil }
         var types: [UInt8] = []
         var position = range.lowerBound
         var head = [UInt8](repeating: 0, count: RecordFraming.headerLength)
         while position < range.upperBound {
             let got = try? head.withMutableBytes { (raw) throws(CairnError) in
-                try seeds[seed].descriptor.read(fromAbsoluteOffset: position, into: raw)
+                try seeds[seed].read(fromAbsoluteOffset: position, into: raw)
             }
             guard got == RecordFraming.headerLength,
                 let header = try? head.withBytes({ (raw) throws(CairnError) in try RecordCodec.parseHeader(raw, offset: position) })
@@ -143,7 +184,8 @@ package final class SeedIndex {
     /// their numbers shifted down by one.
     package func remove(at index: Int) {
         guard index < seeds.count else { return }
-        _ = try? seeds[index].descriptor.close()
+        _ = try? seeds[index].descriptor?.close()
+        seeds[index].remote?.close()
         seeds.remove(at: index)
         chunks = chunks.filter { $0.value.seed != index }.mapValues { var c = $0; if c.seed > index { c.seed -= 1 }; return c }
         packs = packs.mapValues { list in
@@ -153,7 +195,10 @@ package final class SeedIndex {
 
     /// Closes every seed.
     package func close() {
-        for seed in seeds { _ = try? seed.descriptor.close() }
+        for seed in seeds {
+            _ = try? seed.descriptor?.close()
+            seed.remote?.close()
+        }
         seeds = []
         chunks = [:]
         packs = [:]
