@@ -1,3 +1,4 @@
+import Cairn
 import Foundation
 
 /// The report's SVG chart, drawn by the harness itself: for each case, three panels of grouped
@@ -204,17 +205,4 @@ struct Chart {
 }
 
 /// `text` with XML's five special characters escaped.
-func xmlEscaped(_ text: String) -> String {
-    var out = ""
-    for c in text {
-        switch c {
-        case "&": out += "&amp;"
-        case "<": out += "&lt;"
-        case ">": out += "&gt;"
-        case "\"": out += "&quot;"
-        case "'": out += "&apos;"
-        default: out.append(c)
-        }
-    }
-    return out
-}
+func xmlEscaped(_ text: String) -> String { S3Client.escaped(text) }

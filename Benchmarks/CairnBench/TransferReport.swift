@@ -188,11 +188,49 @@ extension Report {
         }
         lines.append("")
 
-        lines.append("### Side by side: Cairn / peer, per round")
+        lines += sideBySide(comparisons(t))
+
+        lines += verdictTable(
+            "### Issue 10 targets: verdicts", summary: "Issue 10 targets",
+            rows: TransferVerdictRow.rows(for: t).map { ($0.spec.title, $0.spec.unit, $0.values, $0.target, nil, $0.verdict) })
+        return lines
+    }
+
+    /// A case's verdict section: a table of its targets (title, median and min–max in `unit`,
+    /// rounds, threshold, the target's source when given, verdict), then the count of each
+    /// verdict after `summary`.
+    func verdictTable(
+        _ heading: String, summary: String,
+        rows: [(title: String, unit: String, values: [Double], target: Target, source: String?, verdict: Verdict)]
+    ) -> [String] {
+        let withSource = rows.contains { $0.source != nil }
+        var lines = [heading, ""]
+        lines.append("| target | median | spread (min–max) | rounds | threshold | " + (withSource ? "source | " : "") + "verdict |")
+        lines.append("|---|--:|--:|--:|--:|" + (withSource ? "---|" : "") + "---|")
+        for row in rows {
+            let s = Spread(row.values)
+            let format = row.unit == "MiB" ? "%.2f" : "%.3f"
+            lines.append(
+                "| \(markdownEscaped(row.title)) | " + (s.map { String(format: format, $0.median) + " " + row.unit } ?? "–")
+                    + " | " + (s.map { String(format: "\(format)–\(format)", $0.minimum, $0.maximum) } ?? "–") + " | \(row.values.count) | "
+                    + "\(row.target.formatted(format, unit: row.unit)) | " + (withSource ? "\(markdownEscaped(row.source ?? "")) | " : "")
+                    + "\(markdownEscaped(row.verdict.text)) |")
+        }
+        let counts = Dictionary(grouping: rows, by: { $0.verdict.status }).mapValues(\.count)
+        let found = ["pass", "fail", "indicative-pass", "indicative-fail", "not-measured"].compactMap { key in counts[key].map { "\($0) \(key)" } }
         lines.append("")
+        lines.append("\(summary): \(found.joined(separator: ", ")). PASS and FAIL need 3 successful rounds; fewer are indicative.")
+        lines.append("")
+        return lines
+    }
+
+    /// The "Side by side: Cairn / peer, per round" section of a case: one row per comparison,
+    /// its median and min–max over the rounds ("not measured" when `values` is nil).
+    func sideBySide(_ comparisons: [(measure: String, quantity: String, cairn: String, peer: String, values: [Double]?)]) -> [String] {
+        var lines = ["### Side by side: Cairn / peer, per round", ""]
         lines.append("| measurement | quantity | Cairn | peer | median | spread (min–max) | rounds |")
         lines.append("|---|---|---|---|--:|--:|--:|")
-        for c in comparisons(t) {
+        for c in comparisons {
             let s = c.values.flatMap { Spread($0) }
             lines.append(
                 "| \(c.measure) | \(c.quantity) | \(markdownEscaped(c.cairn)) | \(markdownEscaped(c.peer)) | "
@@ -200,25 +238,6 @@ extension Report {
                     + (s.map { String(format: "%.3f–%.3f", $0.minimum, $0.maximum) } ?? (c.values == nil ? "not measured" : "–"))
                     + " | \(c.values?.count ?? 0) |")
         }
-        lines.append("")
-
-        let rows = TransferVerdictRow.rows(for: t)
-        lines.append("### Issue 10 targets: verdicts")
-        lines.append("")
-        lines.append("| target | median | spread (min–max) | rounds | threshold | verdict |")
-        lines.append("|---|--:|--:|--:|--:|---|")
-        for row in rows {
-            let s = Spread(row.values)
-            let format = row.spec.unit == "MiB" ? "%.2f" : "%.3f"
-            lines.append(
-                "| \(markdownEscaped(row.spec.title)) | " + (s.map { String(format: format, $0.median) + " " + row.spec.unit } ?? "–")
-                    + " | " + (s.map { String(format: "\(format)–\(format)", $0.minimum, $0.maximum) } ?? "–") + " | \(row.values.count) | "
-                    + "\(row.target.formatted(format, unit: row.spec.unit)) | \(markdownEscaped(row.verdict.text)) |")
-        }
-        let counts = Dictionary(grouping: rows, by: { $0.verdict.status }).mapValues(\.count)
-        let summary = ["pass", "fail", "indicative-pass", "indicative-fail", "not-measured"].compactMap { key in counts[key].map { "\($0) \(key)" } }
-        lines.append("")
-        lines.append("Issue 10 targets: \(summary.joined(separator: ", ")). PASS and FAIL need 3 successful rounds; fewer are indicative.")
         lines.append("")
         return lines
     }

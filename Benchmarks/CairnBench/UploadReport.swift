@@ -211,38 +211,11 @@ extension Report {
         }
         lines.append("")
 
-        lines.append("### Side by side: Cairn / peer, per round")
-        lines.append("")
-        lines.append("| measurement | quantity | Cairn | peer | median | spread (min–max) | rounds |")
-        lines.append("|---|---|---|---|--:|--:|--:|")
-        for c in uploadComparisons(u) {
-            let s = c.values.flatMap { Spread($0) }
-            lines.append(
-                "| \(c.measure) | \(c.quantity) | \(markdownEscaped(c.cairn)) | \(markdownEscaped(c.peer)) | "
-                    + (s.map { String(format: "%.3f", $0.median) } ?? "–") + " | "
-                    + (s.map { String(format: "%.3f–%.3f", $0.minimum, $0.maximum) } ?? (c.values == nil ? "not measured" : "–"))
-                    + " | \(c.values?.count ?? 0) |")
-        }
-        lines.append("")
+        lines += sideBySide(uploadComparisons(u))
 
-        let rows = UploadVerdictRow.rows(for: u)
-        lines.append("### Issue 12 design limits: verdicts")
-        lines.append("")
-        lines.append("| target | median | spread (min–max) | rounds | threshold | source | verdict |")
-        lines.append("|---|--:|--:|--:|--:|---|---|")
-        for row in rows {
-            let s = Spread(row.values)
-            let format = row.spec.unit == "MiB" ? "%.2f" : "%.3f"
-            lines.append(
-                "| \(markdownEscaped(row.spec.title)) | " + (s.map { String(format: format, $0.median) + " " + row.spec.unit } ?? "–")
-                    + " | " + (s.map { String(format: "\(format)–\(format)", $0.minimum, $0.maximum) } ?? "–") + " | \(row.values.count) | "
-                    + "\(row.target.formatted(format, unit: row.spec.unit)) | \(markdownEscaped(row.target.source)) | \(markdownEscaped(row.verdict.text)) |")
-        }
-        let counts = Dictionary(grouping: rows, by: { $0.verdict.status }).mapValues(\.count)
-        let summary = ["pass", "fail", "indicative-pass", "indicative-fail", "not-measured"].compactMap { key in counts[key].map { "\($0) \(key)" } }
-        lines.append("")
-        lines.append("Issue 12 limits: \(summary.joined(separator: ", ")). PASS and FAIL need 3 successful rounds; fewer are indicative.")
-        lines.append("")
+        lines += verdictTable(
+            "### Issue 12 design limits: verdicts", summary: "Issue 12 limits",
+            rows: UploadVerdictRow.rows(for: u).map { ($0.spec.title, $0.spec.unit, $0.values, $0.target, $0.target.source, $0.verdict) })
         return lines
     }
 

@@ -39,14 +39,7 @@ extension Archiver {
     nonisolated(nonsending) public static func withArchiver(
         writingTo location: URL, configuration: Configuration = Configuration(), _ body: (Archiver) async throws -> Void
     ) async throws -> ExportProperties {
-        let archiver = try Archiver(writingTo: location, configuration: configuration)
-        do {
-            try await body(archiver)
-        } catch {
-            await archiver.abandon()
-            throw error
-        }
-        return try await archiver.finish()
+        try await running(Archiver(writingTo: location, configuration: configuration), body)
     }
 
     /// Resumes the interrupted archive `<path>.partial` of the file at `location`, as

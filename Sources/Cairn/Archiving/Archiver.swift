@@ -210,7 +210,14 @@ public final class Archiver {
         writingTo path: String, configuration: Configuration = Configuration(),
         _ body: (Archiver) async throws -> Void
     ) async throws -> ExportProperties {
-        let archiver = try Archiver(writingTo: path, configuration: configuration)
+        try await running(Archiver(writingTo: path, configuration: configuration), body)
+    }
+
+    /// Runs `body` with `archiver`, then finishes it; abandons it and rethrows when `body`
+    /// throws or the task is cancelled (the one body of every `withArchiver`).
+    nonisolated(nonsending) static func running(_ archiver: sending Archiver, _ body: (Archiver) async throws -> Void) async throws
+        -> ExportProperties
+    {
         do {
             try await body(archiver)
         } catch {
