@@ -212,7 +212,8 @@ enum CreateCommand {
             bar?.stop()
             await archiver.abandon()
             if let upload = sink as? ObjectStoreSink {
-                if FileManager.default.fileExists(atPath: upload.statePath) {
+                let refused = (error as? CairnError).map { $0.code == .notResumable || $0.code == .alreadyExists } ?? false
+                if !refused, FileManager.default.fileExists(atPath: upload.statePath) {
                     Output.err("cairn: the multipart upload was kept (\(upload.statePath) records it); continue it with --resume")
                 }
             } else if !toStandardOutput, sink == nil || sink is FileSink {
@@ -246,33 +247,51 @@ enum CreateCommand {
     }
 
     /// The local state file of an upload to `output` (`s3://BUCKET/KEY`): `--upload-state`, else
-    /// the key's last component with `.partial.upload`, in the working directory.
-    static func uploadStatePath(_ output: String, given: String?) -> String {
+    /// ``MultipartUploadState/defaultPath(endpoint:location:environment:)`` (one per endpoint,
+    /// bucket and key, in the user's state directory, whatever the working directory).
+    ///
+    /// - Throws: `.invalidArgument` for a malformed location; `.io` when the state directory
+    ///   cannot be created.
+    static func uploadStatePath(_ output: String, given: String?, endpoint: String?) throws(CairnError) -> String {
         if let given { return given }
-        let key = output.split(separator: "/", omittingEmptySubsequences: true).last.map(String.init) ?? "upload"
-        return key + ".partial.upload"
+        return try MultipartUploadState.defaultPath(
+            endpoint: S3Configuration.endpoint(given: endpoint).url, location: S3Location(parsing: output))
     }
 
     /// The sink for `-o s3://BUCKET/KEY` (`Spec/0003-command-line.md §3.3`): with `--resume`,
-    /// the upload recorded in the state file continued, or nil when there is none and the object
-    /// already exists (nothing to do); otherwise a new multipart upload, refused when the object
-    /// exists or an interrupted upload is recorded, unless `force`.
+    /// the upload recorded in the state file continued, or nil when there is nothing to do (the
+    /// recorded upload or an earlier run completed the object); otherwise a new multipart
+    /// upload, refused when the object exists or an interrupted upload is recorded, unless
+    /// `force`.
     static func makeObjectStoreSink(
         _ output: String, _ args: Arguments, configuration: Archiver.Configuration, force: Bool
     ) throws(CairnError) -> ObjectStoreSink? {
         let location = try S3Location(parsing: output)
-        let store = try S3Configuration.fromEnvironment(endpoint: args.value(ArchiveOperand.endpointOption))
-        let statePath = uploadStatePath(output, given: args.value("--upload-state"))
+        let endpoint = args.value(ArchiveOperand.endpointOption)
+        let store = try S3Configuration.fromEnvironment(endpoint: endpoint)
+        let statePath = try uploadStatePath(output, given: args.value("--upload-state"), endpoint: endpoint)
         let quiet = args.flag("-q", "--quiet")
         if args.flag("--resume") {
-            if FileManager.default.fileExists(atPath: statePath) {
+            switch try ObjectStoreSink.recordedUpload(at: statePath, location: location, configuration: store) {
+            case .complete:
+                if !quiet { Output.out("\(output) is already complete; nothing to resume") }
+                return nil
+            case .objectInTheWay where !force:
+                throw CairnError(
+                    .alreadyExists,
+                    "an object that is not the interrupted upload's is at the key; continuing would replace it: use --resume --force, "
+                        + "or remove \(statePath) to give the upload up",
+                    path: output)
+            case .resumable, .objectInTheWay:
                 let upload = try ObjectStoreSink(resuming: location, configuration: store, overwrite: force, statePath: statePath)
                 if !quiet { Output.err("cairn: resuming the upload to \(output) recorded in \(statePath)") }
                 return upload
-            }
-            if try S3Client(configuration: store).headObject(location) != nil {
-                if !quiet { Output.out("\(output) is already complete; nothing to resume") }
-                return nil
+            case .none:
+                if try S3Client(configuration: store).headObject(location) != nil {
+                    if !quiet { Output.out("\(output) is already complete; nothing to resume") }
+                    return nil
+                }
+                if !quiet { Output.err("cairn: no interrupted upload to \(output) is recorded in \(statePath); starting a new one") }
             }
         }
         do throws(CairnError) {

@@ -109,8 +109,10 @@ enum Interruption {
         let target = String(decoding: output, as: UTF8.self)
         if S3Location.isLocation(target) {
             let given = Arguments.rawValue(of: ["--upload-state"], in: arguments).map { String(decoding: $0, as: UTF8.self) }
-            let statePath = CreateCommand.uploadStatePath(target, given: given)
-            guard let state = try? MultipartUploadState.load(from: statePath) else {
+            let endpoint = Arguments.rawValue(of: [ArchiveOperand.endpointOption], in: arguments).map { String(decoding: $0, as: UTF8.self) }
+            guard let statePath = try? CreateCommand.uploadStatePath(target, given: given, endpoint: endpoint),
+                let state = try? MultipartUploadState.load(from: statePath)
+            else {
                 return "cairn: interrupted before the upload began; run again: \(continuation("create", arguments, resume: false))"
             }
             let sent = state.parts.reduce(0) { $0 + $1.size }

@@ -27,8 +27,18 @@ struct ObjectStoreTests {
     }
 
     /// The environment of a CLI child talking to `server`.
+    /// Where the CLI children of `server`'s tests keep upload states (`XDG_STATE_HOME`).
+    static func stateHome(_ server: RcloneS3Server) -> String { server.root + "-state" }
+
+    /// The default state file of an upload to `s3://BUCKET/KEY` on `server` (Spec/0003 §3.3).
+    static func statePath(_ server: RcloneS3Server, _ location: String) throws -> String {
+        try MultipartUploadState.defaultPath(
+            endpoint: server.endpoint, location: S3Location(parsing: location), environment: ["XDG_STATE_HOME": stateHome(server)])
+    }
+
     static func environment(_ server: RcloneS3Server, secret: String? = nil) -> [String: String] {
         var environment = server.environment
+        environment["XDG_STATE_HOME"] = stateHome(server)
         if let secret { environment["AWS_SECRET_ACCESS_KEY"] = secret }
         environment["AWS_SESSION_TOKEN"] = ""
         return environment
@@ -72,7 +82,7 @@ struct ObjectStoreTests {
         #expect(created.status == 0, "\(created.stderr)")
         try FetchTests.expectSame(server.objectPath(key: "exports/a.cairn"), local)
         #expect(created.stdout.contains("\"uploadedBytes\" : \(local.count)") || created.stdout.contains("\"uploadedBytes\":\(local.count)"), "\(created.stdout)")
-        #expect(!FileManager.default.fileExists(atPath: source + "/a.cairn.partial.upload"), "the state file is removed once the object exists")
+        #expect(!FileManager.default.fileExists(atPath: try Self.statePath(server, "s3://cairn/exports/a.cairn")), "the state file is removed once the object exists")
 
         let listed = try Self.cli(["list", "s3://cairn/exports/a.cairn"], in: work.path, server)
         #expect(listed.status == 0, "\(listed.stderr)")
@@ -160,7 +170,7 @@ struct ObjectStoreTests {
         let server = try RcloneS3Server()
         defer { server.stop() }
         let (source, local) = try Self.source(work, seed: 3, count: 20)
-        let state = source + "/k.cairn.partial.upload"
+        let state = try Self.statePath(server, "s3://cairn/k.cairn")
         let child = try ChildProcess.start(
             FetchCLI.executable, ["create", "-q", "-o", "s3://cairn/k.cairn", "data"], in: source, environment: Self.environment(server))
         // Kill it once the state file records two parts.
@@ -195,6 +205,64 @@ struct ObjectStoreTests {
         #expect(nothing.stdout.contains("already complete; nothing to resume"), "\(nothing.stdout)")
     }
 
+    @Test("--force never aborts an upload another cairn process is running with the same state file")
+    func forceRespectsALiveUpload() async throws { try await onDedicatedThread { try Self().forceRespectsALiveUploadOnThread() } }
+
+    func forceRespectsALiveUploadOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-s3-live")
+        defer { work.remove() }
+        let server = try RcloneS3Server()
+        defer { server.stop() }
+        let (source, local) = try Self.source(work, seed: 12, count: 16)
+        let state = try Self.statePath(server, "s3://cairn/live.cairn")
+        let child = try ChildProcess.start(
+            FetchCLI.executable, ["create", "-q", "-o", "s3://cairn/live.cairn", "data"], in: source, environment: Self.environment(server))
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline, child.process.isRunning {
+            if ((try? String(contentsOfFile: state, encoding: .utf8))?.split(separator: "\n").count ?? 0) >= 2 { break }
+            usleep(2000)
+        }
+        let forced = try Self.cli(["create", "-q", "-f", "-o", "s3://cairn/live.cairn", "data/notes.txt"], in: source, server)
+        #expect(forced.status == 1)
+        #expect(forced.stderr.contains("another cairn process is uploading"), "\(forced.stderr)")
+        let first = child.wait()
+        #expect(first.status == 0, "\(first.stderr)")
+        try FetchTests.expectSame(server.objectPath(key: "live.cairn"), local)
+    }
+
+    @Test("a state file left behind by a completed upload: --resume says it is complete; an object that is not the upload's is not replaced")
+    func recordedUploadThatCompleted() async throws { try await onDedicatedThread { try Self().recordedUploadThatCompletedOnThread() } }
+
+    func recordedUploadThatCompletedOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-s3-done")
+        defer { work.remove() }
+        let server = try RcloneS3Server()
+        defer { server.stop() }
+        let (source, local) = try Self.source(work, seed: 13, count: 2)
+        try Data(local).write(to: URL(fileURLWithPath: server.objectPath(key: "done.cairn")))
+        let state = try Self.statePath(server, "s3://cairn/done.cairn")
+        // What a run killed between CompleteMultipartUpload and removing its state file leaves.
+        func record(lastEnd: UInt64) throws {
+            unlink(state)
+            let journal = try UploadJournal(path: state, creating: true)
+            defer { journal.close() }
+            try journal.begin(
+                MultipartUploadState(endpoint: server.endpoint, bucket: "cairn", key: "done.cairn", uploadID: "gone", partSize: 8 << 20))
+            try journal.record(.init(number: 1, etag: "\"e\"", size: lastEnd, end: lastEnd, chainDigest: nil, sha256: "00"))
+        }
+        try record(lastEnd: UInt64(local.count))
+        let resumed = try Self.cli(["create", "--resume", "-o", "s3://cairn/done.cairn", "data"], in: source, server)
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(resumed.stdout.contains("already complete; nothing to resume"), "\(resumed.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: state), "the leftover state file is removed")
+
+        try record(lastEnd: UInt64(local.count) + 1)
+        let blocked = try Self.cli(["create", "--resume", "-o", "s3://cairn/done.cairn", "data"], in: source, server)
+        #expect(blocked.status == 1)
+        #expect(blocked.stderr.contains("not the interrupted upload's") && blocked.stderr.contains("--resume --force"), "\(blocked.stderr)")
+        try FetchTests.expectSame(server.objectPath(key: "done.cairn"), local)
+    }
+
     @Test("a resume whose sources changed is refused, keeping the upload; --force starts over")
     func changedSourcesRefused() async throws { try await onDedicatedThread { try Self().changedSourcesRefusedOnThread() } }
 
@@ -206,7 +274,7 @@ struct ObjectStoreTests {
         let (source, _) = try Self.source(work, seed: 4, count: 16)
         let location = try S3Location(parsing: "s3://cairn/c.cairn")
         let configuration = try Self.configuration(server)
-        let statePath = source + "/c.cairn.partial.upload"
+        let statePath = try Self.statePath(server, "s3://cairn/c.cairn")
         try blockingAsync {
             let sink = try ObjectStoreSink(location: location, configuration: configuration, statePath: statePath)
             let archiver = try Archiver(sink: sink)
@@ -275,7 +343,7 @@ struct ObjectStoreTests {
         #expect(result.stderr.contains("403"), "\(result.stderr)")
         #expect(result.stderr.contains("refused the credentials"), "\(result.stderr)")
         #expect(!result.stderr.contains("not-the-secret"), "the secret never appears")
-        #expect(!FileManager.default.fileExists(atPath: source + "/w.cairn.partial.upload"))
+        #expect(!FileManager.default.fileExists(atPath: try Self.statePath(server, "s3://cairn/w.cairn")))
         #expect(try FileManager.default.contentsOfDirectory(atPath: server.root + "/cairn").isEmpty)
 
         let listed = try Self.cli(["list", "s3://cairn/w.cairn"], in: work.path, server, secret: "not-the-secret")
@@ -295,7 +363,7 @@ struct ObjectStoreTests {
         let result = try Self.cli(["create", "-o", "s3://nobucket/m.cairn", "data"], in: source, server)
         #expect(result.status == 1)
         #expect(result.stderr.contains("/nobucket/m.cairn") && result.stderr.contains("NoSuchBucket"), "\(result.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: source + "/m.cairn.partial.upload"))
+        #expect(!FileManager.default.fileExists(atPath: try Self.statePath(server, "s3://nobucket/m.cairn")))
         let read = try Self.cli(["info", "s3://nobucket/m.cairn"], in: work.path, server)
         #expect(read.status == 1)
         #expect(read.stderr.contains("404"), "\(read.stderr)")
@@ -310,7 +378,7 @@ struct ObjectStoreTests {
         let server = try RcloneS3Server()
         defer { server.stop() }
         let (source, local) = try Self.source(work, seed: 7, count: 16)
-        let state = source + "/g.cairn.partial.upload"
+        let state = try Self.statePath(server, "s3://cairn/g.cairn")
         let child = try ChildProcess.start(
             FetchCLI.executable, ["create", "-o", "s3://cairn/g.cairn", "data"], in: source, environment: Self.environment(server))
         let deadline = Date().addingTimeInterval(60)

@@ -52,10 +52,39 @@ package struct MultipartUploadState: Codable, Sendable, Equatable {
         parts.append(part)
     }
 
-    /// The state in the journal at `path`; nil when there is no file.
+    /// Where an upload to `location` at `endpoint` keeps its state by default: in
+    /// `$XDG_STATE_HOME/cairn/uploads` (else `~/.local/state/cairn/uploads`), named by the first
+    /// 16 hex digits of the SHA-256 of the endpoint, bucket and key, then the key's last
+    /// component (at most 64 bytes of it) and `.partial.upload`: the same for a resume run from
+    /// any directory, different for two keys with the same last component. The directory is
+    /// created (mode 0700) when missing.
     ///
-    /// - Throws: `.corrupted` naming the file when its first line is not an upload of this
-    ///   format; `.limitExceeded` for a file over 16 MiB; `.io`.
+    /// - Throws: `.io` naming the directory when it cannot be created.
+    package static func defaultPath(
+        endpoint: String, location: S3Location, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(CairnError) -> String {
+        let base =
+            environment["XDG_STATE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+            ?? ((environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()) + "/.local/state")
+        let directory = base + "/cairn/uploads"
+        do {
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw CairnError(.io, "cannot create the directory of upload states", path: directory, cause: "\(error)")
+        }
+        let digest = (try? SHA256.hash(Array("\(endpoint)\n\(location.bucket)\n\(location.key)".utf8)))?.hexString ?? "0"
+        let last = location.key.split(separator: "/").last.map(String.init) ?? "upload"
+        let name = String(decoding: Array(last.utf8.prefix(64)), as: UTF8.self).replacingOccurrences(of: "\u{FFFD}", with: "")
+        return directory + "/" + String(digest.prefix(16)) + "-" + name + ".partial.upload"
+    }
+
+    /// The state in the journal at `path`; nil when there is no file, or when it holds no whole
+    /// line (a process killed between creating it and recording its upload).
+    ///
+    /// - Throws: `.corrupted` naming the file when its lines are not an upload of this format
+    ///   (the message says to remove it to start over); `.limitExceeded` for a file over 16 MiB;
+    ///   `.io`.
     package static func load(from path: String) throws(CairnError) -> MultipartUploadState? {
         guard access(path, F_OK) == 0 else { return nil }
         guard let data = FileManager.default.contents(atPath: path) else {
@@ -69,9 +98,11 @@ package struct MultipartUploadState: Codable, Sendable, Equatable {
         // Only whole lines count: a line torn by a crash (no newline yet) is not read.
         var lines = data.split(separator: 0x0A, omittingEmptySubsequences: false)
         if data.last != 0x0A { lines.removeLast() }
+        guard lines.contains(where: { !$0.isEmpty }) else { return nil }
+        let remove = "; remove it to start over"
         for line in lines where !line.isEmpty {
             guard let entry = try? decoder.decode(UploadJournal.Line.self, from: Data(line)) else {
-                throw CairnError(.corrupted, "not an upload state file of cairn (a line does not parse)", path: path)
+                throw CairnError(.corrupted, "not an upload state file of cairn (a line does not parse)" + remove, path: path)
             }
             if let upload = entry.upload {
                 guard entry.version == 1 else {
@@ -82,7 +113,7 @@ package struct MultipartUploadState: Codable, Sendable, Equatable {
                 state?.record(part)
             }
         }
-        guard let state else { throw CairnError(.corrupted, "not an upload state file of cairn (no upload recorded)", path: path) }
+        guard let state else { throw CairnError(.corrupted, "not an upload state file of cairn (no upload recorded)" + remove, path: path) }
         return state
     }
 }
@@ -111,20 +142,43 @@ package final class UploadJournal: Sendable {
     /// The device and inode of the file.
     package let identity: (device: UInt64, inode: UInt64)
 
-    /// Opens the journal at `path`: created (mode 0600) when `creating`, else appended to; locked.
+    /// Whether the file was there before this journal opened it.
+    package let existed: Bool
+
+    /// Opens the journal at `path` and locks it, before anything in it is read: created (mode
+    /// 0600) when missing and `creating`, else it must exist. Its contents are kept (read them
+    /// with ``MultipartUploadState/load(from:)``; ``clear()`` empties it).
     ///
-    /// - Throws: `.busy` when another process holds it; `.alreadyExists` when `creating` and the
-    ///   file exists; `.notFound`; `.io`.
+    /// - Throws: `.busy` when another process holds it (an upload running with it); `.notFound`
+    ///   when it is missing and not `creating`; `.io`.
     package init(path: String, creating: Bool) throws(CairnError) {
         self.path = path
-        let flags = O_WRONLY | O_APPEND | O_NOFOLLOW | (creating ? O_CREAT | O_EXCL : 0)
-        descriptor = try FileDescriptor.open(path, flags: flags, mode: 0o600)
+        let fresh: FileDescriptor?
+        if creating {
+            do throws(CairnError) {
+                fresh = try FileDescriptor.open(path, flags: O_WRONLY | O_APPEND | O_NOFOLLOW | O_CREAT | O_EXCL, mode: 0o600)
+            } catch {
+                guard error.code == .alreadyExists else { throw error }
+                fresh = nil
+            }
+        } else {
+            fresh = nil
+        }
+        existed = fresh == nil
+        if let fresh { descriptor = fresh } else { descriptor = try FileDescriptor.open(path, flags: O_WRONLY | O_APPEND | O_NOFOLLOW) }
         guard flock(descriptor.rawValue, LOCK_EX | LOCK_NB) == 0 else {
             _ = try? descriptor.close()
             throw CairnError(.busy, "another cairn process is uploading with this state file", path: path)
         }
         let status = try descriptor.status()
         identity = (status.device, status.inode)
+    }
+
+    /// Empties the file (same inode), for a new upload.
+    ///
+    /// - Throws: `.io` naming the file.
+    package func clear() throws(CairnError) {
+        try descriptor.truncate(to: 0)
     }
 
     /// Appends a line starting `upload` (with its parts) and syncs it.

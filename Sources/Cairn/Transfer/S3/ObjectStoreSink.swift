@@ -115,23 +115,28 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
         self.store = store
         isResumed = false
         expected = []
-        if let old = try MultipartUploadState.load(from: statePath) {
-            guard overwrite else {
-                throw CairnError(
-                    .alreadyExists, "an interrupted upload to s3://\(old.bucket)/\(old.key) is recorded here; use --resume to continue it or --force to start over",
-                    path: statePath)
-            }
-            if old.bucket == location.bucket, old.key == location.key, old.endpoint == store.configuration.endpoint {
-                try? store.abortMultipartUpload(location, uploadID: old.uploadID)
-            }
-            unlink(statePath)
-        }
-        if !overwrite, try store.headObject(location) != nil {
-            throw CairnError(.alreadyExists, "the object already exists (use --force to replace it)", path: location.description)
-        }
         basePartSize = Self.basePartSize(estimate: sizeEstimate)
+        // Locked before it is read: a second process uploading with this state file is refused
+        // before anything is aborted or cut.
         let journal = try UploadJournal(path: statePath, creating: true)
+        var cleared = !journal.existed
         do throws(CairnError) {
+            if let old = try MultipartUploadState.load(from: statePath) {
+                guard overwrite else {
+                    throw CairnError(
+                        .alreadyExists,
+                        "an interrupted upload to s3://\(old.bucket)/\(old.key) is recorded here; use --resume to continue it or --force to start over",
+                        path: statePath)
+                }
+                if old.bucket == location.bucket, old.key == location.key, old.endpoint == store.configuration.endpoint {
+                    try? store.abortMultipartUpload(location, uploadID: old.uploadID)
+                }
+            }
+            if !overwrite, try store.headObject(location) != nil {
+                throw CairnError(.alreadyExists, "the object already exists (use --force to replace it)", path: location.description)
+            }
+            try journal.clear()
+            cleared = true
             let id = try store.createMultipartUpload(location)
             let state = MultipartUploadState(
                 endpoint: store.configuration.endpoint, bucket: location.bucket, key: location.key, uploadID: id, partSize: basePartSize)
@@ -144,7 +149,8 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
             }
         } catch {
             journal.close()
-            unlink(statePath)
+            // A state file this run did not empty is left as it was (another upload's record).
+            if cleared { unlink(statePath) }
             throw error
         }
     }
@@ -163,10 +169,20 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     ///   `.httpStatus` and `.network` naming the endpoint.
     public init(resuming location: S3Location, configuration: S3Configuration, overwrite: Bool = false, statePath: String) throws(CairnError) {
         let store = S3Client(configuration: configuration)
-        guard var state = try MultipartUploadState.load(from: statePath) else {
+        let journal = try UploadJournal(path: statePath, creating: false)
+        let loaded: MultipartUploadState?
+        do throws(CairnError) {
+            loaded = try MultipartUploadState.load(from: statePath)
+        } catch {
+            journal.close()
+            throw error
+        }
+        guard var state = loaded else {
+            journal.close()
             throw CairnError(.notFound, "no interrupted upload is recorded here", path: statePath)
         }
         guard state.bucket == location.bucket, state.key == location.key, state.endpoint == configuration.endpoint else {
+            journal.close()
             throw CairnError(
                 .invalidArgument, "records an upload to s3://\(state.bucket)/\(state.key) at \(state.endpoint), not to \(location) at \(configuration.endpoint)",
                 path: statePath)
@@ -177,7 +193,6 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
         self.store = store
         isResumed = true
         basePartSize = state.partSize
-        let journal = try UploadJournal(path: statePath, creating: false)
         var kept: [MultipartUploadState.Part] = []
         do throws(CairnError) {
             let listed = try Dictionary(store.listParts(location, uploadID: state.uploadID).map { ($0.number, $0) }) { first, _ in first }
@@ -202,6 +217,41 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
             journal.close()
             throw error
         }
+    }
+
+    /// What a state file's upload has become, for deciding what a resume does before any byte
+    /// is archived again.
+    public enum RecordedUpload: Sendable, Equatable {
+        /// No upload is recorded at the path (no file, or an empty one).
+        case none
+        /// The upload can be continued.
+        case resumable
+        /// The upload completed (its last part was recorded and an object of the archive's
+        /// length is at the key): the state file was only left behind, and is removed.
+        case complete
+        /// An object that is not this upload's is at the key: continuing would replace it.
+        case objectInTheWay
+    }
+
+    /// Looks at the upload recorded in `statePath` and at the object at its key (one
+    /// `HeadObject`): whether a resume can continue it, has nothing to do, or would replace
+    /// another object.
+    ///
+    /// - Throws: `.busy` when another process is uploading with the state file; `.corrupted`
+    ///   for a state file that does not parse; `.httpStatus`, `.network` naming the endpoint.
+    public static func recordedUpload(at statePath: String, location: S3Location, configuration: S3Configuration) throws(CairnError)
+        -> RecordedUpload
+    {
+        guard access(statePath, F_OK) == 0 else { return .none }
+        let journal = try UploadJournal(path: statePath, creating: false)
+        defer { journal.close() }
+        guard let state = try MultipartUploadState.load(from: statePath) else { return .none }
+        guard let head = try S3Client(configuration: configuration).headObject(location) else { return .resumable }
+        if let last = state.parts.last, last.chainDigest == nil, head.contentLength == last.end {
+            unlink(statePath)
+            return .complete
+        }
+        return .objectInTheWay
     }
 
     /// The device and inode of the state file, which the archiver leaves out of the archive
@@ -334,6 +384,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
         try await waitForInFlight()
         let (store, location, overwrite, ledger) = (store, location, overwrite, ledger)
         let state = ledger.state.withLock { $0 }
+        let total = partStart
         let parts = state.parts.map { S3Client.Part(number: $0.number, etag: $0.etag, size: $0.size) }
         // Every part of this archive, 1 to the last, each once: anything else is a bug, and
         // completing it would publish a wrong object.
@@ -352,7 +403,15 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
                         "an object appeared at the key while the archive was uploaded; it was left as it is, and the upload kept (replace it with --resume --force)",
                         path: location.description)
                 }
-                try store.completeMultipartUpload(location, uploadID: state.uploadID, parts: parts, ifNoneMatch: !overwrite)
+                do throws(CairnError) {
+                    try store.completeMultipartUpload(location, uploadID: state.uploadID, parts: parts, ifNoneMatch: !overwrite)
+                } catch {
+                    // A retried Complete whose first try went through but whose answer was lost
+                    // finds the upload gone: the object of this archive's length is there.
+                    guard error.httpStatusCode == 404, let head = try? store.headObject(location), head.contentLength == total else {
+                        throw error
+                    }
+                }
             }
         } catch {
             if error.code == .alreadyExists { throw error }

@@ -56,13 +56,28 @@ public struct S3Configuration: Sendable {
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(CairnError) -> S3Configuration {
         let credentials = try S3Credentials.fromEnvironment(environment)
-        let region = [environment["AWS_REGION"], environment["AWS_DEFAULT_REGION"]].compactMap { $0 }.first { !$0.isEmpty } ?? "us-east-1"
-        if let given = endpoint ?? environment["AWS_ENDPOINT_URL"].flatMap({ $0.isEmpty ? nil : $0 }) {
-            return try S3Configuration(endpoint: given, region: region, credentials: credentials, addressing: addressing ?? .path)
-        }
+        let (url, given) = Self.endpoint(given: endpoint, environment: environment)
         return try S3Configuration(
-            endpoint: "https://s3.\(region).amazonaws.com", region: region, credentials: credentials,
-            addressing: addressing ?? .virtualHosted)
+            endpoint: url, region: region(environment), credentials: credentials,
+            addressing: addressing ?? (given ? .path : .virtualHosted))
+    }
+
+    /// The region the environment gives: `AWS_REGION`, else `AWS_DEFAULT_REGION`, else `us-east-1`.
+    static func region(_ environment: [String: String]) -> String {
+        [environment["AWS_REGION"], environment["AWS_DEFAULT_REGION"]].compactMap { $0 }.first { !$0.isEmpty } ?? "us-east-1"
+    }
+
+    /// The endpoint `fromEnvironment` uses, without reading credentials: `given`, else
+    /// `AWS_ENDPOINT_URL`, else `https://s3.REGION.amazonaws.com`; and whether it was given.
+    package static func endpoint(given: String?, environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> (url: String, given: Bool)
+    {
+        if let chosen = given ?? environment["AWS_ENDPOINT_URL"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            var trimmed = chosen
+            while trimmed.hasSuffix("/") { trimmed.removeLast() }
+            return (trimmed, true)
+        }
+        return ("https://s3.\(region(environment)).amazonaws.com", false)
     }
 
     /// The URL of `location` (or of its bucket when `bucketOnly`), with `query` (already
