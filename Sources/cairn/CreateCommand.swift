@@ -84,6 +84,7 @@ enum CreateCommand {
         }
         let toStore = S3Location.isLocation(output)
         if !toStore, args.value("--upload-state") != nil { throw UsageError("--upload-state is for -o s3://BUCKET/KEY") }
+        if !toStore, args.value(ArchiveOperand.endpointOption) != nil { throw UsageError("--s3-endpoint is for -o s3://BUCKET/KEY") }
         if output != "-", !toStore, (try? FileManager.default.attributesOfItem(atPath: output)[.type] as? FileAttributeType) == .typeDirectory {
             throw CairnError(.alreadyExists, "is a directory; -o names the archive file", path: output)
         }

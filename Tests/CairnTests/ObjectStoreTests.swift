@@ -448,6 +448,27 @@ struct ObjectStoreTests {
         try FetchTests.expectSame(server.objectPath(key: "cut.cairn"), local)
     }
 
+    @Test("an existing archive copied into the store (ArchiveTransfer to an ObjectStoreSink, no commit points) is cut into parts of the part size, not sent whole")
+    func copiedArchiveIsCutIntoParts() async throws { try await onDedicatedThread { try Self().copiedArchiveIsCutIntoPartsOnThread() } }
+
+    func copiedArchiveIsCutIntoPartsOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-s3-copy")
+        defer { work.remove() }
+        let server = try RcloneS3Server()
+        defer { server.stop() }
+        let (_, local) = try Self.source(work, seed: 14, count: 12)
+        let configuration = try Self.configuration(server)
+        let location = try S3Location(parsing: "s3://cairn/copied.cairn")
+        let archive = URL(fileURLWithPath: work.appending("local.cairn"))
+        try blockingAsync {
+            let sink = try ObjectStoreSink(location: location, configuration: configuration, statePath: work.appending("copy.state"))
+            try await ArchiveTransfer.send(archiveAt: archive, to: sink)
+            #expect(sink.partCount == (local.count + (8 << 20) - 1) / (8 << 20), "parts of 8 MiB: \(sink.partCount) for \(local.count) bytes")
+            #expect(sink.uploadedBytes == UInt64(local.count))
+        }
+        try FetchTests.expectSame(server.objectPath(key: "copied.cairn"), local)
+    }
+
     @Test("virtual-hosted addressing reaches the same store (BUCKET.localhost)")
     func virtualHosted() async throws { try await onDedicatedThread { try Self().virtualHostedOnThread() } }
 
@@ -495,6 +516,15 @@ struct ObjectStoreUnitTests {
         for bad in ["s3://", "s3://bucket", "s3://bucket/", "s3://Bucket/k", "s3://ab/k", "s3://bucket//k", "s3://-bucket/k", "http://b/k"] {
             #expect(throws: CairnError.self, "\(bad)") { try S3Location(parsing: bad) }
         }
+        for dotted in ["s3://bucket/a/../b", "s3://bucket/./a", "s3://bucket/..", "s3://bucket/a//b"] {
+            #expect(throws: CairnError.self, "\(dotted)") { try S3Location(parsing: dotted) }
+        }
+        #expect(try S3Location(parsing: "s3://bucket/dir/").key == "dir/")
+        // A URL's escapes are decoded: the key is the raw one.
+        let fromURL = try ArchiveLocation(
+            try #require(URL(string: "s3://bucket/a%20b/%C3%BC.cairn")),
+            environment: ["AWS_ACCESS_KEY_ID": "AK", "AWS_SECRET_ACCESS_KEY": "SK", "AWS_ENDPOINT_URL": "http://127.0.0.1:1"])
+        #expect(fromURL.name == "s3://bucket/a b/ü.cairn")
         #expect(S3Location.isLocation("S3://b/k"))
         #expect(!S3Location.isLocation("s3:/b/k"))
     }
@@ -589,6 +619,11 @@ struct ObjectStoreUnitTests {
         let body = Array("<?xml version=\"1.0\"?><Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message></Error>".utf8)
         #expect(signer.errorDetail(status: 404, body: body) == "NoSuchBucket: The specified bucket does not exist")
         #expect(signer.errorDetail(status: 404, body: Array("<html>nope</html>".utf8)) == nil)
+        // Codes S3 documents as worth repeating are retried (and keep the upload) whatever the status.
+        #expect(S3Client.isTransient(HTTPClient.statusError(status: 400, reason: "Bad Request", url: "u", detail: "RequestTimeout: slow")))
+        #expect(S3Client.isTransient(HTTPClient.statusError(status: 200, reason: "", url: "u", detail: "InternalError: retry")))
+        #expect(!S3Client.isTransient(HTTPClient.statusError(status: 400, reason: "Bad Request", url: "u", detail: "InvalidPart: no")))
+        #expect(!S3Client.isTransient(HTTPClient.statusError(status: 403, reason: "Forbidden", url: "u", detail: "SignatureDoesNotMatch: no")))
         var error = HTTPClient.statusError(status: 404, reason: "Not Found", url: "http://h/b/k", detail: "NoSuchBucket")
         error.message = "UploadPart 3: " + error.message
         #expect(error.httpStatusCode == 404)

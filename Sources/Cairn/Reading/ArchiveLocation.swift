@@ -21,7 +21,11 @@ package enum ArchiveLocation {
             self = .file(path)
             return
         }
-        let text = url.absoluteString
+        var text = url.absoluteString
+        if url.scheme?.lowercased() == "s3", let bucket = url.host(percentEncoded: false) {
+            // A key is raw bytes, as `s3://BUCKET/KEY` on the command line: decode the URL's escapes.
+            text = "s3://" + bucket + url.path(percentEncoded: false)
+        }
         guard RemoteArchive.isRemote(text) else {
             throw CairnError(.invalidArgument, "not a file:, http://, https:// or s3:// URL", path: text)
         }

@@ -48,16 +48,17 @@ package struct RetryPolicy: Sendable {
     ///     1-based number of the retry about to start.
     /// - Returns: what `body` returned.
     /// - Throws: the last error: the first non-transient one, or the transient one of the last try.
-    package func run<T>(_ body: () throws(CairnError) -> T, onRetry: ((CairnError, Int) -> Void)? = nil)
-        throws(CairnError) -> T
-    {
+    package func run<T>(
+        _ body: () throws(CairnError) -> T, onRetry: ((CairnError, Int) -> Void)? = nil,
+        isTransient: (CairnError) -> Bool = RetryPolicy.isTransient
+    ) throws(CairnError) -> T {
         var retry = 0
         while true {
             do {
                 return try body()
             } catch {
                 retry += 1
-                guard Self.isTransient(error), retry < max(1, attempts) else { throw error }
+                guard isTransient(error), retry < max(1, attempts) else { throw error }
                 onRetry?(error, retry)
                 Self.sleep(seconds: delay(beforeRetry: retry))
             }

@@ -68,6 +68,8 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     public var uploadedBytes: UInt64 { ledger.counts.withLock { $0.uploaded } }
     /// Bytes of parts kept from the interrupted run (0 unless resumed).
     public var keptBytes: UInt64 { ledger.counts.withLock { $0.kept } }
+    /// Parts made so far (sent or kept).
+    package var partCount: Int { nextPartNumber - 1 }
     /// The multipart upload's id.
     public var uploadID: String { ledger.state.withLock { $0.uploadID } }
 
@@ -258,10 +260,16 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     /// when it lies inside the tree being archived.
     package var stateFileIdentity: (device: UInt64, inode: UInt64) { ledger.journal.identity }
 
-    /// A sink for a resumed `create` whose bytes have no commit points: not supported.
+    /// Bytes without commit points (an archive copied as it is, ``ArchiveTransfer``): parts are
+    /// then cut at their size exactly, and a resume compares each part's SHA-256 instead of its
+    /// chain digest.
     nonisolated(nonsending) public func write(_ bytes: [UInt8]) async throws {
+        cutsAtAnyOffset = true
         try await write(bytes, commits: [])
     }
+
+    /// Whether parts are cut at their size, not at commit points (bytes came without them).
+    private var cutsAtAnyOffset = false
 
     nonisolated(nonsending) package func write(_ bytes: [UInt8], commits newCommits: [ArchiveWriter.CommitPoint]) async throws {
         guard !finished else { throw CairnError(.invalidArgument, "the upload is finished", path: location.description) }
@@ -282,9 +290,10 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     }
 
     /// The first commit point at which the filling part reaches its size.
-    private func nextCut() -> ArchiveWriter.CommitPoint? {
+    private func nextCut() -> (end: UInt64, chainDigest: Digest?)? {
         let size = Self.partSize(number: nextPartNumber, base: basePartSize)
-        return commits.first { $0.end - partStart >= size }
+        if cutsAtAnyOffset { return UInt64(filling.count) >= size ? (partStart + size, nil) : nil }
+        return commits.first { $0.end - partStart >= size }.map { ($0.end, $0.chainDigest) }
     }
 
     /// Sends part `nextPartNumber` (or skips it when the earlier run's copy is the same).
@@ -350,7 +359,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     /// `error`, after aborting the multipart upload when it is one repeating cannot cure (a
     /// 4xx answer of the store, too many parts); a transient one keeps the upload for a resume.
     nonisolated(nonsending) private func aborting(_ error: CairnError) async -> CairnError {
-        let curable = RetryPolicy.isTransient(error) || error.code == .io || error.code == .notResumable
+        let curable = S3Client.isTransient(error) || error.code == .io || error.code == .notResumable
         guard !curable else { return error }
         let (store, location, uploadID, statePath) = (store, location, uploadID, statePath)
         let aborted = (try? await DedicatedThread.run { () throws(CairnError) in

@@ -149,9 +149,22 @@ package final class S3Client: Sendable {
         xml += "</CompleteMultipartUpload>"
         var headers = [(name: "Content-Type", value: "application/xml")]
         if ifNoneMatch { headers.append((name: "If-None-Match", value: "*")) }
-        let answer: (head: HTTPResponseHead, body: [UInt8])
+        let request = HTTPRequest(url: url, method: .post, headers: headers, body: Array(xml.utf8))
         do {
-            answer = try call("CompleteMultipartUpload", HTTPRequest(url: url, method: .post, headers: headers, body: Array(xml.utf8)))
+            // S3 may answer 200 and report the failure in the body (an InternalError is retried).
+            try retry.run(
+                { () throws(CairnError) in
+                    let answer = try call("CompleteMultipartUpload", request)
+                    if let document = S3XMLDocument(answer.body), document.root.name == "Error" {
+                        throw CairnError(
+                            .httpStatus,
+                            "CompleteMultipartUpload: " + HTTPClient.statusMessagePrefix
+                                + "200 with an error (\(S3RequestSigner.detail(of: document.root) ?? "no detail"))",
+                            path: Self.display(url))
+                    }
+                },
+                // `call` has retried everything else already.
+                isTransient: { $0.message.contains("answered 200 with an error") && Self.isTransient($0) })
         } catch {
             if error.httpStatusCode == 412 {
                 throw CairnError(
@@ -159,12 +172,6 @@ package final class S3Client: Sendable {
                     path: Self.display(url))
             }
             throw error
-        }
-        // S3 may answer 200 and report the failure in the body.
-        if let document = S3XMLDocument(answer.body), document.root.name == "Error" {
-            throw CairnError(
-                .httpStatus, HTTPClient.statusMessagePrefix + "200 with an error (\(S3RequestSigner.detail(of: document.root) ?? "no detail"))",
-                path: Self.display(url))
         }
     }
 
@@ -188,7 +195,7 @@ package final class S3Client: Sendable {
         -> (head: HTTPResponseHead, body: [UInt8])
     {
         do {
-            return try retry.run { () throws(CairnError) in try client.get(request, limit: limit) }
+            return try retry.run({ () throws(CairnError) in try client.get(request, limit: limit) }, isTransient: Self.isTransient)
         } catch {
             var named = error
             named.path = Self.display(request.url)
@@ -198,6 +205,19 @@ package final class S3Client: Sendable {
             }
             throw named
         }
+    }
+
+    /// The error codes S3 documents as worth repeating whatever the status (a `400
+    /// RequestTimeout` on a slow link, a `200` CompleteMultipartUpload whose body is an
+    /// `InternalError`).
+    static let transientCodes = ["RequestTimeout", "InternalError", "SlowDown", "ServiceUnavailable", "OperationAborted"]
+
+    /// Whether `error` may go away when the call is repeated: ``RetryPolicy/isTransient(_:)``, or
+    /// an `.httpStatus` whose store code is one of ``transientCodes``.
+    package static func isTransient(_ error: CairnError) -> Bool {
+        if RetryPolicy.isTransient(error) { return true }
+        guard error.code == .httpStatus else { return false }
+        return transientCodes.contains { error.message.contains("(\($0):") || error.message.contains("(\($0))") }
     }
 
     /// A URL without its query, for errors.

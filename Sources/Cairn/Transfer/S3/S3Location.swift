@@ -4,7 +4,9 @@ public struct S3Location: Sendable, Hashable, CustomStringConvertible {
     /// The bucket: 3 to 63 of `a-z`, `0-9`, `.`, `-` and `_`, starting and ending with a letter
     /// or digit.
     public let bucket: String
-    /// The object key: 1 to 1,024 bytes of UTF-8, no NUL, CR or LF, not starting with `/`.
+    /// The object key: 1 to 1,024 bytes of UTF-8, no NUL, CR or LF, not starting with `/`, and no
+    /// empty, `.` or `..` segment between slashes (HTTP clients and servers normalise those away,
+    /// so the signed path would not be the one sent).
     public let key: String
 
     /// Whether `text` starts with `s3://` (any case): an object location rather than a path or
@@ -48,6 +50,12 @@ public struct S3Location: Sendable, Hashable, CustomStringConvertible {
         else {
             throw CairnError(
                 .invalidArgument, "the object key must be 1 to 1024 bytes, not start with '/', and hold no NUL, CR or LF",
+                path: display)
+        }
+        let segments = key.split(separator: "/", omittingEmptySubsequences: false)
+        guard !segments.contains(where: { $0 == "." || $0 == ".." || $0.isEmpty }) || (segments.last == "" && segments.dropLast().allSatisfy { $0 != "." && $0 != ".." && !$0.isEmpty }) else {
+            throw CairnError(
+                .invalidArgument, "the object key must not hold an empty, '.' or '..' segment between slashes (it would not be sent as signed)",
                 path: display)
         }
         self.bucket = bucket
