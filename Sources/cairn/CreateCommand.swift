@@ -145,7 +145,7 @@ enum CreateCommand {
         let archiver: Archiver
         let sink: (any ArchiveSink)?
         if toStore {
-            guard let upload = try Self.makeObjectStoreSink(output, args, configuration: configuration, force: force) else {
+            guard let upload = try Self.makeObjectStoreSink(output, args, configuration: &configuration, sources: operands, force: force) else {
                 return .success
             }
             archiver = try Archiver(sink: upload, configuration: configuration)
@@ -265,7 +265,7 @@ enum CreateCommand {
     /// upload, refused when the object exists or an interrupted upload is recorded, unless
     /// `force`.
     static func makeObjectStoreSink(
-        _ output: String, _ args: Arguments, configuration: Archiver.Configuration, force: Bool
+        _ output: String, _ args: Arguments, configuration: inout Archiver.Configuration, sources: [[UInt8]], force: Bool
     ) throws(CairnError) -> ObjectStoreSink? {
         let location = try S3Location(parsing: output)
         let endpoint = args.value(ArchiveOperand.endpointOption)
@@ -284,6 +284,22 @@ enum CreateCommand {
                         + "or remove \(statePath) to give the upload up",
                     path: output)
             case .resumable, .objectInTheWay:
+                // The interrupted run's header: name what differs, and take what is not given.
+                if let payload = try MultipartUploadState.load(from: statePath)?.header,
+                    let header = try? ArchiveHeader.decode(payload, offset: UInt64(Prelude.length + RecordFraming.headerLength))
+                {
+                    let expected = Self.expectation(args, configuration: configuration, sources: sources)
+                    let differences = expected.differences(from: header)
+                    guard differences.isEmpty else {
+                        var refusal = CairnError(
+                            .notResumable, differences.joined(separator: "; ")
+                                + "; give the interrupted run's sources and options to --resume, or start over with --force (without --resume)",
+                            path: output)
+                        refusal.additionalErrors = []
+                        throw refusal
+                    }
+                    configuration.adopt(header, except: expected)
+                }
                 let upload = try ObjectStoreSink(resuming: location, configuration: store, overwrite: force, statePath: statePath)
                 if !quiet { Output.err("cairn: resuming the upload to \(output) recorded in \(statePath)") }
                 return upload

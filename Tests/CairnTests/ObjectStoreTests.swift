@@ -176,8 +176,7 @@ struct ObjectStoreTests {
         // Kill it once the state file records two parts.
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline, child.process.isRunning {
-            let lines = (try? String(contentsOfFile: state, encoding: .utf8))?.split(separator: "\n").count ?? 0
-            if lines >= 3 { break }
+            if Self.recordedParts(state) >= 2 { break }
             usleep(5000)
         }
         kill(child.pid, SIGKILL)
@@ -219,7 +218,7 @@ struct ObjectStoreTests {
             FetchCLI.executable, ["create", "-q", "-o", "s3://cairn/live.cairn", "data"], in: source, environment: Self.environment(server))
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline, child.process.isRunning {
-            if ((try? String(contentsOfFile: state, encoding: .utf8))?.split(separator: "\n").count ?? 0) >= 2 { break }
+            if Self.recordedParts(state) >= 1 { break }
             usleep(2000)
         }
         let forced = try Self.cli(["create", "-q", "-f", "-o", "s3://cairn/live.cairn", "data/notes.txt"], in: source, server)
@@ -328,6 +327,40 @@ struct ObjectStoreTests {
         #expect(!FileManager.default.fileExists(atPath: objectPath))
     }
 
+    @Test("--resume of an upload names each option that differs from the interrupted run's, and takes the options not given from it")
+    func resumeOptions() async throws { try await onDedicatedThread { try Self().resumeOptionsOnThread() } }
+
+    func resumeOptionsOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-s3-options")
+        defer { work.remove() }
+        let server = try RcloneS3Server()
+        defer { server.stop() }
+        let (source, _) = try Self.source(work, seed: 15, count: 16)
+        let location = try S3Location(parsing: "s3://cairn/o.cairn")
+        let configuration = try Self.configuration(server)
+        let statePath = try Self.statePath(server, "s3://cairn/o.cairn")
+        try blockingAsync {
+            var options = Archiver.Configuration()
+            options.sourcePaths = [Array("data".utf8)]
+            options.compression = .zstd(level: 1)
+            options.metadata = ["team": "a"]
+            let sink = try ObjectStoreSink(location: location, configuration: configuration, statePath: statePath)
+            let archiver = try Archiver(sink: sink, configuration: options)
+            try await archiver.appendItem(atPath: Array((source + "/data").utf8), pathInArchive: Array("data".utf8))
+            await archiver.abandon()
+        }
+        let differing = try Self.cli(["create", "-q", "--resume", "--compression", "lz4", "-o", "s3://cairn/o.cairn", "data"], in: source, server)
+        #expect(differing.status == 1)
+        #expect(differing.stderr.contains("compression lz4 differs from the archive's zstd:1"), "\(differing.stderr)")
+        #expect(!differing.stderr.contains("continue it with --resume"), "\(differing.stderr)")
+        let adopted = try Self.cli(["create", "-q", "--json", "--resume", "-o", "s3://cairn/o.cairn", "data"], in: source, server)
+        #expect(adopted.status == 0, "\(adopted.stderr)")
+        #expect(Self.number("keptBytes", in: adopted.stdout) > 0, "\(adopted.stdout)")
+        let local = work.appending("zstd.cairn")
+        #expect(try FetchCLI.run(["create", "-q", "--compression", "zstd:1", "--meta", "team=a", "-o", local, "data"], in: source).status == 0)
+        try FetchTests.expectSame(server.objectPath(key: "o.cairn"), FetchTests.bytes(local))
+    }
+
     @Test("wrong credentials: a clear error naming the endpoint and the status; nothing is created")
     func wrongCredentials() async throws { try await onDedicatedThread { try Self().wrongCredentialsOnThread() } }
 
@@ -383,8 +416,7 @@ struct ObjectStoreTests {
             FetchCLI.executable, ["create", "-o", "s3://cairn/g.cairn", "data"], in: source, environment: Self.environment(server))
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline, child.process.isRunning {
-            let lines = (try? String(contentsOfFile: state, encoding: .utf8))?.split(separator: "\n").count ?? 0
-            if lines >= 2 { break }
+            if Self.recordedParts(state) >= 1 { break }
             usleep(2000)
         }
         server.halt()
@@ -494,6 +526,11 @@ struct ObjectStoreTests {
             #expect(report.archiveBytes == UInt64(local.count))
         }
         try FetchTests.expectSame(server.objectPath(key: "v.cairn"), local)
+    }
+
+    /// Parts an upload's state file records (its `{"part":…}` lines).
+    static func recordedParts(_ state: String) -> Int {
+        ((try? String(contentsOfFile: state, encoding: .utf8)) ?? "").split(separator: "\n").filter { $0.hasPrefix("{\"part\"") }.count
     }
 
     /// The number after `"name" :` in `--json` output.

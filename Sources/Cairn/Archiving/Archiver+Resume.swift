@@ -104,7 +104,7 @@ extension Archiver {
 
         /// What differs from `header`, one phrase each ("compression zstd:3 differs from the
         /// archive's lz4"); empty when everything given matches.
-        func differences(from header: ArchiveHeader) -> [String] {
+        package func differences(from header: ArchiveHeader) -> [String] {
             var found: [String] = []
             if let sourcePaths, let recorded = header.metadata[Archiver.sourcesMetadataKey],
                 Archiver.sourcesMetadataValue(sourcePaths) != recorded
@@ -151,6 +151,28 @@ extension Archiver {
 
         private static func pairs(_ metadata: [String: String]) -> String {
             "{" + metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ") + "}"
+        }
+    }
+}
+
+extension Archiver.Configuration {
+    /// Takes from `header` (an interrupted archive's) every option `given` leaves unset (nil):
+    /// what a resume that re-makes the archive (an object store's upload, `Spec/0003 §3.3`) needs
+    /// so that "options not given are taken from the archive" holds as for a local resume.
+    package mutating func adopt(_ header: ArchiveHeader, except given: Archiver.ResumeExpectation) {
+        if given.compression == nil { compression = header.compression }
+        if given.chunking == nil { chunking = header.chunking }
+        if given.isCompressible == nil { isCompressible = header.isCompressible }
+        if given.sizeEstimate == nil { sizeEstimate = header.sizeEstimate }
+        if given.resourcesVersion == nil { resourcesVersion = header.resourcesVersion }
+        if given.appIdentifier == nil { appIdentifier = header.appIdentifier }
+        if given.metadata == nil { metadata = header.metadata.filter { !$0.key.hasPrefix(Archiver.reservedMetadataPrefix) } }
+        if given.selection == nil {
+            let recorded = Archiver.SelectionOptions(recorded: header.metadata[Archiver.selectionMetadataKey])
+            exclusions = recorded.exclusions
+            staysOnOneFileSystem = recorded.staysOnOneFileSystem
+            collectsExtendedAttributes = recorded.collectsExtendedAttributes
+            snapshotsSQLiteDatabases = recorded.snapshotsSQLiteDatabases
         }
     }
 }

@@ -35,6 +35,9 @@ package struct MultipartUploadState: Codable, Sendable, Equatable {
     package var partSize: UInt64
     /// The acknowledged parts, by number from 1.
     package var parts: [Part] = []
+    /// The payload of the archive's header record (base64 in the file), recorded from the
+    /// first bytes uploaded: what a resume compares its options with, naming each difference.
+    package var header: [UInt8]?
 
     package init(endpoint: String, bucket: String, key: String, uploadID: String, partSize: UInt64) {
         self.endpoint = endpoint
@@ -111,6 +114,8 @@ package struct MultipartUploadState: Codable, Sendable, Equatable {
                 state = upload
             } else if let part = entry.part, state != nil {
                 state?.record(part)
+            } else if let header = entry.header, state != nil {
+                state?.header = Data(base64Encoded: header).map { Array($0) }
             }
         }
         guard let state else { throw CairnError(.corrupted, "not an upload state file of cairn (no upload recorded)" + remove, path: path) }
@@ -130,6 +135,8 @@ package final class UploadJournal: Sendable {
         var version: Int?
         var upload: MultipartUploadState?
         var part: MultipartUploadState.Part?
+        /// The header record's payload, base64.
+        var header: String?
     }
 
     /// The largest journal read back.
@@ -186,6 +193,7 @@ package final class UploadJournal: Sendable {
     /// - Throws: `.io` naming the file (a full disk).
     package func begin(_ upload: MultipartUploadState) throws(CairnError) {
         var lines = [Line(version: 1, upload: upload, part: nil)]
+        if let header = upload.header { lines.append(Line(header: Data(header).base64EncodedString())) }
         lines += upload.parts.map { Line(version: nil, upload: nil, part: $0) }
         try append(lines)
     }
@@ -195,6 +203,13 @@ package final class UploadJournal: Sendable {
     /// - Throws: `.io` naming the file.
     package func record(_ part: MultipartUploadState.Part) throws(CairnError) {
         try append([Line(version: nil, upload: nil, part: part)])
+    }
+
+    /// Appends a line recording the archive's header record payload and syncs it.
+    ///
+    /// - Throws: `.io` naming the file.
+    package func record(header: [UInt8]) throws(CairnError) {
+        try append([Line(header: Data(header).base64EncodedString())])
     }
 
     private func append(_ lines: [Line]) throws(CairnError) {

@@ -212,6 +212,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
         }
         state.parts = kept
         expected = kept
+        headerRecorded = state.header != nil
         ledger = Ledger(state: state, journal: journal)
         do throws(CairnError) {
             try journal.begin(state)
@@ -268,6 +269,28 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
         try await write(bytes, commits: [])
     }
 
+    /// Whether the header record of this run's archive was recorded in the state file.
+    private var headerRecorded = false
+
+    /// Records the payload of the archive's header record (after the prelude) in the state file
+    /// once the first bytes hold it whole; a resume compares its options with it.
+    private func recordHeader() throws(CairnError) {
+        guard filling.count >= Prelude.length + RecordFraming.headerLength else { return }
+        let header = try filling.withBytes { (raw) throws(CairnError) in
+            try RecordCodec.parseHeader(UnsafeRawBufferPointer(rebasing: raw[Prelude.length...]), offset: UInt64(Prelude.length))
+        }
+        guard header.type == .header else {
+            headerRecorded = true
+            return
+        }
+        let start = Prelude.length + RecordFraming.headerLength
+        guard filling.count >= start + header.length else { return }
+        headerRecorded = true
+        let payload = Array(filling[start..<(start + header.length)])
+        ledger.state.withLock { $0.header = payload }
+        try ledger.journal.record(header: payload)
+    }
+
     /// Whether parts are cut at their size, not at commit points (bytes came without them).
     private var cutsAtAnyOffset = false
 
@@ -275,6 +298,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
         guard !finished else { throw CairnError(.invalidArgument, "the upload is finished", path: location.description) }
         filling.append(contentsOf: bytes)
         commits.append(contentsOf: newCommits)
+        if partStart == 0, !headerRecorded { try recordHeader() }
         while let cut = nextCut() {
             let count = Int(cut.end - partStart)
             // The part keeps the buffer; only the bytes after the cut are copied (a few KiB to
