@@ -55,3 +55,19 @@ struct ReadmeExampleTests {
         #expect(otherExtractor.entries.first?.path == "export/data")
     }
 }
+
+/// The README's object-storage snippet, compiled (it needs a store to run; the object-storage
+/// suites run the same calls against rclone): an API change that breaks the README breaks this.
+func readmeObjectStoreSnippet(source: URL, configuration: Archiver.Configuration) async throws {
+    let store = try S3Configuration.fromEnvironment()
+    let object = try S3Location(parsing: "s3://backups/app/export.cairn")
+    let state = "/var/lib/app/export.partial.upload"
+    let sink = try ObjectStoreSink(location: object, configuration: store, statePath: state)
+    _ = { () throws(CairnError) in try ObjectStoreSink(resuming: object, configuration: store, statePath: state) }
+    _ = { () throws(CairnError) in try ObjectStoreSink.recordedUpload(at: state, location: object, configuration: store) }
+    let archiver = try Archiver(sink: sink, configuration: configuration)
+    try await archiver.appendItem(at: source)
+    _ = try await archiver.finish()
+    let back = try Extractor(object: object, configuration: store)
+    back.close()
+}
