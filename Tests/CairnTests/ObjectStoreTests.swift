@@ -382,6 +382,7 @@ struct ObjectStoreTests {
         let listed = try Self.cli(["list", "s3://cairn/w.cairn"], in: work.path, server, secret: "not-the-secret")
         #expect(listed.status == 1)
         #expect(listed.stderr.contains("SignatureDoesNotMatch"), "\(listed.stderr)")
+        #expect(listed.stderr.contains("refused the credentials"), "\(listed.stderr)")
     }
 
     @Test("a missing bucket: the error names it and NoSuchBucket; nothing is left")

@@ -190,7 +190,8 @@ package final class S3Client: Sendable {
     }
 
     /// One call, retried when transient; the answer's body read into memory (at most `limit`).
-    /// An error names the call and the URL; a 403 also says what to check.
+    /// An error names the call and the URL (a 403's detail says what to check,
+    /// ``S3RequestSigner``).
     private func call(_ operation: String, _ request: HTTPRequest, limit: Int = answerLimit) throws(CairnError)
         -> (head: HTTPResponseHead, body: [UInt8])
     {
@@ -200,9 +201,6 @@ package final class S3Client: Sendable {
             var named = error
             named.path = Self.display(request.url)
             named.message = operation + ": " + error.message
-            if error.httpStatusCode == 403 {
-                named.message += "; the store refused the credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION \(configuration.region))"
-            }
             throw named
         }
     }

@@ -7,9 +7,11 @@ import Foundation
 /// store rejects a part damaged on the way; one without is signed over the empty body's.
 struct S3RequestSigner: HTTPRequestSigner {
     let signer: SigV4Signer
+    let region: String
 
     init(configuration: S3Configuration) {
         signer = SigV4Signer(credentials: configuration.credentials, region: configuration.region, service: "s3")
+        region = configuration.region
     }
 
     func signingHeaders(for request: HTTPRequest) throws(CairnError) -> [(name: String, value: String)] {
@@ -18,9 +20,13 @@ struct S3RequestSigner: HTTPRequestSigner {
             method: request.method.rawValue, url: request.url, headers: request.headers, payloadHash: hash, date: Date())
     }
 
+    /// The store's `Code: Message`, and for a 403 (also a HEAD's, which has no body) what to
+    /// check: every reader and writer of an object gets the same words.
     func errorDetail(status: Int, body: [UInt8]) -> String? {
-        guard let document = S3XMLDocument(body), document.root.name == "Error" else { return nil }
-        return Self.detail(of: document.root)
+        let detail = S3XMLDocument(body).flatMap { $0.root.name == "Error" ? Self.detail(of: $0.root) : nil }
+        guard status == 403 else { return detail }
+        let hint = "the store refused the credentials: check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and the region \(region)"
+        return detail.map { $0 + "; " + hint } ?? hint
     }
 
     /// "Code: Message" of an `<Error>` element (either part alone when the other is missing).
