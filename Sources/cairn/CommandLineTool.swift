@@ -20,8 +20,10 @@ enum CommandLineTool {
                                                   itself, only what the seeds lack
           demo     [--size-mib N] [--keep DIR]    run create/list/verify/extract on sample data
 
-        ARCHIVE may be - for standard input (verify, extract) or output (create), or an
-        http:// or https:// URL (list, info, verify, extract, cat; see Spec/0003 §1.1).
+        ARCHIVE may be - for standard input (verify, extract) or output (create), an
+        http:// or https:// URL (list, info, verify, extract, cat, fetch; Spec/0003 §1.1), or
+        an s3://BUCKET/KEY object (those, and create -o; --s3-endpoint or AWS_ENDPOINT_URL;
+        Spec/0003 §1.2).
         Run 'cairn <command> --help' for a command's options.
         Exit status: 0 success, 1 failure (diff: differences found), 2 usage error, 3 completed
         with warnings, 130/143 interrupted by SIGINT/SIGTERM.

@@ -17,8 +17,9 @@ enum CreateCommand {
                                     upload; no object at the key until it is complete)
           --s3-endpoint URL         the object store (default: AWS_ENDPOINT_URL, else AWS);
                                     credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY
-          --upload-state FILE       the state of an upload to s3:// (default: the key's last
-                                    component with .partial.upload, here), for --resume
+          --upload-state FILE       the state of an upload to s3://, for --resume (default:
+                                    one per object in $XDG_STATE_HOME/cairn/uploads, else
+                                    ~/.local/state/cairn/uploads)
           --compression METHOD      lz4 (default), zlib[:LEVEL], zstd[:LEVEL], none
           --chunking POLICY         cdc (default, 16k/64k/256k), cdc:MIN:AVG:MAX, fixed[:SIZE]
           --not-compressible        store chunks raw (the compressible hint is off)

@@ -82,11 +82,25 @@ package final class HTTPArchiveSource: ArchiveSource {
         var dropped: UInt64 = 0
         var whole = false
         var head: HTTPResponseHead?
-        let request = HTTPRequest(url: url, range: .suffix(asked))
+        var request = HTTPRequest(url: url, range: .suffix(asked))
         do throws(CairnError) {
             try retry.run { () throws(CairnError) in
                 (body, dropped, whole) = ([], 0, false)
-                head = try client.perform(
+                do throws(CairnError) {
+                    head = try openingRequest()
+                } catch where error.httpStatusCode == 416 && request.range == .suffix(asked) {
+                    // A suffix longer than the object is satisfiable (RFC 9110 §14.1.2: the whole
+                    // object), but some stores answer 416 (rclone serve s3): ask from offset 0.
+                    request.range = .bounded(0, asked - 1)
+                    (body, dropped, whole) = ([], 0, false)
+                    head = try openingRequest()
+                }
+            }
+        } catch {
+            throw error.withPath(url)
+        }
+        func openingRequest() throws(CairnError) -> HTTPResponseHead {
+                try client.perform(
                     request,
                     onHead: { (answer) throws(CairnError) in
                         if acceptingWholeObject, RangeAnswer.isWholeObject(answer, total: nil, validator: nil) {
@@ -111,9 +125,6 @@ package final class HTTPArchiveSource: ArchiveSource {
                         }
                         body.append(contentsOf: piece)
                     })
-            }
-        } catch {
-            throw error.withPath(url)
         }
         guard let head else { throw CairnError(.network, "no answer", path: url) }
         if whole {
