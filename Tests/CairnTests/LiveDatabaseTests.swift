@@ -218,26 +218,8 @@ struct LiveDatabaseTests {
         try Self.makeDatabase(database, journalMode: "delete")
         try Data("beside it".utf8).write(to: directory.url(appending: "src/notes.txt"))
         // A connection that keeps the EXCLUSIVE lock after its first write, until it exits.
-        let holder = Process()
-        holder.executableURL = Self.sqlite3
-        holder.arguments = [database]
-        let input = Pipe()
-        let output = Pipe()
-        holder.standardInput = input
-        holder.standardOutput = output
-        holder.standardError = FileHandle.nullDevice
-        try holder.run()
-        defer {
-            try? input.fileHandleForWriting.close()
-            holder.waitUntilExit()
-        }
-        input.fileHandleForWriting.write(Data("PRAGMA locking_mode=EXCLUSIVE;\nUPDATE c SET n = 7;\nSELECT 'ready';\n".utf8))
-        var seen = Data()
-        while !String(decoding: seen, as: UTF8.self).contains("ready") {
-            let piece = output.fileHandleForReading.availableData
-            try #require(!piece.isEmpty, "the holder exited: \(String(decoding: seen, as: UTF8.self))")
-            seen += piece
-        }
+        let holder = try HeldConnection(database, running: "PRAGMA locking_mode=EXCLUSIVE;\nUPDATE c SET n = 7;\n")
+        defer { holder.close() }
         let expected = try RawFileSystem.contents(ofFile: Array(database.utf8))
 
         let cairn = try ChildProcess.cairnExecutable(besideBundle: Bundle.module.bundleURL)
@@ -328,26 +310,8 @@ struct LiveDatabaseTests {
         let database = directory.appending("src/w.db")
         try Self.makeDatabase(database, journalMode: "wal")
         // A connection that stays open keeps the -wal and -shm; its last commit is only in the -wal.
-        let holder = Process()
-        holder.executableURL = Self.sqlite3
-        holder.arguments = [database]
-        let input = Pipe()
-        let output = Pipe()
-        holder.standardInput = input
-        holder.standardOutput = output
-        holder.standardError = FileHandle.nullDevice
-        try holder.run()
-        defer {
-            try? input.fileHandleForWriting.close()
-            holder.waitUntilExit()
-        }
-        input.fileHandleForWriting.write(Data("PRAGMA wal_autocheckpoint=0;\nUPDATE c SET n = 42;\nSELECT 'ready';\n".utf8))
-        var seen = Data()
-        while !String(decoding: seen, as: UTF8.self).contains("ready") {
-            let piece = output.fileHandleForReading.availableData
-            try #require(!piece.isEmpty, "the holder exited")
-            seen += piece
-        }
+        let holder = try HeldConnection(database, running: "PRAGMA wal_autocheckpoint=0;\nUPDATE c SET n = 42;\n")
+        defer { holder.close() }
         try Data("z".utf8).write(to: directory.url(appending: "src/w.db-zz"))
         try #require(RawFileSystem.exists(Array(directory.appending("src/w.db-shm").utf8)))
         let archive = directory.appending("w.cairn")
@@ -499,5 +463,40 @@ struct LiveDatabaseTests {
         #expect(run.warnings.first?.code == .sourceChanged)
         #expect(run.warnings.first?.path?.hasSuffix("tree/data.bin") == true, "\(run.warnings)")
         #expect(run.content == run.versions[3])
+    }
+}
+
+/// A `sqlite3` process that ran `sql` on `database` and keeps its connection (and its locks)
+/// open until ``close()``: what another process's open database looks like to `cairn`.
+final class HeldConnection {
+    private let process = Process()
+    private let input = Pipe()
+
+    /// Starts `sqlite3 DATABASE`, feeds it `sql` then `SELECT 'ready';`, and returns once it
+    /// answered `ready`.
+    init(_ database: String, running sql: String) throws {
+        let output = Pipe()
+        process.executableURL = LiveDatabaseTests.sqlite3
+        process.arguments = [database]
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        input.fileHandleForWriting.write(Data((sql + "SELECT 'ready';\n").utf8))
+        var seen = Data()
+        while !String(decoding: seen, as: UTF8.self).contains("ready") {
+            let piece = output.fileHandleForReading.availableData
+            guard !piece.isEmpty else {
+                close()
+                throw CairnError(.io, "the holder exited: \(String(decoding: seen, as: UTF8.self))")
+            }
+            seen += piece
+        }
+    }
+
+    /// Ends the connection: closes its input and waits for `sqlite3` to exit.
+    func close() {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
     }
 }
