@@ -20,12 +20,19 @@ package struct RetryPolicy: Sendable {
     /// The HTTP statuses retried.
     private static let transientStatuses: Set<Int> = [408, 429, 500, 502, 503, 504]
 
-    /// Whether `error` may go away when the request is repeated: `.network`, and `.httpStatus`
-    /// with status 408, 429, 500, 502, 503 or 504.
+    /// The error codes S3 documents as worth repeating whatever the status (a `400
+    /// RequestTimeout` on a slow link, a `200` CompleteMultipartUpload whose body is an
+    /// `InternalError`), as an object store's signer puts them in an error's detail.
+    static let transientServiceCodes = ["RequestTimeout", "InternalError", "SlowDown", "ServiceUnavailable", "OperationAborted"]
+
+    /// Whether `error` may go away when the request is repeated: `.network`, `.httpStatus` with
+    /// status 408, 429, 500, 502, 503 or 504, and `.httpStatus` whose detail names one of
+    /// ``transientServiceCodes``. The one rule of every reader, fetch and upload.
     package static func isTransient(_ error: CairnError) -> Bool {
         if error.code == .network { return true }
         guard let status = error.httpStatusCode else { return false }
-        return transientStatuses.contains(status)
+        if transientStatuses.contains(status) { return true }
+        return transientServiceCodes.contains { error.message.contains("(\($0):") || error.message.contains("(\($0))") }
     }
 
     /// Seconds to wait before retry `retry` (1-based).

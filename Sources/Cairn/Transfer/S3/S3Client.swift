@@ -144,7 +144,7 @@ package final class S3Client: Sendable {
         let url = configuration.url(for: location, query: "uploadId=" + S3Location.percentEncoded(uploadID, keepingSlash: false))
         var xml = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
         for part in parts {
-            xml += "<Part><PartNumber>\(part.number)</PartNumber><ETag>\(Self.escaped(part.etag))</ETag></Part>"
+            xml += "<Part><PartNumber>\(part.number)</PartNumber><ETag>\(S3XMLDocument.escaped(part.etag))</ETag></Part>"
         }
         xml += "</CompleteMultipartUpload>"
         var headers = [(name: "Content-Type", value: "application/xml")]
@@ -196,7 +196,7 @@ package final class S3Client: Sendable {
         -> (head: HTTPResponseHead, body: [UInt8])
     {
         do {
-            return try retry.run({ () throws(CairnError) in try client.get(request, limit: limit) }, isTransient: Self.isTransient)
+            return try retry.run { () throws(CairnError) in try client.get(request, limit: limit) }
         } catch {
             var named = error
             named.path = Self.display(request.url)
@@ -205,18 +205,9 @@ package final class S3Client: Sendable {
         }
     }
 
-    /// The error codes S3 documents as worth repeating whatever the status (a `400
-    /// RequestTimeout` on a slow link, a `200` CompleteMultipartUpload whose body is an
-    /// `InternalError`).
-    static let transientCodes = ["RequestTimeout", "InternalError", "SlowDown", "ServiceUnavailable", "OperationAborted"]
-
-    /// Whether `error` may go away when the call is repeated: ``RetryPolicy/isTransient(_:)``, or
-    /// an `.httpStatus` whose store code is one of ``transientCodes``.
-    package static func isTransient(_ error: CairnError) -> Bool {
-        if RetryPolicy.isTransient(error) { return true }
-        guard error.code == .httpStatus else { return false }
-        return transientCodes.contains { error.message.contains("(\($0):") || error.message.contains("(\($0))") }
-    }
+    /// Whether `error` may go away when the call is repeated: ``RetryPolicy/isTransient(_:)``,
+    /// the one rule (it knows S3's retryable error codes).
+    package static func isTransient(_ error: CairnError) -> Bool { RetryPolicy.isTransient(error) }
 
     /// A URL without its query, for errors.
     static func display(_ url: String) -> String {
@@ -229,20 +220,4 @@ package final class S3Client: Sendable {
         return "\"" + bare + "\""
     }
 
-    /// `text` with the five XML special characters escaped (the one XML escaper of the
-    /// package: the benchmark's SVG charts use it too).
-    package static func escaped(_ text: String) -> String {
-        var out = ""
-        for character in text {
-            switch character {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&apos;"
-            default: out.append(character)
-            }
-        }
-        return out
-    }
 }
