@@ -205,4 +205,4 @@ struct Chart {
 }
 
 /// `text` with XML's five special characters escaped.
-func xmlEscaped(_ text: String) -> String { S3Client.escaped(text) }
+func xmlEscaped(_ text: String) -> String { S3XMLDocument.escaped(text) }

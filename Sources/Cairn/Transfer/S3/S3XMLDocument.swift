@@ -4,7 +4,7 @@ import FoundationXML
 /// A small XML document of an S3 answer (`InitiateMultipartUploadResult`, `ListPartsResult`,
 /// `CompleteMultipartUploadResult`, `Error`), parsed with Foundation's `XMLParser` (libxml2) into
 /// a tree of elements with their text. Namespaces are dropped: elements are found by local name.
-struct S3XMLDocument {
+package struct S3XMLDocument {
     /// One element: its local name, its text (the concatenated character data directly inside
     /// it, trimmed) and its child elements in order.
     final class Element {
@@ -22,6 +22,23 @@ struct S3XMLDocument {
 
         /// The text of the first child named `name`, or nil.
         func text(of name: String) -> String? { child(name)?.text }
+    }
+
+    /// `text` with the five XML special characters escaped (the one XML escaper of the
+    /// package: the benchmark's SVG charts use it too).
+    package static func escaped(_ text: String) -> String {
+        var out = ""
+        for character in text {
+            switch character {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&apos;"
+            default: out.append(character)
+            }
+        }
+        return out
     }
 
     /// The root element.
