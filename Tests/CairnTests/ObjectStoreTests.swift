@@ -591,6 +591,19 @@ struct ObjectStoreUnitTests {
         #expect(throws: CairnError.self) { try S3Configuration.fromEnvironment(environment: ["AWS_ACCESS_KEY_ID": "AK"]) }
     }
 
+    @Test("the upload options with a local -o are usage errors (exit 2), and nothing is created")
+    func uploadOptionsNeedAnObject() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-s3-usage")
+        defer { work.remove() }
+        try Data("x".utf8).write(to: URL(fileURLWithPath: work.appending("f.txt")))
+        for option in [["--s3-endpoint", "http://127.0.0.1:1"], ["--upload-state", "s.state"]] {
+            let result = try FetchCLI.run(["create", "-o", "local.cairn"] + option + ["f.txt"], in: work.path)
+            #expect(result.status == 2, "\(option): \(result.stderr)")
+            #expect(result.stderr.contains("\(option[0]) is for -o s3://BUCKET/KEY"), "\(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: work.appending("local.cairn")))
+        }
+    }
+
     @Test("part sizes: 8 MiB at least, sized from the estimate to fit 9,000 parts, doubling every 2,000 parts, at most 5 GiB")
     func partSizes() {
         #expect(ObjectStoreSink.basePartSize(estimate: nil) == 8 << 20)
