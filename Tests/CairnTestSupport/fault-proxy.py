@@ -182,7 +182,9 @@ class Handler(socketserver.BaseRequestHandler):
         def log(status):
             with lock, open(LOG, "a") as f:
                 f.write("%s %s %s %s\n" % (request_line[0], request_line[1], status, fault))
+            logged.append(status)
 
+        logged = []
         upstream = socket.create_connection(("127.0.0.1", UPSTREAM_PORT))
         body = None
         final = {"status": 0, "request": 0, "response": 0}
@@ -237,7 +239,10 @@ class Handler(socketserver.BaseRequestHandler):
                     if not readable or not client.recv(65536):
                         break
         except OSError:
-            pass
+            # Reading the upstream's answer can fail (a reset) once the relay cut the request:
+            # the cut is still logged, once.
+            if body is not None and body.cut and not logged:
+                log(0)
         finally:
             if body is not None:
                 # The answer is over: a relay stuck sending to the upstream is freed first.
