@@ -8,7 +8,7 @@ import Glibc
 ///
 /// - Important: The descriptor is not closed by `deinit`; call ``close()`` or use
 ///   ``closeAfter(_:)``. Teardown never depends on object lifetime.
-package struct FileDescriptor: Sendable {
+package struct FileDescriptor: ByteInput, Sendable {
     /// The raw descriptor.
     package let rawValue: Int32
     /// The path the descriptor was opened with, for error messages.

@@ -191,7 +191,13 @@ public final class Extractor {
         -> VerificationReport
     {
         if seekToStart { try descriptor.seek(to: 0) }
-        let stream = RecordStream(descriptor: descriptor)
+        return try await verify(input: descriptor, path: path)
+    }
+
+    /// Verifies the archive read from `input` front to back (a descriptor, or a fetch's
+    /// in-memory channel).
+    nonisolated(nonsending) package static func verify(input: any ByteInput, path: String) async throws -> VerificationReport {
+        let stream = RecordStream(input: input)
         stream.toleratesDamagedChunks = true
         // The scanner checks structure, CRCs and chain digests in order; chunk contents
         // (decompression and SHA-256, the expensive part) are checked by a window of tasks,

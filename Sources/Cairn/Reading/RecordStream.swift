@@ -1,5 +1,5 @@
-/// Reads an archive's records front to back from a descriptor (a file or a pipe), seeing each
-/// byte once, with a buffer that starts at 1 MiB and grows only as far as the largest record
+/// Reads an archive's records front to back from a descriptor (a file or a pipe) or another
+/// ``ByteInput`` (a fetch's in-memory channel), seeing each byte once, with a buffer that starts at 1 MiB and grows only as far as the largest record
 /// needs (at most ``FormatLimits/maximumRecordPayload`` plus framing).
 ///
 /// Every record is checked (header fields, length limit, CRC-32) before it is returned.
@@ -10,7 +10,9 @@
 /// walks an archive's records this way to prove that its manifest describes the records really
 /// there, for the price of reading everything but the chunk payloads (`Spec/0001 §13.1`).
 package final class RecordStream {
-    private let descriptor: FileDescriptor
+    private let input: any ByteInput
+    /// Skipping mode: the seekable file read with `pread(2)`.
+    private let descriptor: FileDescriptor?
     private var buffer: [UInt8]
     private var start = 0
     private var end = 0
@@ -26,8 +28,14 @@ package final class RecordStream {
     /// (type and length) passed its checks, so the next record is still found.
     package var toleratesDamagedChunks = false
 
-    package init(descriptor: FileDescriptor, bufferSize: Int = 1 << 20) {
-        self.descriptor = descriptor
+    package convenience init(descriptor: FileDescriptor, bufferSize: Int = 1 << 20) {
+        self.init(input: descriptor, bufferSize: bufferSize)
+    }
+
+    /// A stream over `input`'s bytes, read in pieces of up to `bufferSize`.
+    package init(input: any ByteInput, bufferSize: Int = 1 << 20) {
+        self.input = input
+        self.descriptor = nil
         self.buffer = [UInt8](repeating: 0, count: max(bufferSize, 64))
         self.skippingFileSize = nil
     }
@@ -36,13 +44,14 @@ package final class RecordStream {
     /// `fileSize` bytes) that skips chunk payloads; reads with `pread(2)` in pieces of 64 KiB, so
     /// payloads larger than that are mostly never read.
     package init(skippingChunkPayloadsOf descriptor: FileDescriptor, fileSize: UInt64) {
+        self.input = descriptor
         self.descriptor = descriptor
         self.buffer = [UInt8](repeating: 0, count: 64 << 10)
         self.skippingFileSize = fileSize
     }
 
     private func read(into raw: UnsafeMutableRawBufferPointer) throws(CairnError) -> Int {
-        guard let fileSize = skippingFileSize else { return try descriptor.read(into: raw) }
+        guard let fileSize = skippingFileSize, let descriptor else { return try input.read(into: raw) }
         guard readPosition < fileSize else { return 0 }
         let want = Int(min(UInt64(raw.count), fileSize - readPosition))
         let n = try descriptor.read(fromAbsoluteOffset: readPosition, into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<want]))

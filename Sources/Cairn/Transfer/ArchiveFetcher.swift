@@ -235,8 +235,7 @@ public final class ArchiveFetcher: Sendable {
             progress.completedUnitCount = Int64(clamping: start)
 
             // 3. Write and verify at once.
-            let channel = try FetchChannel()
-            defer { channel.close() }
+            let channel = FetchChannel()
             let url = self.url
             let writer = FetchWriter(
                 client: client, url: requestURL, output: output, channel: channel, seeds: seeds, progress: progress,
@@ -260,7 +259,7 @@ public final class ArchiveFetcher: Sendable {
             var verified: VerificationReport?
             do {
                 verified = try await withTaskCancellationHandler {
-                    try await Extractor.verify(descriptor: channel.reading, path: url, seekToStart: false)
+                    try await Extractor.verify(input: channel, path: url)
                 } onCancel: {
                     writer.cancel()
                     channel.stopReading()

@@ -1,25 +1,43 @@
 import Glibc
 
-/// The byte channel from a fetch's writer thread to its verifier: a connected pair of Unix
-/// stream sockets, so the verifier reads the archive through the same descriptor-based stream
-/// as `cairn verify -`, and a writer whose reader has stopped gets `EPIPE` (sent with
-/// `MSG_NOSIGNAL`, so no `SIGPIPE` reaches the process).
-package final class FetchChannel: Sendable {
-    /// The verifier's end.
-    package let reading: FileDescriptor
-    private let writing: FileDescriptor
+/// The byte channel from a fetch's writer thread to its verifier: a bounded ring buffer in
+/// memory (``capacity`` bytes) guarded by a mutex and two condition variables, so bytes cross
+/// with one copy in and one copy out and no system call, where a socket pair cost a kernel copy
+/// each way (about 0.12 CPU s of a 314 MiB fetch, measured). The writer blocks while the ring is
+/// full, the verifier while it is empty; a writer whose reader has stopped gets an error, as a
+/// socket's `EPIPE` would give.
+package final class FetchChannel: ByteInput, @unchecked Sendable {
+    /// The ring's size (4 MiB): room for a few of the HTTP client's 256 KiB receive buffers.
+    package static let capacity = 4 << 20
 
-    /// - Throws: `.io` when the sockets cannot be created.
-    package init() throws(CairnError) {
-        var pair: [Int32] = [-1, -1]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
-            throw Errno.current.error("cannot create the fetch's verification channel")
-        }
-        var size: Int32 = 1 << 20
-        _ = setsockopt(pair[1], SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        _ = setsockopt(pair[0], SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        reading = FileDescriptor(rawValue: pair[0], path: "<fetch>")
-        writing = FileDescriptor(rawValue: pair[1], path: "<fetch>")
+    // The ring and its state are touched only with `mutex` held.
+    private let ring: UnsafeMutableRawBufferPointer
+    private var head = 0
+    private var count = 0
+    private var finished = false
+    private var stopped = false
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let notEmpty: UnsafeMutablePointer<pthread_cond_t>
+    private let notFull: UnsafeMutablePointer<pthread_cond_t>
+
+    package init() {
+        ring = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.capacity, alignment: 64)
+        mutex = .allocate(capacity: 1)
+        notEmpty = .allocate(capacity: 1)
+        notFull = .allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(notEmpty, nil)
+        pthread_cond_init(notFull, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(notFull)
+        pthread_cond_destroy(notEmpty)
+        pthread_mutex_destroy(mutex)
+        notFull.deallocate()
+        notEmpty.deallocate()
+        mutex.deallocate()
+        ring.deallocate()
     }
 
     /// The error `send` throws once the reader has stopped.
@@ -29,31 +47,58 @@ package final class FetchChannel: Sendable {
     ///
     /// - Throws: `.io` with message ``readerStopped`` when the verifier has stopped.
     package func send(_ bytes: UnsafeRawBufferPointer) throws(CairnError) {
-        guard let base = bytes.baseAddress else { return }
+        guard let source = bytes.baseAddress, let base = ring.baseAddress else { return }
         var done = 0
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
         while done < bytes.count {
-            let n = retryOnInterrupt { Glibc.send(writing.rawValue, base + done, bytes.count - done, Int32(MSG_NOSIGNAL)) }
-            guard n > 0 else {
-                throw CairnError(.io, Self.readerStopped, cause: String(cString: strerror(errno)))
-            }
+            while count == Self.capacity, !stopped { pthread_cond_wait(notFull, mutex) }
+            guard !stopped else { throw CairnError(.io, Self.readerStopped) }
+            // Copy into the free space after the last byte, up to the ring's end.
+            let tail = (head + count) % Self.capacity
+            let n = min(bytes.count - done, Self.capacity - count, Self.capacity - tail)
+            (base + tail).copyMemory(from: source + done, byteCount: n)
+            count += n
             done += n
+            pthread_cond_signal(notEmpty)
         }
     }
 
-    /// Ends the stream: the verifier reads end of file after the bytes sent.
+    /// Ends the stream: the verifier reads end of input after the bytes sent.
     package func finishSending() {
-        _ = shutdown(writing.rawValue, Int32(SHUT_WR))
+        pthread_mutex_lock(mutex)
+        finished = true
+        pthread_cond_broadcast(notEmpty)
+        pthread_mutex_unlock(mutex)
     }
 
-    /// Stops the verifier's side: its reads see end of file and the writer's sends fail.
+    /// Stops the verifier's side: its reads see end of input and the writer's sends fail.
     package func stopReading() {
-        _ = shutdown(reading.rawValue, Int32(SHUT_RDWR))
-        _ = shutdown(writing.rawValue, Int32(SHUT_RDWR))
+        pthread_mutex_lock(mutex)
+        stopped = true
+        pthread_cond_broadcast(notEmpty)
+        pthread_cond_broadcast(notFull)
+        pthread_mutex_unlock(mutex)
     }
 
-    /// Closes both ends.
-    package func close() {
-        _ = try? reading.close()
-        _ = try? writing.close()
+    /// Reads up to `buffer.count` bytes, blocking until some are there; 0 at the end of the
+    /// stream (after ``finishSending()``, or at once after ``stopReading()``).
+    package func read(into buffer: UnsafeMutableRawBufferPointer) throws(CairnError) -> Int {
+        guard let destination = buffer.baseAddress, let base = ring.baseAddress, buffer.count > 0 else { return 0 }
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while count == 0, !finished, !stopped { pthread_cond_wait(notEmpty, mutex) }
+        guard !stopped else { return 0 }
+        var done = 0
+        // At most two pieces: up to the ring's end, then from its start.
+        while done < buffer.count, count > 0 {
+            let n = min(buffer.count - done, count, Self.capacity - head)
+            (destination + done).copyMemory(from: base + head, byteCount: n)
+            head = (head + n) % Self.capacity
+            count -= n
+            done += n
+        }
+        pthread_cond_signal(notFull)
+        return done
     }
 }
