@@ -63,7 +63,11 @@ package final class FetchWriter: @unchecked Sendable {
     ///   not the requested part of the same archive; `.io` for the partial file (a full disk),
     ///   a seed, or a verifier that stopped (``FetchChannel/readerStopped``).
     package func run(prefixLength: UInt64, job: Job) throws(CairnError) {
-        defer { channel.finishSending() }
+        defer {
+            // What arrived before a failure is kept too: it may verify, and not be fetched again.
+            if pendingCount > 0 { try? flush() }
+            channel.finishSending()
+        }
         try sendPrefix(prefixLength)
         switch job {
         case .rest(let start):
@@ -142,9 +146,36 @@ package final class FetchWriter: @unchecked Sendable {
         }
     }
 
-    /// Appends new bytes to the partial file and sends them to the verifier.
+    /// Appends new bytes to the partial file and sends them to the verifier, gathered into
+    /// pieces of up to ``pending``'s size: libcurl hands a body over in pieces of at most 16 KiB
+    /// (`CURL_MAX_WRITE_SIZE`), and one `write(2)` and one wake-up of the verifier for each
+    /// cost more than the copy (20,000 writes for a 314 MiB archive, measured).
     private func deliver(_ bytes: UnsafeRawBufferPointer) throws(CairnError) {
         guard !cancelled.load(ordering: .relaxed) else { throw CairnError(.io, FetchChannel.readerStopped) }
+        guard let source = bytes.baseAddress, let base = pending.baseAddress else { return }
+        if pendingCount + bytes.count > pending.count { try flush() }
+        if bytes.count >= pending.count {
+            try write(bytes)
+            return
+        }
+        (base + pendingCount).copyMemory(from: source, byteCount: bytes.count)
+        pendingCount += bytes.count
+    }
+
+    /// Bytes delivered and not yet written (1 MiB of room), the first ``pendingCount`` of it.
+    private let pending = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
+    private var pendingCount = 0
+
+    deinit { pending.deallocate() }
+
+    /// Writes what ``deliver(_:)`` gathered.
+    private func flush() throws(CairnError) {
+        let count = pendingCount
+        pendingCount = 0
+        try write(UnsafeRawBufferPointer(rebasing: pending[0..<count]))
+    }
+
+    private func write(_ bytes: UnsafeRawBufferPointer) throws(CairnError) {
         try output.append(bytes)
         try channel.send(bytes)
         progress.completedUnitCount += Int64(bytes.count)
