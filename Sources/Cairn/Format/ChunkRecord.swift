@@ -16,9 +16,12 @@ package struct ChunkRecordPrefix: Sendable, Equatable {
     /// The raw length a chunk record payload declares (bytes 36..<40, §7.1), clamped to
     /// 1...``FormatLimits/maximumChunkLength``, for sizing a buffer before the payload is decoded
     /// (the decoder checks the real value); nil when the payload is shorter than the prefix.
-    package static func declaredRawLength(inPayload payload: [UInt8]) -> Int? {
-        guard payload.count >= length else { return nil }
-        let raw = Int(payload[36]) | Int(payload[37]) << 8 | Int(payload[38]) << 16 | Int(payload[39]) << 24
+    /// The payload starts at `payload[start]` (`start` is ``RecordFraming/headerLength`` for a
+    /// framed record).
+    package static func declaredRawLength(inPayload payload: [UInt8], start: Int = 0) -> Int? {
+        guard start >= 0, payload.count - start >= length else { return nil }
+        let at = start + 36
+        let raw = Int(payload[at]) | Int(payload[at + 1]) << 8 | Int(payload[at + 2]) << 16 | Int(payload[at + 3]) << 24
         return min(max(raw, 1), FormatLimits.maximumChunkLength)
     }
 

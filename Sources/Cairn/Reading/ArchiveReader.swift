@@ -310,12 +310,24 @@ package final class ArchiveReader {
     }
 
     /// Decodes a chunk record payload into `destination` and verifies its id.
+    ///
+    /// - Parameters:
+    ///   - payload: the payload, or bytes holding it at `range` (a framed record, so that a
+    ///     verifier need not copy the payload out).
+    ///   - range: where the payload lies in `payload`; nil: all of it.
+    ///   - offset: the record's archive offset, for errors.
     package static func decodeChunk(
-        _ payload: [UInt8], expected: Digest?, rawLength: Int?, offset: UInt64, using decompressor: ChunkDecompressor,
-        into destination: UnsafeMutableRawBufferPointer
+        _ payload: [UInt8], range: Range<Int>? = nil, expected: Digest?, rawLength: Int?, offset: UInt64,
+        using decompressor: ChunkDecompressor, into destination: UnsafeMutableRawBufferPointer
     ) throws(CairnError) {
-        var r = ByteReader(payload, baseOffset: offset + UInt64(RecordFraming.headerLength), what: "chunk record")
-        let prefix = try ChunkRecordPrefix.decode(&r, storedLength: payload.count - ChunkRecordPrefix.length)
+        let bounds = range ?? 0..<payload.count
+        guard bounds.lowerBound >= 0, bounds.upperBound <= payload.count else {
+            throw CairnError(.corrupted, "chunk record payload out of bounds", offset: offset)
+        }
+        // ByteReader's base offset is that of `payload[0]`.
+        let (base, under) = (offset + UInt64(RecordFraming.headerLength)).subtractingReportingOverflow(UInt64(bounds.lowerBound))
+        var r = ByteReader(payload, range: bounds, baseOffset: under ? 0 : base, what: "chunk record")
+        let prefix = try ChunkRecordPrefix.decode(&r, storedLength: bounds.count - ChunkRecordPrefix.length)
         if let expected, prefix.id != expected {
             throw CairnError(.corrupted, "chunk record holds \(prefix.id), expected \(expected)", offset: offset)
         }
@@ -329,7 +341,8 @@ package final class ArchiveReader {
         do throws(CairnError) {
             try payload.withBytes { (raw) throws(CairnError) in
                 try decompressor.decompress(
-                    codec: prefix.codec, stored: UnsafeRawBufferPointer(rebasing: raw[ChunkRecordPrefix.length...]),
+                    codec: prefix.codec,
+                    stored: UnsafeRawBufferPointer(rebasing: raw[(bounds.lowerBound + ChunkRecordPrefix.length)..<bounds.upperBound]),
                     rawLength: prefix.rawLength, into: out)
             }
         } catch {

@@ -8,7 +8,7 @@
 final class ChunkVerifier {
     private let window: Int
     private let groupBytes: Int
-    private var group: [(payload: [UInt8], offset: UInt64)] = []
+    private var group: [(framed: [UInt8], offset: UInt64)] = []
     private var groupSize = 0
     private var tasks: [Task<[CairnError], any Error>] = []
     /// Failures found so far, in archive order.
@@ -21,10 +21,11 @@ final class ChunkVerifier {
         self.groupBytes = groupBytes
     }
 
-    /// Queues one chunk record payload found at `offset`.
-    nonisolated(nonsending) func add(_ payload: [UInt8], offset: UInt64) async throws {
-        group.append((payload, offset))
-        groupSize += payload.count
+    /// Queues one chunk record found at `offset`, framed (header, payload, CRC), so that its
+    /// payload is not copied out.
+    nonisolated(nonsending) func add(framed record: [UInt8], offset: UInt64) async throws {
+        group.append((record, offset))
+        groupSize += record.count
         if groupSize >= groupBytes { try await submit() }
     }
 
@@ -38,15 +39,20 @@ final class ChunkVerifier {
                 let decompressor = ChunkDecompressor()
                 var buffer: [UInt8] = []
                 var failed: [CairnError] = []
-                for (payload, offset) in work {
+                for (framed, offset) in work {
                     try Task.checkCancellation()
-                    if let wanted = ChunkRecordPrefix.declaredRawLength(inPayload: payload), buffer.count < wanted {
+                    guard framed.count >= RecordFraming.overhead else {
+                        failed.append(CairnError(.truncated, "chunk record shorter than its framing", offset: offset))
+                        continue
+                    }
+                    let payload = RecordFraming.headerLength..<(framed.count - RecordFraming.trailerLength)
+                    if let wanted = ChunkRecordPrefix.declaredRawLength(inPayload: framed, start: payload.lowerBound), buffer.count < wanted {
                         buffer = [UInt8](repeating: 0, count: wanted)
                     }
                     do throws(CairnError) {
                         try buffer.withMutableBytes { (raw) throws(CairnError) in
                             try ArchiveReader.decodeChunk(
-                                payload, expected: nil, rawLength: nil, offset: offset, using: decompressor, into: raw)
+                                framed, range: payload, expected: nil, rawLength: nil, offset: offset, using: decompressor, into: raw)
                         }
                     } catch {
                         failed.append(error)

@@ -212,7 +212,7 @@ public final class Extractor {
                     try Task.checkCancellation()
                     try scanner.consume(record)
                     if record.header.type == .chunk, record.crcFailure == nil {
-                        try await chunks.add(record.payload, offset: record.offset)
+                        try await chunks.add(framed: record.framed, offset: record.offset)
                     }
                     if scanner.footer != nil {
                         try scanner.requireEnd(of: stream)
