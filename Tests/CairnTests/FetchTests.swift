@@ -424,15 +424,20 @@ struct FetchTests {
         let expected = try Self.bytes(served + "/a.cairn")
         let server = try NginxServer(root: served)
         defer { server.stop() }
-        let out = work.appending("copy.cairn")
-        let failed = try FetchCLI.run(["fetch", server.url("a.cairn"), "-o", out], fileSizeLimitKiB: 1024)
-        #expect(failed.status == 1)
-        #expect(failed.stderr.contains(out + ".partial"), "\(failed.stderr)")
-        #expect(!RawFileSystem.exists(Array(out.utf8)))
-        let rerun = try FetchCLI.run(["fetch", server.url("a.cairn"), "-o", out, "--json"])
-        #expect(rerun.status == 0, "\(rerun.stderr)")
-        try FetchTests.expectSame(out, expected)
-        #expect(!rerun.stdout.contains("\"resumedFrom\":0"), "the rerun resumed: \(rerun.stdout)")
+        // The disk fills after 1 MiB, and then within the archive's last KiB (the writer's
+        // last gathered write, which must fail the fetch as loudly as any other).
+        #expect(expected.count > 1 << 20 && expected.count % 1024 != 0)
+        for (index, limitKiB) in [1024, expected.count / 1024].enumerated() {
+            let out = work.appending("copy\(index).cairn")
+            let failed = try FetchCLI.run(["fetch", server.url("a.cairn"), "-o", out], fileSizeLimitKiB: limitKiB)
+            #expect(failed.status == 1, "limit \(limitKiB) KiB")
+            #expect(failed.stderr.contains(out + ".partial"), "limit \(limitKiB) KiB: \(failed.stderr)")
+            #expect(!RawFileSystem.exists(Array(out.utf8)))
+            let rerun = try FetchCLI.run(["fetch", server.url("a.cairn"), "-o", out, "--json"])
+            #expect(rerun.status == 0, "\(rerun.stderr)")
+            try FetchTests.expectSame(out, expected)
+            #expect(!rerun.stdout.contains("\"resumedFrom\":0"), "the rerun resumed: \(rerun.stdout)")
+        }
     }
 
     @Test("library: cancelling a fetch leaves a resumable partial file; fetching again completes it")

@@ -63,11 +63,18 @@ package final class FetchWriter: @unchecked Sendable {
     ///   not the requested part of the same archive; `.io` for the partial file (a full disk),
     ///   a seed, or a verifier that stopped (``FetchChannel/readerStopped``).
     package func run(prefixLength: UInt64, job: Job) throws(CairnError) {
-        defer {
+        defer { channel.finishSending() }
+        do throws(CairnError) {
+            try produce(prefixLength: prefixLength, job: job)
+            try flush()
+        } catch {
             // What arrived before a failure is kept too: it may verify, and not be fetched again.
             if pendingCount > 0 { try? flush() }
-            channel.finishSending()
+            throw error
         }
+    }
+
+    private func produce(prefixLength: UInt64, job: Job) throws(CairnError) {
         try sendPrefix(prefixLength)
         switch job {
         case .rest(let start):
@@ -171,6 +178,7 @@ package final class FetchWriter: @unchecked Sendable {
     /// Writes what ``deliver(_:)`` gathered.
     private func flush() throws(CairnError) {
         let count = pendingCount
+        guard count > 0 else { return }
         pendingCount = 0
         try write(UnsafeRawBufferPointer(rebasing: pending[0..<count]))
     }
