@@ -88,7 +88,7 @@ enum FetchCommand {
                 Output.json([
                     "ok": true, "url": CairnError.hidingPassword(in: url), "file": output, "archiveBytes": report.archiveBytes,
                     "fetchedBytes": report.fetchedBytes, "seedBytes": report.seedBytes, "resumedFrom": report.resumedFrom,
-                    "requestCount": report.requestCount, "restarts": report.restarts, "retries": report.retries,
+                    "contentTrustedBytes": report.contentTrustedBytes, "requestCount": report.requestCount, "restarts": report.restarts, "retries": report.retries,
                     "wallSeconds": seconds,
                 ]))
         } else if !quiet {

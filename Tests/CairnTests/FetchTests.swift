@@ -111,6 +111,72 @@ struct FetchTests {
         for entry in ranged { #expect(entry.bodyBytesSent < UInt64(expected.count)) }
     }
 
+    @Test("a rerun continues from the recorded commit without hashing again the chunks checked before it; a partial changed before it is read whole")
+    func recordedProgress() async throws { try await onDedicatedThread { try Self().recordedProgressOnThread() } }
+
+    /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
+    func recordedProgressOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-fetch-progress")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        try Self.archive(Self.tree(seed: 21, count: 50), at: served + "/a.cairn", work: work)
+        let expected = try Self.bytes(served + "/a.cairn")
+        let server = try NginxServer(root: served, slowRate: "1m")
+        defer { server.stop() }
+        let url = server.url("slow/a.cairn")
+        let out = work.appending("copy.cairn")
+        let partial = out + ".partial"
+
+        // Kill the fetch once its state records checked contents (a few MiB at 1 MiB/s).
+        let child = try FetchCLI.start(["fetch", url, "-o", out, "-q"])
+        var recorded: FetchState?
+        for _ in 0..<400 {
+            usleep(50_000)
+            if let state = FetchState.load(for: out), (state.contentChecked ?? 0) > 0 {
+                recorded = state
+                break
+            }
+        }
+        kill(child.pid, SIGKILL)
+        _ = child.wait()
+        let state = try #require(recorded, "the state file never recorded checked contents")
+        let verified = try #require(state.verified)
+        let checked = try #require(state.contentChecked)
+        #expect(checked <= verified && verified < UInt64(expected.count))
+        // The recorded commit is a verified prefix of the real archive.
+        let prefix = try awaitPrefix(partial)
+        #expect(prefix >= verified)
+        let kept = try Self.bytes(partial)
+        let keptState = try #require(FetchState.load(for: out))
+
+        // 1. The rerun starts at the recorded commit (or a later one) and trusts what was checked.
+        let rerun = try FetchCLI.run(["fetch", url, "-o", out, "--json"], timeout: 120)
+        #expect(rerun.status == 0, "\(rerun.stderr)")
+        try FetchTests.expectSame(out, expected)
+        let report = try JSONSerialization.jsonObject(with: Data(rerun.stdout.utf8)) as? [String: Any]
+        let trusted = (report?["contentTrustedBytes"] as? NSNumber)?.uint64Value ?? 0
+        let resumed = (report?["resumedFrom"] as? NSNumber)?.uint64Value ?? 0
+        #expect(trusted > 0 && trusted <= resumed, "\(rerun.stdout)")
+        #expect(resumed >= keptState.verified ?? .max, "\(rerun.stdout)")
+
+        // 2. The same partial, changed on disk before the recorded commit (one byte of a chunk's
+        //    payload): its CRC-32 fails, the fetch reads the file to find the prefix still good,
+        //    continues from there without starting over, and ends byte-identical.
+        unlink(out)
+        var damaged = kept
+        let at = Int(keptState.contentChecked ?? 0) / 2
+        damaged[at] ^= 0x55
+        try RawFileSystem.writeFile(Array(partial.utf8), damaged)
+        try keptState.save(for: out)
+        let repaired = try FetchCLI.run(["fetch", url, "-o", out, "--json"], timeout: 120)
+        #expect(repaired.status == 0, "\(repaired.stderr)")
+        try FetchTests.expectSame(out, expected)
+        let second = try JSONSerialization.jsonObject(with: Data(repaired.stdout.utf8)) as? [String: Any]
+        #expect((second?["restarts"] as? NSNumber)?.intValue == 0, "\(repaired.stdout)")
+        #expect((second?["contentTrustedBytes"] as? NSNumber)?.uint64Value == 0, "\(repaired.stdout)")
+    }
+
     @Test("a fetch killed after its last byte but before the rename: the rerun puts the verified partial in place without a request")
     func completePartial() async throws { try await onDedicatedThread { try Self().completePartialOnThread() } }
 

@@ -204,20 +204,25 @@ extension FileSystem {
     /// `fsync` of the directory. A failure (a full disk) leaves no temporary file and `path` as
     /// it was. Used for every small state file: a fetch's, an upload's, a migration's status.
     ///
+    /// With `syncing` false nothing is synced: the file is still replaced whole (never seen half
+    /// written), and survives the process being killed but not the machine stopping; for
+    /// progress records that may lag (a fetch's verified offset, rewritten at every commit).
+    ///
     /// - Throws: `.io` naming the file and the `errno`.
-    package static func writeDurably(_ bytes: [UInt8], to path: String, mode: mode_t) throws(CairnError) {
+    package static func writeDurably(_ bytes: [UInt8], to path: String, mode: mode_t, syncing: Bool = true) throws(CairnError) {
         let temporary = path + ".\(getpid()).tmp"
         let descriptor = try FileDescriptor.open(temporary, flags: O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: mode)
         do throws(CairnError) {
             try descriptor.closeAfter { () throws(CairnError) in
                 try descriptor.writeAll(bytes)
-                try descriptor.sync()
+                if syncing { try descriptor.sync() }
             }
             try FileSystem.rename(Array(temporary.utf8), to: Array(path.utf8), display: path)
         } catch {
             unlink(temporary)
             throw error
         }
+        guard syncing else { return }
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
         if let parent = try? FileDescriptor.open(directory, flags: O_RDONLY | O_DIRECTORY) {

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Checks chunk records' contents (decompression to exactly the declared length, SHA-256 equal
 /// to the id) on every core, for a reader that only needs to know that they are right.
 ///
@@ -10,7 +12,14 @@ final class ChunkVerifier {
     private let groupBytes: Int
     private var group: [(framed: [UInt8], offset: UInt64)] = []
     private var groupSize = 0
-    private var tasks: [Task<[CairnError], any Error>] = []
+    /// The groups being checked, in archive order: each one's task, the offset of its first
+    /// record, and whether its task has ended (set by the task itself, so that a finished group
+    /// is counted as checked before the window forces a wait for it).
+    private var inFlight: [(task: Task<[CairnError], any Error>, start: UInt64, ended: EndFlag)] = []
+
+    private final class EndFlag: Sendable {
+        let value = Atomic<Bool>(false)
+    }
     /// Failures found so far, in archive order.
     private(set) var failures: [CairnError] = []
     /// The most failures kept.
@@ -34,35 +43,48 @@ final class ChunkVerifier {
         let work = group
         group = []
         groupSize = 0
-        tasks.append(
-            Task.detached {
-                let decompressor = ChunkDecompressor()
-                var buffer: [UInt8] = []
-                var failed: [CairnError] = []
-                for (framed, offset) in work {
-                    try Task.checkCancellation()
-                    guard framed.count >= RecordFraming.overhead else {
-                        failed.append(CairnError(.truncated, "chunk record shorter than its framing", offset: offset))
-                        continue
-                    }
-                    let payload = RecordFraming.headerLength..<(framed.count - RecordFraming.trailerLength)
-                    if let wanted = ChunkRecordPrefix.declaredRawLength(inPayload: framed, start: payload.lowerBound), buffer.count < wanted {
-                        buffer = [UInt8](repeating: 0, count: wanted)
-                    }
-                    do throws(CairnError) {
-                        try buffer.withMutableBytes { (raw) throws(CairnError) in
-                            try ArchiveReader.decodeChunk(
-                                framed, range: payload, expected: nil, rawLength: nil, offset: offset, using: decompressor, into: raw)
-                        }
-                    } catch {
-                        failed.append(error)
-                    }
+        let ended = EndFlag()
+        let task = Task.detached {
+            defer { ended.value.store(true, ordering: .releasing) }
+            let decompressor = ChunkDecompressor()
+            var buffer: [UInt8] = []
+            var failed: [CairnError] = []
+            for (framed, offset) in work {
+                try Task.checkCancellation()
+                guard framed.count >= RecordFraming.overhead else {
+                    failed.append(CairnError(.truncated, "chunk record shorter than its framing", offset: offset))
+                    continue
                 }
-                return failed
-            })
-        while tasks.count > window {
-            try await collect(tasks.removeFirst())
+                let payload = RecordFraming.headerLength..<(framed.count - RecordFraming.trailerLength)
+                if let wanted = ChunkRecordPrefix.declaredRawLength(inPayload: framed, start: payload.lowerBound), buffer.count < wanted {
+                    buffer = [UInt8](repeating: 0, count: wanted)
+                }
+                do throws(CairnError) {
+                    try buffer.withMutableBytes { (raw) throws(CairnError) in
+                        try ArchiveReader.decodeChunk(
+                            framed, range: payload, expected: nil, rawLength: nil, offset: offset, using: decompressor, into: raw)
+                    }
+                } catch {
+                    failed.append(error)
+                }
+            }
+            return failed
         }
+        inFlight.append((task, work[0].offset, ended))
+        while inFlight.count > window {
+            try await collect(inFlight.removeFirst().task)
+        }
+        while let first = inFlight.first, first.ended.value.load(ordering: .acquiring) {
+            try await collect(inFlight.removeFirst().task)
+        }
+    }
+
+    /// Where the first chunk record not yet checked starts, or `end` (the offset the reader has
+    /// reached) when every one queued so far is checked; 0 once any failed. Every chunk record
+    /// before the returned offset decompressed to its declared length and hashed to its id.
+    func checked(before end: UInt64) -> UInt64 {
+        guard failures.isEmpty else { return 0 }
+        return inFlight.first?.start ?? group.first?.offset ?? end
     }
 
     private nonisolated(nonsending) func collect(_ task: Task<[CairnError], any Error>) async throws {
@@ -74,14 +96,14 @@ final class ChunkVerifier {
     /// Checks what is still queued and waits for every task; the failures are in ``failures``.
     nonisolated(nonsending) func finish() async throws {
         try await submit()
-        while !tasks.isEmpty {
-            try await collect(tasks.removeFirst())
+        while !inFlight.isEmpty {
+            try await collect(inFlight.removeFirst().task)
         }
     }
 
     /// Cancels the tasks still running.
     func cancel() {
-        for task in tasks { task.cancel() }
-        tasks.removeAll()
+        for group in inFlight { group.task.cancel() }
+        inFlight.removeAll()
     }
 }

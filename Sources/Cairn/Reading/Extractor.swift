@@ -196,7 +196,19 @@ public final class Extractor {
 
     /// Verifies the archive read from `input` front to back (a descriptor, or a fetch's
     /// in-memory channel).
-    nonisolated(nonsending) package static func verify(input: any ByteInput, path: String) async throws -> VerificationReport {
+    ///
+    /// - Parameters:
+    ///   - trustingContentBelow: chunk records that end at or before this offset are not
+    ///     decompressed and hashed (a resumed fetch's prefix, whose contents an earlier run
+    ///     checked); their CRC-32 and the chain digests over their bytes still are, and those
+    ///     bind them to the commits after them.
+    ///   - onCommit: called after each commit record (and the footer) verifies, while no chunk
+    ///     was found damaged, with the verified length and the offset before which every chunk's
+    ///     content is checked (at most the verified length).
+    nonisolated(nonsending) package static func verify(
+        input: any ByteInput, path: String, trustingContentBelow trusted: UInt64 = 0,
+        onCommit: ((_ verified: UInt64, _ contentChecked: UInt64) -> Void)? = nil
+    ) async throws -> VerificationReport {
         let stream = RecordStream(input: input)
         stream.toleratesDamagedChunks = true
         // The scanner checks structure, CRCs and chain digests in order; chunk contents
@@ -210,9 +222,18 @@ public final class Extractor {
                 try scanner.start(stream)
                 while let record = try stream.next() {
                     try Task.checkCancellation()
+                    let verifiedBefore = scanner.verifiedLength
                     try scanner.consume(record)
-                    if record.header.type == .chunk, record.crcFailure == nil {
+                    if record.header.type == .chunk, record.crcFailure == nil,
+                        record.offset + UInt64(record.framed.count) > trusted
+                    {
                         try await chunks.add(framed: record.framed, offset: record.offset)
+                    }
+                    // Told only while nothing is damaged: past a damaged chunk the scanner goes on
+                    // (to report every one) without checking chain digests.
+                    if let onCommit, scanner.verifiedLength != verifiedBefore, scanner.damagedChunks.isEmpty, chunks.failures.isEmpty {
+                        let checked = max(chunks.checked(before: stream.offset), min(trusted, stream.offset))
+                        onCommit(scanner.verifiedLength, min(scanner.verifiedLength, checked))
                     }
                     if scanner.footer != nil {
                         try scanner.requireEnd(of: stream)

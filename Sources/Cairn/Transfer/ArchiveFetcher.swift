@@ -128,6 +128,9 @@ public final class ArchiveFetcher: Sendable {
         var restarts = 0
         var retries = 0
         var firstAttempt = true
+        // Set once bytes before the recorded progress failed verification: the verified prefix
+        // is then found by reading the partial file.
+        var distrustRecorded = false
         // The one way a fetch ends well: the partial file, verified whole, is put in place.
         nonisolated(nonsending) func complete(_ verified: VerificationReport) async throws -> FetchReport {
             try await output.finish()
@@ -146,11 +149,23 @@ public final class ArchiveFetcher: Sendable {
             try Task.checkCancellation()
             // 1. How much of the partial file is good.
             var start: UInt64 = 0
+            // Chunk contents before this offset were checked by an earlier run (its recorded
+            // progress), and are not decompressed and hashed again.
+            var trusted: UInt64 = 0
+            var usingRecorded = false
             var state = FetchState.load(for: path)
             if try output.partialLength > 0 {
                 if let known = state, known.url == url {
-                    // A partial that does not even start like an archive verified nothing.
-                    start = (try? await Extractor.verifyPrefix(atPath: output.partialPath))?.verifiedLength ?? 0
+                    if !distrustRecorded, let recorded = known.verified, recorded > 0, try recorded <= output.partialLength {
+                        // The commit the last run's verifier passed: its bytes are checked again
+                        // below (CRC-32 and chain digests), and a failure there sends us back here.
+                        start = recorded
+                        trusted = min(known.contentChecked ?? 0, recorded)
+                        usingRecorded = true
+                    } else {
+                        // A partial that does not even start like an archive verified nothing.
+                        start = (try? await Extractor.verifyPrefix(atPath: output.partialPath))?.verifiedLength ?? 0
+                    }
                 } else {
                     output = try await setAside(output, path: path, seeds: seeds)
                     cachedRemote = nil
@@ -162,7 +177,14 @@ public final class ArchiveFetcher: Sendable {
                 // Everything arrived and verified up to its footer before the run stopped (killed
                 // before the rename, a rename that failed): check it whole and put it in place,
                 // without a request.
-                let verified = try await Extractor.verifyArchive(atPath: output.partialPath)
+                let verified: VerificationReport
+                do {
+                    verified = try await Extractor.verifyArchive(atPath: output.partialPath)
+                } catch where usingRecorded {
+                    // The recorded progress was wrong: read the file to find its verified prefix.
+                    distrustRecorded = true
+                    continue
+                }
                 report.resumedFrom = start
                 return try await complete(verified)
             }
@@ -175,6 +197,7 @@ public final class ArchiveFetcher: Sendable {
                 failedCopies = nil
             }
             if firstAttempt { report.resumedFrom = start }
+            report.contentTrustedBytes = trusted
             if start > 0 { options.onEvent?(.resuming(from: start)) }
             firstAttempt = false
 
@@ -237,11 +260,12 @@ public final class ArchiveFetcher: Sendable {
             // 3. Write and verify at once.
             let channel = FetchChannel()
             let url = self.url
+            let recorder = FetchProgressRecorder(path: path, state: state)
             let writer = FetchWriter(
                 client: client, url: requestURL, output: output, channel: channel, seeds: seeds, progress: progress,
                 validator: validator, expectedLength: start > 0 ? state?.length : nil,
                 onFreshHead: { (head) throws(CairnError) in
-                    try FetchState(url: url, validator: head.strongValidator, length: head.resourceLength).save(for: path)
+                    try recorder.replace(FetchState(url: url, validator: head.strongValidator, length: head.resourceLength))
                 })
             let completion = WriterCompletion()
             let prefixLength = start
@@ -259,7 +283,9 @@ public final class ArchiveFetcher: Sendable {
             var verified: VerificationReport?
             do {
                 verified = try await withTaskCancellationHandler {
-                    try await Extractor.verify(input: channel, path: url)
+                    try await Extractor.verify(input: channel, path: url, trustingContentBelow: trusted) { verified, checked in
+                        recorder.advance(verified: verified, contentChecked: checked)
+                    }
                 } onCancel: {
                     writer.cancel()
                     channel.stopReading()
@@ -296,6 +322,15 @@ public final class ArchiveFetcher: Sendable {
                 throw cause
             }
             guard let failure = verifyError as? CairnError else { throw verifyError ?? CairnError(.io, "the fetch stopped", path: url) }
+            // After a verification failure the recorded progress is not used again in this run
+            // (a damaged chunk found after its commit was recorded): the verified prefix is found
+            // by reading the file, as without one.
+            distrustRecorded = true
+            if usingRecorded, failure.offset ?? .max < start {
+                // The partial file no longer holds what the recorded progress said (changed on
+                // disk, or lost by a crash).
+                continue
+            }
             // The rebuilt bytes failed verification at `offset`: a seed's record that only
             // looked the same is downloaded next time; with none to blame, a resumed fetch may
             // have continued another archive (same URL, no usable validator): start over once.
@@ -440,8 +475,43 @@ public struct FetchReport: Sendable, Equatable {
     /// Seed records that turned out to differ from the remote's (by its CRC-32 before writing,
     /// or by verification after), and were downloaded instead.
     public var rejectedCopies = 0
+    /// Bytes at the start of the partial file whose chunk contents an earlier run had checked,
+    /// and this one did not decompress and hash again (their CRC-32 and chain digests it did);
+    /// of the run's last attempt.
+    public var contentTrustedBytes: UInt64 = 0
 
     public init() {}
+}
+
+/// Keeps a fetch's state file current: the fresh state a whole-archive answer gives (synced),
+/// and the progress after every verified commit (not synced: a lagging record only costs a few
+/// bytes fetched again). Called from the writer thread and the verifier, hence the lock.
+private final class FetchProgressRecorder: Sendable {
+    private let path: String
+    private let state: Mutex<FetchState?>
+
+    init(path: String, state: FetchState?) {
+        self.path = path
+        self.state = Mutex(state)
+    }
+
+    func replace(_ fresh: FetchState) throws(CairnError) {
+        try state.withLock { (current) throws(CairnError) in
+            try fresh.save(for: path)
+            current = fresh
+        }
+    }
+
+    func advance(verified: UInt64, contentChecked: UInt64) {
+        state.withLock { current in
+            guard var next = current else { return }
+            next.verified = verified
+            next.contentChecked = contentChecked
+            // A state that cannot be written (a full disk) only loses the shortcut.
+            try? next.save(for: path, syncing: false)
+            current = next
+        }
+    }
 }
 
 /// Hands the writer thread's outcome to the task that awaits it.

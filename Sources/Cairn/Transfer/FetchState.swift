@@ -5,9 +5,13 @@ import Glibc
 /// rerun asks for the rest of the same archive (`Spec/0003-command-line.md §13`).
 ///
 /// A JSON object: the URL, the strong validator the server gave (an ETag, or a Last-Modified
-/// date), sent back as `If-Range` (RFC 9110 §13.1.5), and the archive's length. The partial
-/// file's verified prefix is not recorded: it is found again by reading the file, because only
-/// its chain digests say how much of it is good.
+/// date), sent back as `If-Range` (RFC 9110 §13.1.5), the archive's length, and how far the
+/// fetch got: the end of the last commit record its verifier passed, and the offset before
+/// which every chunk's content was checked. A rerun continues from that commit, and checks its
+/// bytes before it again through their CRC-32 and chain digests (which the next commit from the
+/// server then continues, or refuses), but not the contents checked already; with no recorded
+/// progress, or one the partial file does not hold, the verified prefix is found by reading the
+/// file.
 package struct FetchState: Codable, Sendable, Equatable {
     /// The URL asked for (before redirects).
     package var url: String
@@ -16,6 +20,11 @@ package struct FetchState: Codable, Sendable, Equatable {
     package var validator: String?
     /// Bytes of the archive (the resource's length), when the server said.
     package var length: UInt64?
+    /// The end of the last commit record (or footer) verified; nil before the first.
+    package var verified: UInt64?
+    /// Every chunk record before this offset was decompressed and hashed to its id (at most
+    /// ``verified``).
+    package var contentChecked: UInt64?
 
     package init(url: String, validator: String?, length: UInt64?) {
         self.url = url
@@ -34,11 +43,12 @@ package struct FetchState: Codable, Sendable, Equatable {
         return try? JSONDecoder().decode(FetchState.self, from: data)
     }
 
-    /// Writes the state beside `path`'s partial file: into a temporary file, synced, then
-    /// renamed over the old state.
+    /// Writes the state beside `path`'s partial file: into a temporary file, synced (unless
+    /// `syncing` is false: the progress rewritten at every commit), then renamed over the old
+    /// state.
     ///
     /// - Throws: `.io` naming the state file.
-    package func save(for path: String) throws(CairnError) {
+    package func save(for path: String, syncing: Bool = true) throws(CairnError) {
         let final = Self.path(for: path)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
@@ -47,7 +57,7 @@ package struct FetchState: Codable, Sendable, Equatable {
             throw CairnError(.io, "cannot encode the fetch state", path: final, cause: "\(error)")
         }
         // 0600: the URL may carry credentials.
-        try FileSystem.writeDurably(bytes, to: final, mode: 0o600)
+        try FileSystem.writeDurably(bytes, to: final, mode: 0o600, syncing: syncing)
     }
 
     /// Removes the state beside `path`'s partial file, if any.
