@@ -43,6 +43,7 @@ struct OperationResult {
 
     /// The wall seconds of round `round`, when it succeeded.
     func wall(round: Int) -> Double? { successful.first { $0.round == round }?.result.wallSeconds }
+    func cpu(round: Int) -> Double? { successful.first { $0.round == round }?.result.cpuSeconds }
     /// The archive bytes after round `round`, when it succeeded.
     func archiveBytes(round: Int) -> Double? { successful.first { $0.round == round }?.archiveBytes.map { Double($0) } }
 }

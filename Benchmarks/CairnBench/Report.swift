@@ -330,6 +330,39 @@ struct Report {
                 + "or archive bytes); the create speed is `--compression none`'s wall time / lz4's; peak RSS is `cairn (lz4)`'s, "
                 + "MiB. PASS and FAIL need \(TargetSpec.issue9Rounds) successful rounds.")
         lines.append("")
+        lines += floorTable()
+        return lines
+    }
+
+    /// For each wall-time target: the lowest ratio this machine allows Cairn, since its wall time
+    /// can be no less than its CPU seconds spread over every core, however well it overlaps:
+    /// (Cairn's CPU s / cores) / the peer's wall s, per round.
+    func floorTable() -> [String] {
+        let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        var lines = ["### What \(cores) cores allow", ""]
+        lines.append(
+            "Cairn's wall time can be no shorter than its CPU seconds / \(cores). Per round, that floor over the peer's wall time is the "
+                + "lowest ratio any overlap of Cairn's work could reach here:")
+        lines.append("")
+        lines.append("| case | target | floor: (Cairn CPU s / \(cores)) / peer wall s, median | spread (min–max) | Cairn CPU s, median | threshold |")
+        lines.append("|---|---|--:|--:|--:|--:|")
+        for spec in TargetSpec.all where spec.target.source == TargetSpec.issue9 {
+            guard case .ratio(let pair) = spec.quantity, pair.measure == .wallTime else { continue }
+            for result in cases where result.benchCase.kind == spec.kind {
+                guard let c = result.operation(pair.cairnTool, pair.cairnOperation), let p = result.operation(pair.peerTool, pair.peerOperation)
+                else { continue }
+                let floors = (1...max(1, runs)).compactMap { round -> Double? in
+                    guard let cpu = c.cpu(round: round), let wall = p.wall(round: round), wall > 0 else { return nil }
+                    return cpu / Double(cores) / wall
+                }
+                guard let s = Spread(floors) else { continue }
+                lines.append(
+                    "| \(markdownEscaped(result.benchCase.title)) | \(markdownEscaped(spec.title)) | "
+                        + String(format: "%.2f × | %.2f–%.2f | %.2f | ", s.median, s.minimum, s.maximum, c.cpu?.median ?? 0)
+                        + spec.target.formatted("%.2f", unit: "×") + " |")
+            }
+        }
+        lines.append("")
         return lines
     }
 
