@@ -74,6 +74,32 @@ struct FetchFaultTests {
         #expect(retried.stdout.contains("\"retries\":1"), "\(retried.stdout)")
     }
 
+    @Test("library: cancelling a fetch of a stalled server ends it within seconds, not after the stall timeout; the partial resumes")
+    func cancelWhileStalled() async throws {
+        let setup = try Setup(seed: 25)
+        // The body stalls after 400 kB, far longer than the test waits.
+        try setup.proxy.set(.stall(afterBodyBytes: 400_000, times: 1))
+        var options = FetchOptions(retries: 0)
+        options.stallTimeout = 120
+        let fetcher = ArchiveFetcher(url: setup.url, options: options)
+        let out = setup.out
+        let task = Task { try await fetcher.fetch(to: out) }
+        // Until the stall: the bytes before it have reached the partial file.
+        for _ in 0..<200 where fetcher.progress.completedUnitCount < 400_000 { try await Task.sleep(for: .milliseconds(50)) }
+        // Progress counts what arrived, piece by piece (the writer gathers 1 MiB before writing).
+        #expect(fetcher.progress.completedUnitCount >= 400_000)
+        try await Task.sleep(for: .milliseconds(300))
+        let cancelled = Date()
+        task.cancel()
+        let outcome = await task.result
+        let took = Date().timeIntervalSince(cancelled)
+        #expect(throws: CancellationError.self) { try outcome.get() }
+        #expect(took < 20, "cancelling took \(took) s (the stall timeout is 120 s)")
+        let resumed = try await ArchiveFetcher(url: setup.url).fetch(to: out)
+        try FetchTests.expectSame(out, setup.expected)
+        #expect(resumed.resumedFrom > 0)
+    }
+
     @Test("SIGTERM ends a remote extraction stuck on a stalled server within seconds, exit 143")
     func termWhileStalled() async throws { try await onDedicatedThread { try Self().termWhileStalledOnThread() } }
 

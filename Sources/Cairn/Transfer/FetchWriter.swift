@@ -163,10 +163,13 @@ package final class FetchWriter: @unchecked Sendable {
         if pendingCount + bytes.count > pending.count { try flush() }
         if bytes.count >= pending.count {
             try write(bytes)
+            progress.completedUnitCount += Int64(bytes.count)
             return
         }
         (base + pendingCount).copyMemory(from: source, byteCount: bytes.count)
         pendingCount += bytes.count
+        // Counted as received, so the progress moves with every piece, not every 1 MiB.
+        progress.completedUnitCount += Int64(bytes.count)
     }
 
     /// Bytes delivered and not yet written (1 MiB of room), the first ``pendingCount`` of it.
@@ -186,7 +189,6 @@ package final class FetchWriter: @unchecked Sendable {
     private func write(_ bytes: UnsafeRawBufferPointer) throws(CairnError) {
         try output.append(bytes)
         try channel.send(bytes)
-        progress.completedUnitCount += Int64(bytes.count)
     }
 
     /// Copies of a remote seed read ahead: by seed offset, from seed ``prefetchedSeed``.
@@ -257,6 +259,9 @@ package final class FetchWriter: @unchecked Sendable {
         let expected = total ?? expectedLength
         _ = try client.perform(
             request,
+            // Polled also while nothing arrives: a cancelled fetch of a stalled server ends now,
+            // not after the stall timeout.
+            isCancelled: { [self] in self.cancelled.load(ordering: .relaxed) },
             onHead: { (head) throws(CairnError) in
                 if range == nil {
                     guard head.status == 200 || (head.status == 206 && head.contentRange?.first == 0) else {
