@@ -36,10 +36,11 @@ static inline int cairn_f_setpipe_sz(void) { return 1024 + 7; }
 extern int mallopt(int param, int value);
 static inline int cairn_set_mmap_threshold(int bytes) { return mallopt(-3, bytes); }
 
-/* sync_file_range(2) (glibc 2.6 and later, declared only under _GNU_SOURCE) with
+/* sync_file_range(2) (glibc 2.6 and later, declared only under _GNU_SOURCE; its offsets are
+   off64_t, spelled long long here) with
    SYNC_FILE_RANGE_WRITE (<fcntl.h>: 2): starts writeback of a range's dirty pages without waiting
    for it, so a later fsync(2) has less left to wait for. */
-extern int sync_file_range(int fd, long offset, long nbytes, unsigned int flags);
-static inline int cairn_start_writeback(int fd, long offset, long nbytes) { return sync_file_range(fd, offset, nbytes, 2u); }
+extern int sync_file_range(int fd, long long offset, long long nbytes, unsigned int flags);
+static inline int cairn_start_writeback(int fd, long long offset, long long nbytes) { return sync_file_range(fd, offset, nbytes, 2u); }
 
 #endif

@@ -111,8 +111,8 @@ package struct FileDescriptor: ByteInput, Sendable {
     /// them (`sync_file_range(2)` with `SYNC_FILE_RANGE_WRITE`), so that a later ``sync()``
     /// has less left to wait for. A hint: failures are ignored, and ``sync()`` reports any.
     package func startWriteback(at offset: UInt64, count: Int) {
-        guard let start = Int(exactly: offset) else { return }
-        _ = cairn_start_writeback(rawValue, start, count)
+        guard let start = Int64(exactly: offset) else { return }
+        _ = cairn_start_writeback(rawValue, start, Int64(count))
     }
 
     /// The file offset (`lseek(2)` with `SEEK_CUR`); nil for a pipe or socket.

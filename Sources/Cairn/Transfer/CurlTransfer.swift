@@ -308,7 +308,8 @@ final class CurlTransfer {
         return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 
-    /// Bytes libcurl reads per `recv(2)` and hands to the write callback at most.
+    /// Bytes libcurl reads per `recv(2)` at most; it hands them to the write callback in pieces
+    /// of at most `CURL_MAX_WRITE_SIZE` (16 KiB) whatever this is.
     private static let receiveBufferSize = 256 << 10
 
     private static func milliseconds(_ seconds: Double) -> Int {
