@@ -177,6 +177,39 @@ struct FetchTests {
         #expect((second?["contentTrustedBytes"] as? NSNumber)?.uint64Value == 0, "\(repaired.stdout)")
     }
 
+    @Test("a remote archive damaged in a chunk: exit 1 naming the URL and the offset, no FILE; the rerun fails alike without downloading it again")
+    func damagedRemote() async throws { try await onDedicatedThread { try Self().damagedRemoteOnThread() } }
+
+    /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
+    func damagedRemoteOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-fetch-damaged")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        try Self.archive(Self.tree(seed: 26, count: 24), at: served + "/a.cairn", work: work)
+        var bytes = try Self.bytes(served + "/a.cairn")
+        // Uncompressed random content: two thirds in is inside some chunk record's stored bytes.
+        bytes[bytes.count * 2 / 3] ^= 0x10
+        try RawFileSystem.writeFile(Array((served + "/a.cairn").utf8), bytes)
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+        let url = server.url("a.cairn")
+        let out = work.appending("copy.cairn")
+        let first = try FetchCLI.run(["fetch", url, "-o", out])
+        #expect(first.status == 1)
+        #expect(first.stderr.contains(url) && first.stderr.contains("offset"), "\(first.stderr)")
+        #expect(!RawFileSystem.exists(Array(out.utf8)))
+        let before = server.accessLog().count
+        let rerun = try FetchCLI.run(["fetch", url, "-o", out])
+        #expect(rerun.status == 1)
+        #expect(rerun.stderr.contains(url) && rerun.stderr.contains("offset"), "\(rerun.stderr)")
+        #expect(!rerun.stderr.contains("starting over"), "\(rerun.stderr)")
+        #expect(!RawFileSystem.exists(Array(out.utf8)))
+        // One range request for the rest, not a download from zero as well.
+        let requests = server.accessLog().dropFirst(before)
+        #expect(requests.count == 1 && requests.allSatisfy { $0.status == 206 }, "\(requests)")
+    }
+
     @Test("a fetch killed after its last byte but before the rename: the rerun puts the verified partial in place without a request")
     func completePartial() async throws { try await onDedicatedThread { try Self().completePartialOnThread() } }
 

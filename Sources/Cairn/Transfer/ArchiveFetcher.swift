@@ -260,7 +260,7 @@ public final class ArchiveFetcher: Sendable {
             // 3. Write and verify at once.
             let channel = FetchChannel()
             let url = self.url
-            let recorder = FetchProgressRecorder(path: path, state: state)
+            let recorder = FetchProgressRecorder(path: path, state: state, start: start)
             let writer = FetchWriter(
                 client: client, url: requestURL, output: output, channel: channel, seeds: seeds, progress: progress,
                 validator: validator, expectedLength: start > 0 ? state?.length : nil,
@@ -345,13 +345,22 @@ public final class ArchiveFetcher: Sendable {
                 report.rejectedCopies += 1
                 continue
             }
-            if start > 0, restarts < 1, failure.code == .checksumMismatch || failure.code == .corrupted {
+            // Bytes that do not continue the partial file fail at once: before the first commit
+            // after it verified (an archive replaced with the same validator). A failure after such a
+            // commit is damage in the remote archive itself, and downloading it again would not help.
+            // So is a failure at the offset where the last run found the archive damaged.
+            let repeated = failure.offset != nil && failure.offset == state?.damagedAt
+            if start > 0, restarts < 1, !recorder.advanced, !repeated, failure.code == .checksumMismatch || failure.code == .corrupted {
                 restarts += 1
-                options.onEvent?(.restarting(reason: "the bytes after offset \(start) do not continue the partial file: the archive changed"))
+                options.onEvent?(
+                    .restarting(reason: "the bytes after offset \(start) do not continue the partial file (the archive changed, or is damaged there)"))
                 output = try await setAside(output, path: path, seeds: rangesWork ? seeds : nil)
                 cachedRemote = nil
                 continue
             }
+            // Kept beside the partial file, so a rerun that fails at the same offset reports it
+            // at once instead of starting over.
+            if let offset = failure.offset { recorder.damaged(at: offset) }
             throw failure.withPath(url)
         }
     }
@@ -489,10 +498,13 @@ public struct FetchReport: Sendable, Equatable {
 private final class FetchProgressRecorder: Sendable {
     private let path: String
     private let state: Mutex<FetchState?>
+    /// Where this attempt's new bytes start (the verified prefix read back ends there).
+    private let start: UInt64
 
-    init(path: String, state: FetchState?) {
+    init(path: String, state: FetchState?, start: UInt64) {
         self.path = path
         self.state = Mutex(state)
+        self.start = start
     }
 
     func replace(_ fresh: FetchState) throws(CairnError) {
@@ -502,7 +514,23 @@ private final class FetchProgressRecorder: Sendable {
         }
     }
 
+    /// Whether a commit after ``start`` verified in this attempt: the bytes fetched continued the
+    /// partial file.
+    var advanced: Bool { advancedFlag.load(ordering: .relaxed) }
+    private let advancedFlag = Atomic<Bool>(false)
+
+    /// Records where the remote archive failed verification (synced).
+    func damaged(at offset: UInt64) {
+        state.withLock { current in
+            guard var next = current else { return }
+            next.damagedAt = offset
+            try? next.save(for: path)
+            current = next
+        }
+    }
+
     func advance(verified: UInt64, contentChecked: UInt64) {
+        if verified > start { advancedFlag.store(true, ordering: .relaxed) }
         state.withLock { current in
             guard var next = current else { return }
             next.verified = verified

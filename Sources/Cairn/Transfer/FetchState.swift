@@ -25,6 +25,9 @@ package struct FetchState: Codable, Sendable, Equatable {
     /// Every chunk record before this offset was decompressed and hashed to its id (at most
     /// ``verified``).
     package var contentChecked: UInt64?
+    /// Where the last run found the remote archive damaged (verification failed there with
+    /// nothing to blame but the archive); a rerun failing at the same offset does not start over.
+    package var damagedAt: UInt64?
 
     package init(url: String, validator: String?, length: UInt64?) {
         self.url = url
