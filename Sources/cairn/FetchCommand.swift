@@ -64,9 +64,7 @@ enum FetchCommand {
             }
         }
         let fetcher = ArchiveFetcher(url: url, options: options)
-        Interruption.describe {
-            "cairn fetch: interrupted; \(output).partial keeps what verified: run the same command again to continue"
-        }
+        Interruption.describe { Interruption.fetchLine(raw, partial: output + ".partial") }
         var bar: ProgressBar?
         if ProgressBar.shouldShow(args) {
             bar = ProgressBar(progress: fetcher.progress, label: "fetch")

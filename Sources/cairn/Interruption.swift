@@ -151,6 +151,15 @@ enum Interruption {
     }
 }
 
+extension Interruption {
+    /// The line for an interrupted `fetch` (§2.3's form): the partial file kept, and the same
+    /// command (a rerun continues a fetch; it has no `--resume`).
+    static func fetchLine(_ arguments: [[UInt8]], partial: String) -> String {
+        "cairn: interrupted; kept what verified in \(Shell.quoted(Array(partial.utf8))); continue with: "
+            + continuation("fetch", arguments, resume: false)
+    }
+}
+
 /// `cairn COMMAND --resume ARGS...` (or without `--resume`) with every argument shell-quoted
 /// and `--resume` given once: the command to paste to continue.
 private func continuation(_ name: String, _ items: [[UInt8]], resume: Bool) -> String {

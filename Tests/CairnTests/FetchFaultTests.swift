@@ -100,6 +100,29 @@ struct FetchFaultTests {
         #expect(resumed.resumedFrom > 0)
     }
 
+    @Test("SIGINT ends a fetch stuck on a stalled server at once, exit 130, with §2.3's one line naming the partial and the command")
+    func interruptWhileStalled() async throws { try await onDedicatedThread { try Self().interruptWhileStalledOnThread() } }
+
+    /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
+    func interruptWhileStalledOnThread() throws {
+        let setup = try Setup(seed: 27)
+        try setup.proxy.set(.stall(afterBodyBytes: 400_000, times: 1))
+        let child = try FetchCLI.start(["fetch", setup.url, "-o", setup.out, "--timeout", "120"])
+        usleep(2_000_000)
+        let signalled = Date()
+        kill(child.pid, SIGINT)
+        let result = child.wait()
+        #expect(result.status == 130, "\(result.stderr)")
+        #expect(Date().timeIntervalSince(signalled) < 5, "took \(Date().timeIntervalSince(signalled)) s")
+        let lines = result.stderr.split(separator: "\n")
+        #expect(
+            lines.last == "cairn: interrupted; kept what verified in \(setup.out).partial; continue with: cairn fetch \(setup.url) -o \(setup.out) --timeout 120",
+            "\(result.stderr)")
+        let rerun = try FetchCLI.run(["fetch", setup.url, "-o", setup.out, "-q"])
+        #expect(rerun.status == 0, "\(rerun.stderr)")
+        try FetchTests.expectSame(setup.out, setup.expected)
+    }
+
     @Test("SIGTERM ends a remote extraction stuck on a stalled server within seconds, exit 143")
     func termWhileStalled() async throws { try await onDedicatedThread { try Self().termWhileStalledOnThread() } }
 
