@@ -111,7 +111,7 @@ struct FetchTests {
         for entry in ranged { #expect(entry.bodyBytesSent < UInt64(expected.count)) }
     }
 
-    @Test("a rerun continues from the recorded commit without hashing again the chunks checked before it; a partial changed before it is read whole")
+    @Test("a rerun continues from the last verified commit without hashing again the chunks an earlier run checked; a partial changed on disk is cut before the change")
     func recordedProgress() async throws { try await onDedicatedThread { try Self().recordedProgressOnThread() } }
 
     /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
@@ -141,16 +141,14 @@ struct FetchTests {
         kill(child.pid, SIGKILL)
         _ = child.wait()
         let state = try #require(recorded, "the state file never recorded checked contents")
-        let verified = try #require(state.verified)
         let checked = try #require(state.contentChecked)
-        #expect(checked <= verified && verified < UInt64(expected.count))
-        // The recorded commit is a verified prefix of the real archive.
+        // Contents are recorded as checked only inside the verified prefix.
         let prefix = try awaitPrefix(partial)
-        #expect(prefix >= verified)
+        #expect(checked <= prefix && prefix < UInt64(expected.count))
         let kept = try Self.bytes(partial)
         let keptState = try #require(FetchState.load(for: out))
 
-        // 1. The rerun starts at the recorded commit (or a later one) and trusts what was checked.
+        // 1. The rerun starts at the last verified commit and trusts what was checked.
         let rerun = try FetchCLI.run(["fetch", url, "-o", out, "--json"], timeout: 120)
         #expect(rerun.status == 0, "\(rerun.stderr)")
         try FetchTests.expectSame(out, expected)
@@ -158,11 +156,11 @@ struct FetchTests {
         let trusted = (report?["contentTrustedBytes"] as? NSNumber)?.uint64Value ?? 0
         let resumed = (report?["resumedFrom"] as? NSNumber)?.uint64Value ?? 0
         #expect(trusted > 0 && trusted <= resumed, "\(rerun.stdout)")
-        #expect(resumed >= keptState.verified ?? .max, "\(rerun.stdout)")
+        #expect(resumed == prefix, "\(rerun.stdout)")
 
-        // 2. The same partial, changed on disk before the recorded commit (one byte of a chunk's
-        //    payload): its CRC-32 fails, the fetch reads the file to find the prefix still good,
-        //    continues from there without starting over, and ends byte-identical.
+        // 2. The same partial, changed on disk inside the checked contents (one byte of a chunk's
+        //    payload): its CRC-32 fails, so the verified prefix ends before it, and the fetch
+        //    continues from there without starting over, trusting only what is before it.
         unlink(out)
         var damaged = kept
         let at = Int(keptState.contentChecked ?? 0) / 2
@@ -174,7 +172,9 @@ struct FetchTests {
         try FetchTests.expectSame(out, expected)
         let second = try JSONSerialization.jsonObject(with: Data(repaired.stdout.utf8)) as? [String: Any]
         #expect((second?["restarts"] as? NSNumber)?.intValue == 0, "\(repaired.stdout)")
-        #expect((second?["contentTrustedBytes"] as? NSNumber)?.uint64Value == 0, "\(repaired.stdout)")
+        let secondResumed = (second?["resumedFrom"] as? NSNumber)?.uint64Value ?? .max
+        #expect(secondResumed <= UInt64(at), "\(repaired.stdout)")
+        #expect(((second?["contentTrustedBytes"] as? NSNumber)?.uint64Value ?? .max) <= secondResumed, "\(repaired.stdout)")
     }
 
     @Test("a remote archive damaged in a chunk: exit 1 naming the URL and the offset, no FILE; the rerun fails alike without downloading it again")

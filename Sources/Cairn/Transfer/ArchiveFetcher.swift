@@ -128,8 +128,8 @@ public final class ArchiveFetcher: Sendable {
         var restarts = 0
         var retries = 0
         var firstAttempt = true
-        // Set once bytes before the recorded progress failed verification: the verified prefix
-        // is then found by reading the partial file.
+        // Set once a verification failed in this run: the recorded progress (contents checked
+        // by an earlier run) is not trusted again.
         var distrustRecorded = false
         // The one way a fetch ends well: the partial file, verified whole, is put in place.
         nonisolated(nonsending) func complete(_ verified: VerificationReport) async throws -> FetchReport {
@@ -152,20 +152,14 @@ public final class ArchiveFetcher: Sendable {
             // Chunk contents before this offset were checked by an earlier run (its recorded
             // progress), and are not decompressed and hashed again.
             var trusted: UInt64 = 0
-            var usingRecorded = false
             var state = FetchState.load(for: path)
             if try output.partialLength > 0 {
                 if let known = state, known.url == url {
-                    if !distrustRecorded, let recorded = known.verified, recorded > 0, try recorded <= output.partialLength {
-                        // The commit the last run's verifier passed: its bytes are checked again
-                        // below (CRC-32 and chain digests), and a failure there sends us back here.
-                        start = recorded
-                        trusted = min(known.contentChecked ?? 0, recorded)
-                        usingRecorded = true
-                    } else {
-                        // A partial that does not even start like an archive verified nothing.
-                        start = (try? await Extractor.verifyPrefix(atPath: output.partialPath))?.verifiedLength ?? 0
-                    }
+                    // The last valid commit of the file (its CRC-32s and chain digests; the dead
+                    // run's verifier may have been megabytes behind what it wrote). A partial that
+                    // does not even start like an archive verified nothing.
+                    start = (try? await Extractor.verifyPrefix(atPath: output.partialPath))?.verifiedLength ?? 0
+                    if !distrustRecorded { trusted = min(known.contentChecked ?? 0, start) }
                 } else {
                     output = try await setAside(output, path: path, seeds: seeds)
                     cachedRemote = nil
@@ -177,14 +171,7 @@ public final class ArchiveFetcher: Sendable {
                 // Everything arrived and verified up to its footer before the run stopped (killed
                 // before the rename, a rename that failed): check it whole and put it in place,
                 // without a request.
-                let verified: VerificationReport
-                do {
-                    verified = try await Extractor.verifyArchive(atPath: output.partialPath)
-                } catch where usingRecorded {
-                    // The recorded progress was wrong: read the file to find its verified prefix.
-                    distrustRecorded = true
-                    continue
-                }
+                let verified = try await Extractor.verifyArchive(atPath: output.partialPath)
                 report.resumedFrom = start
                 return try await complete(verified)
             }
@@ -323,14 +310,13 @@ public final class ArchiveFetcher: Sendable {
             }
             guard let failure = verifyError as? CairnError else { throw verifyError ?? CairnError(.io, "the fetch stopped", path: url) }
             // After a verification failure the recorded progress is not used again in this run
-            // (a damaged chunk found after its commit was recorded): the verified prefix is found
-            // by reading the file, as without one.
-            distrustRecorded = true
-            if usingRecorded, failure.offset ?? .max < start {
-                // The partial file no longer holds what the recorded progress said (changed on
-                // disk, or lost by a crash).
+            // (a damaged chunk found after its contents were recorded as checked, or a partial file
+            // changed on disk): the next attempt checks every chunk again.
+            if trusted > 0, !distrustRecorded, failure.offset ?? .max < start {
+                distrustRecorded = true
                 continue
             }
+            distrustRecorded = true
             // The rebuilt bytes failed verification at `offset`: a seed's record that only
             // looked the same is downloaded next time; with none to blame, a resumed fetch may
             // have continued another archive (same URL, no usable validator): start over once.
@@ -493,8 +479,8 @@ public struct FetchReport: Sendable, Equatable {
 }
 
 /// Keeps a fetch's state file current: the fresh state a whole-archive answer gives (synced),
-/// and the progress after every verified commit (not synced: a lagging record only costs a few
-/// bytes fetched again). Called from the writer thread and the verifier, hence the lock.
+/// and how far chunk contents were checked (not synced, every MiB or so: a lagging record only costs
+/// hashing those bytes again). Called from the writer thread and the verifier, hence the lock.
 private final class FetchProgressRecorder: Sendable {
     private let path: String
     private let state: Mutex<FetchState?>
@@ -529,17 +515,22 @@ private final class FetchProgressRecorder: Sendable {
         }
     }
 
+    /// Rewrites the state when the checked contents advanced by ``saveEvery`` since it was last
+    /// written: a record that lags only costs hashing those bytes again on a rerun.
     func advance(verified: UInt64, contentChecked: UInt64) {
         if verified > start { advancedFlag.store(true, ordering: .relaxed) }
         state.withLock { current in
-            guard var next = current else { return }
-            next.verified = verified
+            guard var next = current, contentChecked >= (next.contentChecked ?? 0) + Self.saveEvery else { return }
             next.contentChecked = contentChecked
             // A state that cannot be written (a full disk) only loses the shortcut.
             try? next.save(for: path, syncing: false)
             current = next
         }
     }
+
+    /// How far the checked contents advance between two writes of the state (1 MiB: chunks are
+    /// checked in groups of about 2 MiB, so about one write per group).
+    static let saveEvery: UInt64 = 1 << 20
 }
 
 /// Hands the writer thread's outcome to the task that awaits it.

@@ -5,13 +5,13 @@ import Glibc
 /// rerun asks for the rest of the same archive (`Spec/0003-command-line.md §13`).
 ///
 /// A JSON object: the URL, the strong validator the server gave (an ETag, or a Last-Modified
-/// date), sent back as `If-Range` (RFC 9110 §13.1.5), the archive's length, and how far the
-/// fetch got: the end of the last commit record its verifier passed, and the offset before
-/// which every chunk's content was checked. A rerun continues from that commit, and checks its
-/// bytes before it again through their CRC-32 and chain digests (which the next commit from the
-/// server then continues, or refuses), but not the contents checked already; with no recorded
-/// progress, or one the partial file does not hold, the verified prefix is found by reading the
-/// file.
+/// date), sent back as `If-Range` (RFC 9110 §13.1.5), the archive's length, how far chunk
+/// contents were checked, and where the remote archive was found damaged. The partial file's
+/// verified prefix is not recorded: it is found again by reading the file, because only its chain
+/// digests say how much of it is good (and a killed run's verifier may have been megabytes behind
+/// what it wrote). The bytes before it are checked again as they are read back (CRC-32s and chain
+/// digests, which the server's next commit continues or refuses), but not the chunk contents an
+/// earlier run checked.
 package struct FetchState: Codable, Sendable, Equatable {
     /// The URL asked for (before redirects).
     package var url: String
@@ -20,10 +20,8 @@ package struct FetchState: Codable, Sendable, Equatable {
     package var validator: String?
     /// Bytes of the archive (the resource's length), when the server said.
     package var length: UInt64?
-    /// The end of the last commit record (or footer) verified; nil before the first.
-    package var verified: UInt64?
-    /// Every chunk record before this offset was decompressed and hashed to its id (at most
-    /// ``verified``).
+    /// Every chunk record before this offset was decompressed and hashed to its id, and the
+    /// commit after it verified.
     package var contentChecked: UInt64?
     /// Where the last run found the remote archive damaged (verification failed there with
     /// nothing to blame but the archive); a rerun failing at the same offset does not start over.
