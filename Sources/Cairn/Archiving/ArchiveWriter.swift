@@ -224,8 +224,8 @@ package final class ArchiveWriter {
     /// - Throws: `.invalidArgument` if a file is still open; `.limitExceeded` for over-long names.
     @discardableResult
     package func beginEntry(_ entry: ArchiveEntry) throws(CairnError) -> Int {
-        guard openEntry == nil, !finished else {
-            throw CairnError(.invalidArgument, "an entry is already open", path: entry.path)
+        guard openEntry == nil, !finished, manifestStart == nil else {
+            throw CairnError(.invalidArgument, manifestStart == nil ? "an entry is already open" : "the manifest was begun", path: entry.path)
         }
         try Self.checkLimits(entry)
         let index = manifest.entries.count
@@ -353,9 +353,12 @@ package final class ArchiveWriter {
         let end = FileEndRecord(
             entryIndex: UInt64(entry), size: openFileBytes, chunkCount: UInt64(referenceCount), contentDigest: digest)
         try appendRecord(.fileEnd, payload: end.encoded())
-        manifest.entries[entry].referenceCount = UInt64(referenceCount)
-        manifest.entries[entry].contentDigest = digest
-        manifest.entries[entry].entry.size = openFileBytes
+        // One read and one write of the packed row.
+        var row = manifest.entries[entry]
+        row.referenceCount = UInt64(referenceCount)
+        row.contentDigest = digest
+        row.entry.size = openFileBytes
+        manifest.entries[entry] = row
         openEntry = nil
         try commit()
         return digest
@@ -457,6 +460,12 @@ package final class ArchiveWriter {
         if manifestStart == nil {
             guard openEntry == nil else { throw CairnError(.invalidArgument, "a file entry is still open") }
             manifestStart = offset
+            // No chunk is added from here on: the dedup index goes before the manifest is
+            // encoded (for 100,000 small files it is about 14 MiB of the peak).
+            chunkIndex = [:]
+            recordChunkIndex = [:]
+            storedTwice = []
+            chunkIDs = []
             var records: [UInt8] = []
             manifest.encode(into: &records, compressible: manifestCompressible)
             manifestRecords = records
@@ -548,7 +557,9 @@ package final class ArchiveWriter {
     ///   `.limitExceeded` for an entry over the format's limits.
     @discardableResult
     package func appendPack(_ items: [PackInput], content: PackContent) throws(CairnError) -> Range<Int> {
-        guard openEntry == nil, !finished else { throw CairnError(.invalidArgument, "a pack cannot begin while a file is open") }
+        guard openEntry == nil, !finished, manifestStart == nil else {
+            throw CairnError(.invalidArgument, "a pack cannot begin while a file is open or after the manifest")
+        }
         guard !items.isEmpty, items.count <= PackItemTable.maximumItems else {
             throw CairnError(.invalidArgument, "a pack holds 1 … \(PackItemTable.maximumItems) items, not \(items.count)")
         }

@@ -302,6 +302,7 @@ public final class Archiver {
                 self.producerState.openFileToContinue = nil
                 try self.discardOpenFile(source: nil)
             }
+            self.claims.removeAll()
             while try self.writer.finishStep() {
                 try await self.flush(force: false)
             }

@@ -57,7 +57,8 @@ package struct Manifest: Sendable {
     package var packs: [PackRow] = []
     /// Chunk-table indices, file after file.
     package var references: [UInt32] = []
-    package var entries: [EntryRow] = []
+    /// The entry table, packed (``EntryTable``).
+    package var entries = EntryTable()
 
     package init() {}
 
