@@ -25,10 +25,10 @@ package final class ArchiveWriter {
 
     private(set) package var manifest = Manifest()
     /// Chunk id → index in the manifest chunk table (chunk records and packed chunks).
-    private var chunkIndex: [Digest: UInt32] = [:]
+    private var chunkIndex = ChunkIndex()
     /// Chunk id → index, for chunk records only: a file's chunk references name chunk records
     /// (§8.1), so a large file's chunk equal to a packed one is stored again.
-    private var recordChunkIndex: [Digest: UInt32] = [:]
+    private var recordChunkIndex = ChunkIndex()
     /// The id of every chunk, by index (packed rows of the manifest do not hold theirs).
     private var chunkIDs: [Digest] = []
     /// Ids stored both packed and as a chunk record.
@@ -170,13 +170,13 @@ package final class ArchiveWriter {
         chunkIDs = state.chunkIDs
         for (index, row) in manifest.chunks.enumerated() {
             let id = chunkIDs[index]
-            if chunkIndex[id] == nil {
-                chunkIndex[id] = UInt32(truncatingIfNeeded: index)
+            if chunkIndex.lookup(id, in: chunkIDs) == nil {
+                chunkIndex.set(id, UInt32(truncatingIfNeeded: index), in: chunkIDs)
                 uniqueBytes += UInt64(row.rawLength)
             } else {
                 storedTwice.insert(id)
             }
-            if row.pack == nil { recordChunkIndex[id] = UInt32(truncatingIfNeeded: index) }
+            if row.pack == nil { recordChunkIndex.set(id, UInt32(truncatingIfNeeded: index), in: chunkIDs) }
         }
         contentBytes = state.contentBytes
         storedBytes = state.storedBytes
@@ -249,7 +249,7 @@ package final class ArchiveWriter {
 
     /// Whether a chunk record with this id is already stored (so a file's chunk needs no
     /// compression).
-    package func contains(_ id: Digest) -> Bool { recordChunkIndex[id] != nil }
+    package func contains(_ id: Digest) -> Bool { recordChunkIndex.lookup(id, in: chunkIDs) != nil }
 
     /// Appends one chunk of the open file. If `id` is new, a chunk record is written with
     /// `stored` (already compressed with `codec`); otherwise only a reference is added.
@@ -261,7 +261,7 @@ package final class ArchiveWriter {
         throws(CairnError)
     {
         guard openEntry != nil else { throw CairnError(.invalidArgument, "no file entry is open") }
-        if let existing = recordChunkIndex[id] {
+        if let existing = recordChunkIndex.lookup(id, in: chunkIDs) {
             try addReference(existing, id: id, rawLength: rawLength)
             return
         }
@@ -285,7 +285,7 @@ package final class ArchiveWriter {
         recordDigest: Digest
     ) throws(CairnError) {
         guard openEntry != nil else { throw CairnError(.invalidArgument, "no file entry is open") }
-        if let existing = recordChunkIndex[id] {
+        if let existing = recordChunkIndex.lookup(id, in: chunkIDs) {
             try addReference(existing, id: id, rawLength: rawLength)
             return
         }
@@ -305,14 +305,14 @@ package final class ArchiveWriter {
                 storedLength: UInt32(truncatingIfNeeded: storedLength), codec: codec))
         chunkIDs.append(id)
         storedBytes += UInt64(storedLength)
-        if chunkIndex[id] == nil {
-            chunkIndex[id] = index
+        if chunkIndex.lookup(id, in: chunkIDs) == nil {
+            chunkIndex.set(id, index, in: chunkIDs)
             uniqueBytes += UInt64(rawLength)
         } else {
             // Already packed: stored again as a record (§8.5), but not new content.
             storedTwice.insert(id)
         }
-        recordChunkIndex[id] = index
+        recordChunkIndex.set(id, index, in: chunkIDs)
         return index
     }
 
@@ -384,8 +384,8 @@ package final class ArchiveWriter {
         manifest.entries.removeSubrange(mark.entryCount...)
         var reindex = false
         for id in chunkIDs[mark.chunkCount...] {
-            chunkIndex[id] = nil
-            recordChunkIndex[id] = nil
+            chunkIndex.remove(id, in: chunkIDs)
+            recordChunkIndex.remove(id, in: chunkIDs)
             reindex = reindex || storedTwice.contains(id)
         }
         chunkIDs.removeSubrange(mark.chunkCount...)
@@ -394,10 +394,10 @@ package final class ArchiveWriter {
         if reindex {
             // An id removed above also belongs to an earlier chunk (packed and then a chunk
             // record): index what is left again. Rare, so done the simple way.
-            (chunkIndex, recordChunkIndex) = ([:], [:])
+            (chunkIndex, recordChunkIndex) = (ChunkIndex(), ChunkIndex())
             for (index, id) in chunkIDs.enumerated() {
-                if chunkIndex[id] == nil { chunkIndex[id] = UInt32(truncatingIfNeeded: index) }
-                if manifest.chunks[index].pack == nil { recordChunkIndex[id] = UInt32(truncatingIfNeeded: index) }
+                if chunkIndex.lookup(id, in: chunkIDs) == nil { chunkIndex.set(id, UInt32(truncatingIfNeeded: index), in: chunkIDs) }
+                if manifest.chunks[index].pack == nil { recordChunkIndex.set(id, UInt32(truncatingIfNeeded: index), in: chunkIDs) }
             }
         }
         manifest.references.removeSubrange(mark.referenceCount...)
@@ -462,8 +462,8 @@ package final class ArchiveWriter {
             manifestStart = offset
             // No chunk is added from here on: the dedup index goes before the manifest is
             // encoded (for 100,000 small files it is about 14 MiB of the peak).
-            chunkIndex = [:]
-            recordChunkIndex = [:]
+            chunkIndex = ChunkIndex()
+            recordChunkIndex = ChunkIndex()
             storedTwice = []
             chunkIDs = []
             var records: [UInt8] = []
@@ -542,7 +542,7 @@ package final class ArchiveWriter {
         var seen = Set<Digest>()
         return items.map { item in
             guard let chunk = item.chunk else { return false }
-            return chunkIndex[chunk.id] == nil && seen.insert(chunk.id).inserted
+            return chunkIndex.lookup(chunk.id, in: chunkIDs) == nil && seen.insert(chunk.id).inserted
         }
     }
 
@@ -602,12 +602,12 @@ package final class ArchiveWriter {
                         id: .zero, offset: recordOffset, rawLength: UInt32(truncatingIfNeeded: chunk.length), storedLength: 0,
                         codec: .none, pack: packIndex, packOffset: contentOffset))
                 chunkIDs.append(chunk.id)
-                chunkIndex[chunk.id] = index
+                chunkIndex.set(chunk.id, index, in: chunkIDs)
                 contentOffset += chunk.length
                 uniqueBytes += UInt64(chunk.length)
                 packItems.append(PackItem(entry: entry, content: .inline))
             } else {
-                guard let existing = chunkIndex[chunk.id] else {
+                guard let existing = chunkIndex.lookup(chunk.id, in: chunkIDs) else {
                     throw CairnError(.invalidArgument, "internal error: chunk \(chunk.id) is neither stored nor inline")
                 }
                 index = existing

@@ -153,7 +153,7 @@ public final class Archiver {
         var producer = ItemProducer.State()
         producer.nextChunkOrdinal = 1
         for row in state.manifest.entries {
-            producer.paths.insert(PathKey(row.entry.pathBytes))
+            producer.paths.insert(row.entry.pathBytes)
             producer.committed[PathKey(row.entry.pathBytes)] = .init(
                 kind: row.entry.kind, size: row.entry.size, modificationTime: row.entry.modificationTime)
         }

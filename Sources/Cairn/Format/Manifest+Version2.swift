@@ -36,7 +36,12 @@ extension Manifest {
 
     /// The body of the 2.0 manifest.
     package func encodedBody() -> [UInt8] {
-        var w = ByteWriter(capacity: 64 * chunks.count + 48 * entries.count + 4 * references.count + 64)
+        // Roughly the body's length (a packed chunk's row takes a few bytes, a chunk record's
+        // about 45, an entry's a few dozen): the buffer is live with the compressor's tables.
+        let packedChunks = chunks.count { $0.pack != nil }
+        var w = ByteWriter(
+            capacity: 48 * (chunks.count - packedChunks) + 6 * packedChunks + 48 * packs.count + 40 * entries.count + 2 * references.count
+                + 64)
         w.varint(UInt64(chunks.count))
         var previousOffset: UInt64 = 0
         var previousPack = 0
