@@ -20,26 +20,34 @@ struct ChunkLocations {
         var length: Int
     }
 
+    /// 48 bytes. A chunk's length is at most ``FormatLimits/maximumChunkLength``; files and
+    /// chunks number far fewer than 2³² in memory.
     private struct Chunk {
         var id: Digest
         var offset: UInt64
-        var length: Int
-        var file: Int
+        var length: UInt32
+        var file: UInt32
     }
 
+    /// 16 bytes.
     private struct File {
         var pathStart: Int
-        var pathCount: Int
-        var scratch: FileDescriptor?
+        var pathCount: UInt32
+        /// Index in ``scratchFiles``, or −1.
+        var scratch: Int32
     }
 
     private var chunks: [Chunk] = []
     private var files: [File] = []
     private var paths: [UInt8] = []
+    /// The distinct scratch files (few: files `stripComponents` drops).
+    private var scratchFiles: [FileDescriptor] = []
+    /// Descriptor → index in ``scratchFiles``.
+    private var scratchIndices: [Int32: Int32] = [:]
     /// The id's first 8 bytes → index in ``chunks``.
-    private var index: [UInt64: Int] = [:]
+    private var index: [UInt64: UInt32] = [:]
     /// Ids whose first 8 bytes another id had first → index in ``chunks``.
-    private var collisions: [Digest: Int] = [:]
+    private var collisions: [Digest: UInt32] = [:]
 
     /// The location of the chunk `id`, if it was recorded.
     ///
@@ -47,10 +55,10 @@ struct ChunkLocations {
     subscript(id: Digest) -> Location? {
         guard let position = position(of: id) else { return nil }
         let chunk = chunks[position]
-        let file = files[chunk.file]
+        let file = files[Int(chunk.file)]
         return Location(
-            path: Array(paths[file.pathStart..<(file.pathStart + file.pathCount)]), scratch: file.scratch, offset: chunk.offset,
-            length: chunk.length)
+            path: Array(paths[file.pathStart..<(file.pathStart + Int(file.pathCount))]),
+            scratch: file.scratch >= 0 ? scratchFiles[Int(file.scratch)] : nil, offset: chunk.offset, length: Int(chunk.length))
     }
 
     /// Whether a location is recorded for `id`.
@@ -61,15 +69,25 @@ struct ChunkLocations {
     mutating func recordFirst(_ id: Digest, path: [UInt8], scratch: FileDescriptor?, offset: UInt64, length: Int) {
         guard !contains(id) else { return }
         // Consecutive chunks of one file share its record.
+        var scratchIndex: Int32 = -1
+        if let scratch {
+            if let known = scratchIndices[scratch.rawValue] {
+                scratchIndex = known
+            } else {
+                scratchIndex = Int32(clamping: scratchFiles.count)
+                scratchIndices[scratch.rawValue] = scratchIndex
+                scratchFiles.append(scratch)
+            }
+        }
         let sameFile = files.last.map {
-            $0.scratch?.rawValue == scratch?.rawValue && $0.pathCount == path.count && paths[$0.pathStart...].elementsEqual(path)
+            $0.scratch == scratchIndex && Int($0.pathCount) == path.count && paths[$0.pathStart...].elementsEqual(path)
         }
         if sameFile != true {
-            files.append(File(pathStart: paths.count, pathCount: path.count, scratch: scratch))
+            files.append(File(pathStart: paths.count, pathCount: UInt32(clamping: path.count), scratch: scratchIndex))
             paths.append(contentsOf: path)
         }
-        let position = chunks.count
-        chunks.append(Chunk(id: id, offset: offset, length: length, file: files.count - 1))
+        let position = UInt32(clamping: chunks.count)
+        chunks.append(Chunk(id: id, offset: offset, length: UInt32(clamping: length), file: UInt32(clamping: files.count - 1)))
         let key = Self.key(id)
         if index[key] == nil {
             index[key] = position
@@ -79,8 +97,8 @@ struct ChunkLocations {
     }
 
     private func position(of id: Digest) -> Int? {
-        if let position = index[Self.key(id)], chunks[position].id == id { return position }
-        return collisions[id]
+        if let position = index[Self.key(id)].map(Int.init), chunks[position].id == id { return position }
+        return collisions.isEmpty ? nil : collisions[id].map(Int.init)
     }
 
     private static func key(_ id: Digest) -> UInt64 {
