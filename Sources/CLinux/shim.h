@@ -36,4 +36,9 @@ static inline int cairn_f_setpipe_sz(void) { return 1024 + 7; }
 extern int mallopt(int param, int value);
 static inline int cairn_set_mmap_threshold(int bytes) { return mallopt(-3, bytes); }
 
+/* malloc_trim(3) (<malloc.h>, glibc's prototype; not included, as above): returns free heap
+   memory, at the top and inside every arena, to the system. */
+extern int malloc_trim(unsigned long pad);
+static inline int cairn_malloc_trim(void) { return malloc_trim(0); }
+
 #endif

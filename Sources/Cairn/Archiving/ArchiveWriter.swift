@@ -466,6 +466,12 @@ package final class ArchiveWriter {
             recordChunkIndex = ChunkIndex()
             storedTwice = []
             chunkIDs = []
+            // The tables grew by doubling; they are final now.
+            manifest.entries.shrinkToFit()
+            manifest.chunks = manifest.chunks.withoutSpareCapacity()
+            // What the pipeline freed goes back to the system before the manifest's buffers and
+            // the compressor's tables are allocated.
+            LargeBuffers.returnFreeMemory()
             var records: [UInt8] = []
             manifest.encode(into: &records, compressible: manifestCompressible)
             manifestRecords = records

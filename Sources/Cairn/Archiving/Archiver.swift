@@ -303,6 +303,8 @@ public final class Archiver {
                 try self.discardOpenFile(source: nil)
             }
             self.claims.removeAll()
+            // Nothing is appended any more: the paths used (one per entry) are not needed.
+            self.producerState.paths = PathTable()
             while try self.writer.finishStep() {
                 try await self.flush(force: false)
             }

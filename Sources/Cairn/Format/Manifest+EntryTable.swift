@@ -71,6 +71,14 @@ extension Manifest {
             lhs.count == rhs.count && lhs.elementsEqual(rhs)
         }
 
+        /// Gives back the buffers' unused capacity (after the last row of a decoded table: a
+        /// buffer grown by doubling may be half empty).
+        package mutating func shrinkToFit() {
+            if unused > 0 { compact() }
+            bytes = bytes.withoutSpareCapacity()
+            starts = starts.withoutSpareCapacity()
+        }
+
         /// Bytes held for the rows (the buffer's length and the row index), for tests and
         /// measurements.
         package var storedByteCount: Int { bytes.count + starts.count * MemoryLayout<Int>.stride }
@@ -279,5 +287,17 @@ extension Manifest {
                 return Digest(bytes: UnsafeRawBufferPointer(rebasing: raw[position..<end])) ?? .zero
             }
         }
+    }
+}
+
+extension Array {
+    /// A copy with no spare capacity, or the array itself when it has none (`Array(_:)` of an
+    /// array shares its buffer): for a table grown by doubling that stays in memory.
+    package func withoutSpareCapacity() -> [Element] {
+        guard capacity > count else { return self }
+        var copy: [Element] = []
+        copy.reserveCapacity(count)
+        copy.append(contentsOf: self)
+        return copy
     }
 }

@@ -303,6 +303,7 @@ extension Manifest {
             }
             m.entries.append(row)
         }
+        m.entries.shrinkToFit()
         guard r.isAtEnd else { throw r.error("\(r.remaining) byte\(r.remaining == 1 ? "" : "s") after the last field") }
         return m
     }

@@ -49,6 +49,13 @@ struct ChunkLocations {
     /// Ids whose first 8 bytes another id had first → index in ``chunks``.
     private var collisions: [Digest: UInt32] = [:]
 
+    /// Makes room for `count` chunks (a seekable archive's chunk count: no row array grows by
+    /// doubling past what it needs).
+    mutating func reserveCapacity(_ count: Int) {
+        chunks.reserveCapacity(count)
+        index.reserveCapacity(count)
+    }
+
     /// The location of the chunk `id`, if it was recorded.
     ///
     /// - Complexity: O(1) expected; builds the path array.

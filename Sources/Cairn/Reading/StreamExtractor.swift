@@ -72,6 +72,7 @@ final class StreamExtractor {
         manifest: Manifest? = nil, startedScanner: ArchiveScanner? = nil
     ) throws(CairnError) {
         self.manifest = manifest
+        if let manifest { locations.reserveCapacity(manifest.chunks.count) }
         self.scanner = startedScanner ?? ArchiveScanner(emittingChunkPayloads: true, checkingAgainst: manifest)
         self.staging = staging
         self.options = options
