@@ -213,7 +213,9 @@ package final class ArchiveWriter {
         let bytes = output
         takenBytes += UInt64(bytes.count)
         output = []
-        output.reserveCapacity(1 << 20)
+        // Room for as much as was just taken and a quarter more, so the next batch's records
+        // (a batch is up to about 1.6 MiB) do not make the buffer double and copy itself.
+        output.reserveCapacity(Swift.max(1 << 20, bytes.count + bytes.count / 4))
         return bytes
     }
 
