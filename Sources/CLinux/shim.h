@@ -43,4 +43,9 @@ static inline int cairn_set_mmap_threshold(int bytes) { return mallopt(-3, bytes
 extern int sync_file_range(int fd, long long offset, long long nbytes, unsigned int flags);
 static inline int cairn_start_writeback(int fd, long long offset, long long nbytes) { return sync_file_range(fd, offset, nbytes, 2u); }
 
+/* malloc_trim(3) (<malloc.h>, glibc's prototype; not included, as above): returns free heap
+   memory, at the top and inside every arena, to the system. */
+extern int malloc_trim(unsigned long pad);
+static inline int cairn_malloc_trim(void) { return malloc_trim(0); }
+
 #endif

@@ -78,7 +78,7 @@ package struct ArchiveRecovery {
     package func writerState(at checkpoint: Checkpoint) -> ArchiveWriter.RecoveredState {
         let commit = checkpoint.commit
         var cut = Manifest()
-        cut.entries = Array(manifest.entries.prefix(Int(clamping: commit.entryCount)))
+        cut.entries = Manifest.EntryTable(manifest.entries.prefix(Int(clamping: commit.entryCount)))
         cut.chunks = Array(manifest.chunks.prefix(Int(clamping: commit.chunkCount)))
         cut.references = Array(manifest.references.prefix(checkpoint.referenceCount))
         cut.packs = Array(manifest.packs.prefix { $0.firstEntry < cut.entries.count })

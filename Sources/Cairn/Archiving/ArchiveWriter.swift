@@ -25,10 +25,10 @@ package final class ArchiveWriter {
 
     private(set) package var manifest = Manifest()
     /// Chunk id → index in the manifest chunk table (chunk records and packed chunks).
-    private var chunkIndex: [Digest: UInt32] = [:]
+    private var chunkIndex = ChunkIndex()
     /// Chunk id → index, for chunk records only: a file's chunk references name chunk records
     /// (§8.1), so a large file's chunk equal to a packed one is stored again.
-    private var recordChunkIndex: [Digest: UInt32] = [:]
+    private var recordChunkIndex = ChunkIndex()
     /// The id of every chunk, by index (packed rows of the manifest do not hold theirs).
     private var chunkIDs: [Digest] = []
     /// Ids stored both packed and as a chunk record.
@@ -170,13 +170,13 @@ package final class ArchiveWriter {
         chunkIDs = state.chunkIDs
         for (index, row) in manifest.chunks.enumerated() {
             let id = chunkIDs[index]
-            if chunkIndex[id] == nil {
-                chunkIndex[id] = UInt32(truncatingIfNeeded: index)
+            if chunkIndex.lookup(id, in: chunkIDs) == nil {
+                chunkIndex.set(id, UInt32(truncatingIfNeeded: index), in: chunkIDs)
                 uniqueBytes += UInt64(row.rawLength)
             } else {
                 storedTwice.insert(id)
             }
-            if row.pack == nil { recordChunkIndex[id] = UInt32(truncatingIfNeeded: index) }
+            if row.pack == nil { recordChunkIndex.set(id, UInt32(truncatingIfNeeded: index), in: chunkIDs) }
         }
         contentBytes = state.contentBytes
         storedBytes = state.storedBytes
@@ -213,7 +213,9 @@ package final class ArchiveWriter {
         let bytes = output
         takenBytes += UInt64(bytes.count)
         output = []
-        output.reserveCapacity(1 << 20)
+        // Room for as much as was just taken and a quarter more, so the next batch's records
+        // (a batch is up to about 1.6 MiB) do not make the buffer double and copy itself.
+        output.reserveCapacity(Swift.max(1 << 20, bytes.count + bytes.count / 4))
         return bytes
     }
 
@@ -224,8 +226,8 @@ package final class ArchiveWriter {
     /// - Throws: `.invalidArgument` if a file is still open; `.limitExceeded` for over-long names.
     @discardableResult
     package func beginEntry(_ entry: ArchiveEntry) throws(CairnError) -> Int {
-        guard openEntry == nil, !finished else {
-            throw CairnError(.invalidArgument, "an entry is already open", path: entry.path)
+        guard openEntry == nil, !finished, manifestStart == nil else {
+            throw CairnError(.invalidArgument, manifestStart == nil ? "an entry is already open" : "the manifest was begun", path: entry.path)
         }
         try Self.checkLimits(entry)
         let index = manifest.entries.count
@@ -249,7 +251,7 @@ package final class ArchiveWriter {
 
     /// Whether a chunk record with this id is already stored (so a file's chunk needs no
     /// compression).
-    package func contains(_ id: Digest) -> Bool { recordChunkIndex[id] != nil }
+    package func contains(_ id: Digest) -> Bool { recordChunkIndex.lookup(id, in: chunkIDs) != nil }
 
     /// Appends one chunk of the open file. If `id` is new, a chunk record is written with
     /// `stored` (already compressed with `codec`); otherwise only a reference is added.
@@ -261,7 +263,7 @@ package final class ArchiveWriter {
         throws(CairnError)
     {
         guard openEntry != nil else { throw CairnError(.invalidArgument, "no file entry is open") }
-        if let existing = recordChunkIndex[id] {
+        if let existing = recordChunkIndex.lookup(id, in: chunkIDs) {
             try addReference(existing, id: id, rawLength: rawLength)
             return
         }
@@ -285,7 +287,7 @@ package final class ArchiveWriter {
         recordDigest: Digest
     ) throws(CairnError) {
         guard openEntry != nil else { throw CairnError(.invalidArgument, "no file entry is open") }
-        if let existing = recordChunkIndex[id] {
+        if let existing = recordChunkIndex.lookup(id, in: chunkIDs) {
             try addReference(existing, id: id, rawLength: rawLength)
             return
         }
@@ -305,14 +307,14 @@ package final class ArchiveWriter {
                 storedLength: UInt32(truncatingIfNeeded: storedLength), codec: codec))
         chunkIDs.append(id)
         storedBytes += UInt64(storedLength)
-        if chunkIndex[id] == nil {
-            chunkIndex[id] = index
+        if chunkIndex.lookup(id, in: chunkIDs) == nil {
+            chunkIndex.set(id, index, in: chunkIDs)
             uniqueBytes += UInt64(rawLength)
         } else {
             // Already packed: stored again as a record (§8.5), but not new content.
             storedTwice.insert(id)
         }
-        recordChunkIndex[id] = index
+        recordChunkIndex.set(id, index, in: chunkIDs)
         return index
     }
 
@@ -353,9 +355,12 @@ package final class ArchiveWriter {
         let end = FileEndRecord(
             entryIndex: UInt64(entry), size: openFileBytes, chunkCount: UInt64(referenceCount), contentDigest: digest)
         try appendRecord(.fileEnd, payload: end.encoded())
-        manifest.entries[entry].referenceCount = UInt64(referenceCount)
-        manifest.entries[entry].contentDigest = digest
-        manifest.entries[entry].entry.size = openFileBytes
+        // One read and one write of the packed row.
+        var row = manifest.entries[entry]
+        row.referenceCount = UInt64(referenceCount)
+        row.contentDigest = digest
+        row.entry.size = openFileBytes
+        manifest.entries[entry] = row
         openEntry = nil
         try commit()
         return digest
@@ -381,8 +386,8 @@ package final class ArchiveWriter {
         manifest.entries.removeSubrange(mark.entryCount...)
         var reindex = false
         for id in chunkIDs[mark.chunkCount...] {
-            chunkIndex[id] = nil
-            recordChunkIndex[id] = nil
+            chunkIndex.remove(id, in: chunkIDs)
+            recordChunkIndex.remove(id, in: chunkIDs)
             reindex = reindex || storedTwice.contains(id)
         }
         chunkIDs.removeSubrange(mark.chunkCount...)
@@ -391,10 +396,10 @@ package final class ArchiveWriter {
         if reindex {
             // An id removed above also belongs to an earlier chunk (packed and then a chunk
             // record): index what is left again. Rare, so done the simple way.
-            (chunkIndex, recordChunkIndex) = ([:], [:])
+            (chunkIndex, recordChunkIndex) = (ChunkIndex(), ChunkIndex())
             for (index, id) in chunkIDs.enumerated() {
-                if chunkIndex[id] == nil { chunkIndex[id] = UInt32(truncatingIfNeeded: index) }
-                if manifest.chunks[index].pack == nil { recordChunkIndex[id] = UInt32(truncatingIfNeeded: index) }
+                if chunkIndex.lookup(id, in: chunkIDs) == nil { chunkIndex.set(id, UInt32(truncatingIfNeeded: index), in: chunkIDs) }
+                if manifest.chunks[index].pack == nil { recordChunkIndex.set(id, UInt32(truncatingIfNeeded: index), in: chunkIDs) }
             }
         }
         manifest.references.removeSubrange(mark.referenceCount...)
@@ -457,6 +462,18 @@ package final class ArchiveWriter {
         if manifestStart == nil {
             guard openEntry == nil else { throw CairnError(.invalidArgument, "a file entry is still open") }
             manifestStart = offset
+            // No chunk is added from here on: the dedup index goes before the manifest is
+            // encoded (for 100,000 small files it is about 14 MiB of the peak).
+            chunkIndex = ChunkIndex()
+            recordChunkIndex = ChunkIndex()
+            storedTwice = []
+            chunkIDs = []
+            // The tables grew by doubling; they are final now.
+            manifest.entries.shrinkToFit()
+            manifest.chunks = manifest.chunks.withoutSpareCapacity()
+            // What the pipeline freed goes back to the system before the manifest's buffers and
+            // the compressor's tables are allocated.
+            LargeBuffers.returnFreeMemory()
             var records: [UInt8] = []
             manifest.encode(into: &records, compressible: manifestCompressible)
             manifestRecords = records
@@ -533,7 +550,7 @@ package final class ArchiveWriter {
         var seen = Set<Digest>()
         return items.map { item in
             guard let chunk = item.chunk else { return false }
-            return chunkIndex[chunk.id] == nil && seen.insert(chunk.id).inserted
+            return chunkIndex.lookup(chunk.id, in: chunkIDs) == nil && seen.insert(chunk.id).inserted
         }
     }
 
@@ -548,7 +565,9 @@ package final class ArchiveWriter {
     ///   `.limitExceeded` for an entry over the format's limits.
     @discardableResult
     package func appendPack(_ items: [PackInput], content: PackContent) throws(CairnError) -> Range<Int> {
-        guard openEntry == nil, !finished else { throw CairnError(.invalidArgument, "a pack cannot begin while a file is open") }
+        guard openEntry == nil, !finished, manifestStart == nil else {
+            throw CairnError(.invalidArgument, "a pack cannot begin while a file is open or after the manifest")
+        }
         guard !items.isEmpty, items.count <= PackItemTable.maximumItems else {
             throw CairnError(.invalidArgument, "a pack holds 1 … \(PackItemTable.maximumItems) items, not \(items.count)")
         }
@@ -591,12 +610,12 @@ package final class ArchiveWriter {
                         id: .zero, offset: recordOffset, rawLength: UInt32(truncatingIfNeeded: chunk.length), storedLength: 0,
                         codec: .none, pack: packIndex, packOffset: contentOffset))
                 chunkIDs.append(chunk.id)
-                chunkIndex[chunk.id] = index
+                chunkIndex.set(chunk.id, index, in: chunkIDs)
                 contentOffset += chunk.length
                 uniqueBytes += UInt64(chunk.length)
                 packItems.append(PackItem(entry: entry, content: .inline))
             } else {
-                guard let existing = chunkIndex[chunk.id] else {
+                guard let existing = chunkIndex.lookup(chunk.id, in: chunkIDs) else {
                     throw CairnError(.invalidArgument, "internal error: chunk \(chunk.id) is neither stored nor inline")
                 }
                 index = existing

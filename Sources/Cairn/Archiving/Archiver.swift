@@ -153,7 +153,7 @@ public final class Archiver {
         var producer = ItemProducer.State()
         producer.nextChunkOrdinal = 1
         for row in state.manifest.entries {
-            producer.paths.insert(PathKey(row.entry.pathBytes))
+            producer.paths.insert(row.entry.pathBytes)
             producer.committed[PathKey(row.entry.pathBytes)] = .init(
                 kind: row.entry.kind, size: row.entry.size, modificationTime: row.entry.modificationTime)
         }
@@ -302,6 +302,9 @@ public final class Archiver {
                 self.producerState.openFileToContinue = nil
                 try self.discardOpenFile(source: nil)
             }
+            self.claims.removeAll()
+            // Nothing is appended any more: the paths used (one per entry) are not needed.
+            self.producerState.paths = PathTable()
             while try self.writer.finishStep() {
                 try await self.flush(force: false)
             }

@@ -29,6 +29,12 @@ package final class ChunkClaims: Sendable {
             return true
         }
     }
+
+    /// Forgets every claim (once no chunk will be processed any more: the archive's manifest
+    /// is being written), so their memory is not held while the manifest is encoded.
+    package func removeAll() {
+        claims.withLock { $0 = [:] }
+    }
 }
 
 /// Hashes (SHA-256) and compresses one batch; runs as its own task, one per batch, so batches

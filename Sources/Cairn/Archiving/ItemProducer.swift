@@ -11,7 +11,7 @@ struct ItemProducer {
         /// (device, inode) of files with several links → their path in archive.
         var hardLinks: [HardLinkKey: [UInt8]] = [:]
         /// Paths already used, to refuse duplicates.
-        var paths: Set<PathKey> = []
+        var paths = PathTable()
         var warnings: [CairnError] = []
         var nextBatch: UInt64 = 0
         var nextChunkOrdinal: UInt64 = 0
@@ -276,7 +276,7 @@ struct ItemProducer {
         guard let open = state.openFileToContinue else { return }
         state.openFileToContinue = nil
         state.committed[PathKey(open.path)] = nil
-        state.paths.remove(PathKey(open.path))
+        state.paths.remove(open.path)
         events.append(.discardOpenFile(nil))
     }
 
@@ -629,7 +629,7 @@ struct ItemProducer {
     /// Forgets a file whose read is abandoned: its undetermined tail and its path in archive.
     private mutating func discardReadFile(_ archivePath: [UInt8]) {
         pendingStart = used
-        state.paths.remove(PathKey(archivePath))
+        state.paths.remove(archivePath)
     }
 
     /// Starts a read transaction on `fd`'s file if it is an SQLite database
@@ -688,10 +688,10 @@ struct ItemProducer {
         let suffix = Array("-wal".utf8)
         for other in ["-shm", "-journal"] {
             let path = archivePath + Array(other.utf8)
-            if !state.paths.contains(PathKey(path)) { state.snapshotSidecars.insert(PathKey(path)) }
+            if !state.paths.contains(path) { state.snapshotSidecars.insert(PathKey(path)) }
         }
         let walArchivePath = archivePath + suffix
-        guard !state.paths.contains(PathKey(walArchivePath)) else { return }
+        guard !state.paths.contains(walArchivePath) else { return }
         // Listed or not, gone or not, the walk must not archive it (or warn that it vanished).
         state.snapshotSidecars.insert(PathKey(walArchivePath))
         guard !options.exclusions.excludes(walArchivePath), let status = try? FileStatus.of(name + suffix, relativeTo: parent),
@@ -744,7 +744,7 @@ struct ItemProducer {
     }
 
     private mutating func claim(_ path: [UInt8]) throws(CairnError) {
-        guard state.paths.insert(PathKey(path)).inserted else {
+        guard state.paths.insert(path) else {
             throw CairnError(.alreadyExists, "path is already in the archive", path: PathBytes.display(path))
         }
     }

@@ -19,38 +19,51 @@
 package enum EntryCodec {
     /// Appends the encoding of `entries` to `w`. The caller has checked the limits
     /// (``ArchiveWriter/checkLimits(_:)``).
+    ///
+    /// - Complexity: one pass over `entries` (each element read once, so a collection that
+    ///   decodes its elements on access, ``Manifest/EntryTable``, decodes each once); the columns
+    ///   after the first are gathered in their own buffers and appended in order.
     package static func encode(_ entries: some Collection<ArchiveEntry>, into w: inout ByteWriter) {
         w.varint(UInt64(entries.count))
-        for e in entries { w.u8(e.kind.rawValue) }
+        var paths = ByteWriter(capacity: 0)
+        var modes = ByteWriter(capacity: 0)
+        var users = ByteWriter(capacity: 0)
+        var groups = ByteWriter(capacity: 0)
+        var secondsColumn = ByteWriter(capacity: 0)
+        var nanoseconds = ByteWriter(capacity: 0)
+        var sizes = ByteWriter(capacity: 0)
+        var targets = ByteWriter(capacity: 0)
+        var devices = ByteWriter(capacity: 0)
+        var attributes = ByteWriter(capacity: 0)
         var previous: [UInt8] = []
-        for e in entries {
-            let shared = sharedPrefixLength(previous, e.pathBytes)
-            w.varint(UInt64(shared))
-            w.varint(UInt64(e.pathBytes.count - shared))
-            w.bytes.append(contentsOf: e.pathBytes[shared...])
-            previous = e.pathBytes
-        }
-        for e in entries { w.varint(UInt64(e.permissions)) }
-        for e in entries { w.varint(UInt64(e.userID)) }
-        for e in entries { w.varint(UInt64(e.groupID)) }
         var seconds: Int64 = 0
         for e in entries {
-            w.signedVarint(e.modificationTime.seconds &- seconds)
+            w.u8(e.kind.rawValue)
+            let shared = sharedPrefixLength(previous, e.pathBytes)
+            paths.varint(UInt64(shared))
+            paths.varint(UInt64(e.pathBytes.count - shared))
+            paths.bytes.append(contentsOf: e.pathBytes[shared...])
+            previous = e.pathBytes
+            modes.varint(UInt64(e.permissions))
+            users.varint(UInt64(e.userID))
+            groups.varint(UInt64(e.groupID))
+            secondsColumn.signedVarint(e.modificationTime.seconds &- seconds)
             seconds = e.modificationTime.seconds
-        }
-        for e in entries { w.varint(UInt64(e.modificationTime.nanoseconds)) }
-        for e in entries where e.kind == .file { w.varint(e.size) }
-        for e in entries where e.kind == .symlink || e.kind == .hardLink { w.varintBytes(e.linkTarget) }
-        for e in entries where e.kind.isDevice {
-            w.varint(UInt64(e.device?.major ?? 0))
-            w.varint(UInt64(e.device?.minor ?? 0))
-        }
-        for e in entries {
-            w.varint(UInt64(e.extendedAttributes.count))
-            for attribute in e.extendedAttributes {
-                w.varintBytes(attribute.name)
-                w.varintBytes(attribute.value)
+            nanoseconds.varint(UInt64(e.modificationTime.nanoseconds))
+            if e.kind == .file { sizes.varint(e.size) }
+            if e.kind == .symlink || e.kind == .hardLink { targets.varintBytes(e.linkTarget) }
+            if e.kind.isDevice {
+                devices.varint(UInt64(e.device?.major ?? 0))
+                devices.varint(UInt64(e.device?.minor ?? 0))
             }
+            attributes.varint(UInt64(e.extendedAttributes.count))
+            for attribute in e.extendedAttributes {
+                attributes.varintBytes(attribute.name)
+                attributes.varintBytes(attribute.value)
+            }
+        }
+        for column in [paths, modes, users, groups, secondsColumn, nanoseconds, sizes, targets, devices, attributes] {
+            w.bytes.append(contentsOf: column.bytes)
         }
     }
 

@@ -36,7 +36,12 @@ extension Manifest {
 
     /// The body of the 2.0 manifest.
     package func encodedBody() -> [UInt8] {
-        var w = ByteWriter(capacity: 64 * chunks.count + 48 * entries.count + 4 * references.count + 64)
+        // Roughly the body's length (a packed chunk's row takes a few bytes, a chunk record's
+        // about 45, an entry's a few dozen): the buffer is live with the compressor's tables.
+        let packedChunks = chunks.count { $0.pack != nil }
+        var w = ByteWriter(
+            capacity: 48 * (chunks.count - packedChunks) + 6 * packedChunks + 48 * packs.count + 40 * entries.count + 2 * references.count
+                + 64)
         w.varint(UInt64(chunks.count))
         var previousOffset: UInt64 = 0
         var previousPack = 0
@@ -72,6 +77,9 @@ extension Manifest {
             previous = Int64(reference)
         }
         EntryCodec.encode(entries.lazy.map(\.entry), into: &w)
+        // Sections 5 to 7 in one pass over the rows (each read of a packed row decodes it).
+        var counts = ByteWriter(capacity: 0)
+        var digests = ByteWriter(capacity: 0)
         previousOffset = 0
         previousPack = 0
         for row in entries {
@@ -84,9 +92,12 @@ extension Manifest {
                 w.varint(row.recordOffset &- previousOffset)
                 previousOffset = row.recordOffset
             }
+            guard row.entry.kind == .file else { continue }
+            counts.varint(row.referenceCount)
+            if row.pack == nil { digests.digest(row.contentDigest) }
         }
-        for row in entries where row.entry.kind == .file { w.varint(row.referenceCount) }
-        for row in entries where row.entry.kind == .file && row.pack == nil { w.digest(row.contentDigest) }
+        w.bytes.append(contentsOf: counts.bytes)
+        w.bytes.append(contentsOf: digests.bytes)
         return w.bytes
     }
 
@@ -226,18 +237,20 @@ extension Manifest {
             previous = value
         }
         let entries = try EntryCodec.decode(&r)
-        m.entries.reserveCapacity(entries.count)
+        // The columns after the entries are read whole, then each row is added once (rewriting
+        // rows of the packed ``EntryTable`` field by field would re-encode each several times).
+        var recordOffsets = [UInt64](repeating: 0, count: entries.count)
+        var entryPacks = [Int](repeating: -1, count: entries.count)
         previousOffset = 0
         previousPack = 0
         var packEntries = [Int](repeating: 0, count: m.packs.count)
         var sawRecord = false
-        for (index, entry) in entries.enumerated() {
-            var row = EntryRow(recordOffset: 0, firstReference: 0, referenceCount: 0, contentDigest: .zero, entry: entry)
+        for index in entries.indices {
             switch try r.u8("entry location") {
             case 0:
                 let (recordOffset, overflow) = previousOffset.addingReportingOverflow(try r.varint("entry offset"))
                 guard !overflow, recordOffset > previousOffset || !sawRecord else { throw r.error("entry offsets do not increase") }
-                row.recordOffset = recordOffset
+                recordOffsets[index] = recordOffset
                 previousOffset = recordOffset
                 sawRecord = true
             case 1:
@@ -248,37 +261,49 @@ extension Manifest {
                     throw r.error("the entries of pack \(pack) are not consecutive")
                 }
                 packEntries[pack] += 1
-                row.pack = pack
-                row.recordOffset = m.packs[pack].offset
+                entryPacks[index] = pack
+                recordOffsets[index] = m.packs[pack].offset
                 previousPack = pack
             case let other:
                 throw r.error("unknown entry location \(other)")
             }
-            m.entries.append(row)
         }
         for (pack, row) in m.packs.enumerated() where packEntries[pack] != row.entryCount {
             throw r.error("pack \(pack) holds \(row.entryCount) entries, the entry table places \(packEntries[pack]) there")
         }
+        var referenceCounts = [UInt64](repeating: 0, count: entries.count)
         var nextReference: UInt64 = 0
-        for index in m.entries.indices {
-            m.entries[index].firstReference = nextReference
-            guard m.entries[index].entry.kind == .file else { continue }
+        for index in entries.indices where entries[index].kind == .file {
             let count = try r.varint("reference count", limit: UInt64(m.references.count) - nextReference)
-            m.entries[index].referenceCount = count
-            m.entries[index].entry.chunkCount = Int(count)
+            referenceCounts[index] = count
             nextReference += count
-            if m.entries[index].pack != nil {
-                guard count <= 1 else { throw r.error("the packed file \(m.entries[index].entry.path) has \(count) references") }
+            if entryPacks[index] >= 0 {
+                guard count <= 1 else { throw r.error("the packed file \(entries[index].path) has \(count) references") }
             }
         }
         guard nextReference == UInt64(m.references.count) else {
             throw r.error("the files use \(nextReference) of \(m.references.count) references")
         }
-        for index in m.entries.indices where m.entries[index].entry.kind == .file && m.entries[index].pack == nil {
-            let digest = try r.digest("content digest")
-            m.entries[index].contentDigest = digest
-            m.entries[index].entry.contentDigest = digest
+        m.entries.reserveCapacity(entries.count)
+        nextReference = 0
+        for (index, var entry) in entries.enumerated() {
+            var row = EntryRow(
+                recordOffset: recordOffsets[index], firstReference: nextReference, referenceCount: 0, contentDigest: .zero,
+                entry: entry, pack: entryPacks[index] >= 0 ? entryPacks[index] : nil)
+            if entry.kind == .file {
+                row.referenceCount = referenceCounts[index]
+                entry.chunkCount = Int(referenceCounts[index])
+                nextReference += referenceCounts[index]
+                if row.pack == nil {
+                    let digest = try r.digest("content digest")
+                    row.contentDigest = digest
+                    entry.contentDigest = digest
+                }
+                row.entry = entry
+            }
+            m.entries.append(row)
         }
+        m.entries.shrinkToFit()
         guard r.isAtEnd else { throw r.error("\(r.remaining) byte\(r.remaining == 1 ? "" : "s") after the last field") }
         return m
     }

@@ -13,13 +13,39 @@ package struct Manifest: Sendable {
         package var rawLength: UInt32
         package var storedLength: UInt32
         package var codec: ChunkCodec
+        // The pack index and offset in 32 bits each, so a row takes 64 bytes instead of 80
+        // (issue 9's peak RSS: one row per chunk). Both are bounded far below 2³² − 1 (a pack's
+        // content is at most ``FormatLimits/maximumChunkLength``; pack indices are checked
+        // against the packs held in memory).
+        private var packIndex: UInt32 = .max
+        private var packStart: UInt32 = 0
+
         /// Format 2.0: the index in ``Manifest/packs`` of the pack holding this chunk inline;
         /// nil for a chunk record. A packed row's `id` is zero (it is not stored: the chunk's
         /// bytes are checked through the pack's content digest), `offset` is the pack record's
         /// offset, `storedLength` 0 and `codec` none.
-        package var pack: Int? = nil
+        package var pack: Int? {
+            get { packIndex == .max ? nil : Int(packIndex) }
+            set { packIndex = newValue.map { UInt32(clamping: $0) } ?? .max }
+        }
         /// Format 2.0: where the chunk starts in its pack's content section.
-        package var packOffset: Int = 0
+        package var packOffset: Int {
+            get { Int(packStart) }
+            set { packStart = UInt32(clamping: newValue) }
+        }
+
+        package init(
+            id: Digest, offset: UInt64, rawLength: UInt32, storedLength: UInt32, codec: ChunkCodec, pack: Int? = nil,
+            packOffset: Int = 0
+        ) {
+            self.id = id
+            self.offset = offset
+            self.rawLength = rawLength
+            self.storedLength = storedLength
+            self.codec = codec
+            self.pack = pack
+            self.packOffset = packOffset
+        }
     }
 
     /// Format 2.0: one pack record (§7.5).
@@ -57,7 +83,8 @@ package struct Manifest: Sendable {
     package var packs: [PackRow] = []
     /// Chunk-table indices, file after file.
     package var references: [UInt32] = []
-    package var entries: [EntryRow] = []
+    /// The entry table, packed (``EntryTable``).
+    package var entries = EntryTable()
 
     package init() {}
 

@@ -9,4 +9,15 @@ package enum LargeBuffers {
     package static func returnToSystem(atLeast bytes: Int) {
         _ = cairn_set_mmap_threshold(Int32(clamping: bytes))
     }
+
+    /// Gives the heap's free memory back to the system (glibc's `malloc_trim(0)`: the top of
+    /// the heap and whole free pages inside every arena), at a point where a phase that built
+    /// and dropped large tables ends (issue 9: the archiver before it encodes the manifest, the
+    /// extractor once the manifest is decoded), so the resident pages of what was freed do not
+    /// add to the next phase's peak RSS.
+    ///
+    /// - Complexity: O(heap size); a few milliseconds.
+    package static func returnFreeMemory() {
+        _ = cairn_malloc_trim()
+    }
 }

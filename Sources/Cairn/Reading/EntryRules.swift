@@ -16,14 +16,15 @@
 /// - Complexity: O(depth) dictionary operations per entry; memory O(entries + directories).
 package struct EntryRules {
     /// Every path admitted so far and its kind.
-    private var kinds: [PathKey: ArchiveEntry.Kind] = [:]
+    /// Kept in a ``PathTable`` (the kind's raw value with each path): no heap block per path.
+    private var kinds = PathTable()
     /// Every proper ancestor of an admitted path (directories implied by the entries so far).
-    private var implied: Set<PathKey> = []
+    private var implied = PathTable()
 
     package init() {}
 
     /// The kind of the admitted entry at `path`, if any.
-    package func kind(of path: [UInt8]) -> ArchiveEntry.Kind? { kinds[PathKey(path)] }
+    package func kind(of path: [UInt8]) -> ArchiveEntry.Kind? { kinds.value(of: path).map(ArchiveEntry.Kind.init(rawValue:)) }
 
     /// Checks `entry` against the entries admitted before it and admits it.
     ///
@@ -34,29 +35,27 @@ package struct EntryRules {
         if let problem = PathValidator.problem(with: path) {
             throw CairnError(.unsafePath, "entry path \(problem)", path: entry.path, offset: offset)
         }
-        let key = PathKey(path)
-        guard kinds[key] == nil else {
+        guard !kinds.contains(path) else {
             throw CairnError(.unsafePath, "entry path appears twice", path: entry.path, offset: offset)
         }
-        if entry.kind != .directory, implied.contains(key) {
+        if entry.kind != .directory, implied.contains(path) {
             throw CairnError(
                 .unsafePath, "\(entry.kind.words) entry would replace the directory that earlier entries are stored in",
                 path: entry.path, offset: offset)
         }
         var parent = PathValidator.parent(path)
-        var newAncestors: [PathKey] = []
+        var newAncestors: [[UInt8]] = []
         while !parent.isEmpty {
-            let parentKey = PathKey(parent)
-            if let kind = kinds[parentKey], kind != .directory {
+            if let kind = kind(of: parent), kind != .directory {
                 throw CairnError(
                     .unsafePath, "entry would be written through the \(kind.noun) \(PathBytes.display(parent))",
                     path: entry.path, offset: offset)
             }
-            if implied.contains(parentKey) { break }  // its ancestors were checked when it was implied
-            newAncestors.append(parentKey)
+            if implied.contains(parent) { break }  // its ancestors were checked when it was implied
+            newAncestors.append(parent)
             parent = PathValidator.parent(parent)
         }
-        if entry.kind == .hardLink, kinds[PathKey(entry.linkTarget)] != .file {
+        if entry.kind == .hardLink, kind(of: entry.linkTarget) != .file {
             throw CairnError(
                 .unsafePath, "hard link target \(entry.linkTargetDisplay) is not an earlier file of this archive",
                 path: entry.path, offset: offset)
@@ -65,6 +64,6 @@ package struct EntryRules {
             throw CairnError(.corrupted, "symlink target is empty or contains NUL", path: entry.path, offset: offset)
         }
         for ancestor in newAncestors { implied.insert(ancestor) }
-        kinds[key] = entry.kind
+        kinds.insert(path, value: entry.kind.rawValue)
     }
 }

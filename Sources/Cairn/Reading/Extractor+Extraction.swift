@@ -78,6 +78,8 @@ extension Extractor {
     {
         let staging = try StagingDirectory(for: destination, resume: options.resume, existingFiles: options.existingFiles)
         try checkBeforeWriting(plan, staging: staging, destination: destination, options: options)
+        // Decoding the manifest freed its transient tables: return them before the stream's.
+        LargeBuffers.returnFreeMemory()
         let input: SequentialArchiveBytes
         do {
             input = try reader.source.openSequential()

@@ -26,7 +26,11 @@ public final class Extractor {
     /// The archive's format version (`Spec/0001 §2`).
     public var formatVersion: FormatVersion { reader.version }
     /// Every entry, in archive order.
-    public let entries: [ArchiveEntry]
+    ///
+    /// - Complexity: O(*n*): each access builds the array from the manifest's packed entry
+    ///   table (so opening an archive to extract it holds no second copy of its entries); keep
+    ///   the result when reading it more than once.
+    public var entries: [ArchiveEntry] { reader.manifest.entries.map(\.entry) }
     /// Import progress in content bytes, updated during ``extractAll(to:options:)``.
     public let progress = Progress(totalUnitCount: 0)
 
@@ -37,7 +41,6 @@ public final class Extractor {
     ///   or `.truncated` for an incomplete archive (no valid footer).
     public init(path: String) throws(CairnError) {
         reader = try ArchiveReader(path: path)
-        entries = reader.manifest.entries.map(\.entry)
     }
 
     /// Opens the archive `source` serves (a local file or a remote one, ``HTTPArchiveSource``)
@@ -46,7 +49,6 @@ public final class Extractor {
     /// - Throws: as ``init(path:)``, naming the source's path or URL.
     package init(source: any ArchiveSource) throws(CairnError) {
         reader = try ArchiveReader(source: source)
-        entries = reader.manifest.entries.map(\.entry)
     }
 
     /// Closes the archive file.
@@ -67,7 +69,7 @@ public final class Extractor {
     /// The entry stored under `path`, if any.
     public func entry(atPathInArchive path: String) -> ArchiveEntry? {
         let bytes = Array(path.utf8)
-        return entries.first { $0.pathBytes == bytes }
+        return reader.manifest.entries.first { $0.entry.pathBytes == bytes }?.entry
     }
 
     /// ``entries`` with every file's content digest (`Spec/0001 §8.3`: SHA-256 over its chunk
@@ -100,7 +102,7 @@ public final class Extractor {
         let unique = reader.manifest.chunks.reduce(UInt64(0)) { $0 + UInt64($1.rawLength) }
         return ArchiveSummary(
             archiveBytes: reader.fileSize, entryCount: Int(footer.entryCount),
-            fileCount: entries.filter { $0.kind == .file }.count, chunkCount: Int(footer.chunkCount),
+            fileCount: reader.manifest.entries.count { $0.entry.kind == .file }, chunkCount: Int(footer.chunkCount),
             referenceCount: Int(footer.referenceCount), contentBytes: footer.contentBytes,
             storedBytes: footer.storedBytes, uniqueBytes: unique)
     }

@@ -20,7 +20,7 @@ final class StreamExtractor {
 
     /// Where a chunk's bytes were first written: staged path (or, for a file that
     /// `--strip-components` drops, its unnamed scratch file), offset, length.
-    private var locations: [Digest: (path: [UInt8], scratch: FileDescriptor?, offset: UInt64, length: Int)] = [:]
+    private var locations = ChunkLocations()
     /// Files dropped by `stripComponents` are still written, to unnamed files (`O_TMPFILE`) in
     /// the staging directory, because later files may reference their chunks, and hard links
     /// their content; by archive path.
@@ -72,6 +72,7 @@ final class StreamExtractor {
         manifest: Manifest? = nil, startedScanner: ArchiveScanner? = nil
     ) throws(CairnError) {
         self.manifest = manifest
+        if let manifest { locations.reserveCapacity(manifest.chunks.count) }
         self.scanner = startedScanner ?? ArchiveScanner(emittingChunkPayloads: true, checkingAgainst: manifest)
         self.staging = staging
         self.options = options
@@ -358,9 +359,7 @@ final class StreamExtractor {
                     zeroChunks.insert(reference.id)
                 }
                 verified[reference.id] = nil
-                if locations[reference.id] == nil {
-                    locations[reference.id] = (open.entry.pathBytes, nil, open.written, reference.length)
-                }
+                locations.recordFirst(reference.id, path: open.entry.pathBytes, scratch: nil, offset: open.written, length: reference.length)
                 open.written += UInt64(reference.length)
                 continue
             }
@@ -371,9 +370,8 @@ final class StreamExtractor {
             var fresh = verified.removeValue(forKey: reference.id)
             if fresh == nil, let task = pending.removeValue(forKey: reference.id) { fresh = try await task.value }
             if let decoded = fresh {
-                if locations[reference.id] == nil {
-                    locations[reference.id] = (open.entry.pathBytes, open.scratch ? fd : nil, open.written, decoded.count)
-                }
+                locations.recordFirst(
+                    reference.id, path: open.entry.pathBytes, scratch: open.scratch ? fd : nil, offset: open.written, length: decoded.count)
                 if SparseWriter.isZero(decoded) { zeroChunks.insert(reference.id) }
                 (bytes, length) = (decoded, decoded.count)
             } else if zeroChunks.contains(reference.id), let location = locations[reference.id] {
