@@ -120,7 +120,7 @@ struct FetchTests {
         defer { work.remove() }
         let served = work.appending("www")
         try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
-        try Self.archive(Self.tree(seed: 21, count: 50), at: served + "/a.cairn", work: work)
+        try Self.archive(Self.tree(seed: 21, count: 64), at: served + "/a.cairn", work: work)
         let expected = try Self.bytes(served + "/a.cairn")
         let server = try NginxServer(root: served, slowRate: "1m")
         defer { server.stop() }

@@ -36,6 +36,15 @@ final class ChunkVerifier {
         group.append((record, offset))
         groupSize += record.count
         if groupSize >= groupBytes { try await submit() }
+        try await collectEnded()
+    }
+
+    /// Collects the groups at the front whose tasks have ended, so ``checked(before:)`` counts
+    /// them without waiting for the window to fill.
+    private nonisolated(nonsending) func collectEnded() async throws {
+        while let first = inFlight.first, first.ended.value.load(ordering: .acquiring) {
+            try await collect(inFlight.removeFirst().task)
+        }
     }
 
     private nonisolated(nonsending) func submit() async throws {
@@ -72,9 +81,6 @@ final class ChunkVerifier {
         }
         inFlight.append((task, work[0].offset, ended))
         while inFlight.count > window {
-            try await collect(inFlight.removeFirst().task)
-        }
-        while let first = inFlight.first, first.ended.value.load(ordering: .acquiring) {
             try await collect(inFlight.removeFirst().task)
         }
     }
