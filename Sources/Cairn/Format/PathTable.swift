@@ -6,14 +6,14 @@
 /// In memory only. Removal leaves the path's bytes in the arena (tombstoned); it is rare (a file
 /// left out part way).
 ///
-/// - Complexity: O(path length) expected per operation; about 3 words and the path's bytes per
+/// - Complexity: O(path length) expected per operation; about 2 words and the path's bytes per
 ///   path.
 package struct PathTable: Sendable {
     /// The bytes of every path inserted, one after another.
     private var arena: [UInt8] = []
-    /// Per path, by insertion: where its bytes start in ``arena`` and how many there are.
+    /// Per path, by insertion: where its bytes start in ``arena`` (they end where the next
+    /// path's start, since the arena is only appended to).
     private var starts: [Int] = []
-    private var lengths: [Int] = []
     private var values: [UInt8] = []
     /// Open addressing, linear probing: ``empty``, ``removed``, or an index into ``starts``.
     private var slots: [Int] = []
@@ -46,7 +46,6 @@ package struct PathTable: Sendable {
         if probe.found != nil { return false }
         let index = starts.count
         starts.append(arena.count)
-        lengths.append(path.count)
         values.append(value)
         arena.append(contentsOf: path)
         slots[probe.free] = index
@@ -80,8 +79,13 @@ package struct PathTable: Sendable {
         }
     }
 
+    /// The length of the path inserted `index`th.
+    private func length(_ index: Int) -> Int {
+        (index + 1 < starts.count ? starts[index + 1] : arena.count) - starts[index]
+    }
+
     private func matches(_ index: Int, _ path: [UInt8]) -> Bool {
-        guard lengths[index] == path.count else { return false }
+        guard length(index) == path.count else { return false }
         let start = starts[index]
         return arena.withUnsafeBytes { raw in
             path.withUnsafeBytes { other in
@@ -97,7 +101,7 @@ package struct PathTable: Sendable {
         let mask = capacity - 1
         for slot in slots where slot >= 0 {
             let start = starts[slot]
-            var position = arena.withUnsafeBytes { Self.hash(UnsafeRawBufferPointer(rebasing: $0[start..<(start + lengths[slot])])) } & mask
+            var position = arena.withUnsafeBytes { Self.hash(UnsafeRawBufferPointer(rebasing: $0[start..<(start + length(slot))])) } & mask
             while fresh[position] != Self.empty { position = (position + 1) & mask }
             fresh[position] = slot
         }
