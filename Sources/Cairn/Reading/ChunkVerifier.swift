@@ -86,11 +86,10 @@ final class ChunkVerifier {
     }
 
     /// Where the first chunk record not yet checked starts, or `end` (the offset the reader has
-    /// reached) when every one queued so far is checked; 0 once any failed. Every chunk record
-    /// before the returned offset decompressed to its declared length and hashed to its id.
+    /// reached) when every one queued so far is checked. While ``failures`` is empty, every chunk
+    /// record before the returned offset decompressed to its declared length and hashed to its id.
     func checked(before end: UInt64) -> UInt64 {
-        guard failures.isEmpty else { return 0 }
-        return inFlight.first?.start ?? group.first?.offset ?? end
+        inFlight.first?.start ?? group.first?.offset ?? end
     }
 
     private nonisolated(nonsending) func collect(_ task: Task<[CairnError], any Error>) async throws {

@@ -45,7 +45,7 @@ package struct FetchState: Codable, Sendable, Equatable {
     }
 
     /// Writes the state beside `path`'s partial file: into a temporary file, synced (unless
-    /// `syncing` is false: the progress rewritten at every commit), then renamed over the old
+    /// `syncing` is false: the checked-contents offset, rewritten as it advances), then renamed over the old
     /// state.
     ///
     /// - Throws: `.io` naming the state file.

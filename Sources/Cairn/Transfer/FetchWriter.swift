@@ -69,7 +69,7 @@ package final class FetchWriter: @unchecked Sendable {
             try flush()
         } catch {
             // What arrived before a failure is kept too: it may verify, and not be fetched again.
-            if pendingCount > 0 { try? flush() }
+            try? flush()
             throw error
         }
     }
@@ -160,16 +160,15 @@ package final class FetchWriter: @unchecked Sendable {
     private func deliver(_ bytes: UnsafeRawBufferPointer) throws(CairnError) {
         guard !cancelled.load(ordering: .relaxed) else { throw CairnError(.io, FetchChannel.readerStopped) }
         guard let source = bytes.baseAddress, let base = pending.baseAddress else { return }
+        // Counted as received, so the progress moves with every piece, not every 1 MiB.
+        defer { progress.completedUnitCount += Int64(bytes.count) }
         if pendingCount + bytes.count > pending.count { try flush() }
         if bytes.count >= pending.count {
             try write(bytes)
-            progress.completedUnitCount += Int64(bytes.count)
             return
         }
         (base + pendingCount).copyMemory(from: source, byteCount: bytes.count)
         pendingCount += bytes.count
-        // Counted as received, so the progress moves with every piece, not every 1 MiB.
-        progress.completedUnitCount += Int64(bytes.count)
     }
 
     /// Bytes delivered and not yet written (1 MiB of room), the first ``pendingCount`` of it.
