@@ -303,10 +303,12 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
             let count = Int(cut.end - partStart)
             // The part keeps the buffer; only the bytes after the cut are copied (a few KiB to
             // a few MiB), so a part is never held twice.
-            var part = Array(filling[count...])
+            // The next buffer gets its room first, so the bytes after the cut move once.
+            var part: [UInt8] = []
+            part.reserveCapacity(Int(Self.partSize(number: nextPartNumber + 1, base: basePartSize)) + (4 << 20))
+            part.append(contentsOf: filling[count...])
             swap(&part, &filling)
             part.removeSubrange(count...)
-            filling.reserveCapacity(Int(Self.partSize(number: nextPartNumber + 1, base: basePartSize)) + (4 << 20))
             partStart = cut.end
             commits.removeAll { $0.end <= cut.end }
             try await emit(part, end: cut.end, chainDigest: cut.chainDigest)
@@ -383,7 +385,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     /// `error`, after aborting the multipart upload when it is one repeating cannot cure (a
     /// 4xx answer of the store, too many parts); a transient one keeps the upload for a resume.
     nonisolated(nonsending) private func aborting(_ error: CairnError) async -> CairnError {
-        let curable = S3Client.isTransient(error) || error.code == .io || error.code == .notResumable
+        let curable = RetryPolicy.isTransient(error) || error.code == .io || error.code == .notResumable
         guard !curable else { return error }
         let (store, location, uploadID, statePath) = (store, location, uploadID, statePath)
         let aborted = (try? await DedicatedThread.run { () throws(CairnError) in
