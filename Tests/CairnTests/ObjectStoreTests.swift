@@ -675,10 +675,10 @@ struct ObjectStoreUnitTests {
         #expect(signer.errorDetail(status: 404, body: body) == "NoSuchBucket: The specified bucket does not exist")
         #expect(signer.errorDetail(status: 404, body: Array("<html>nope</html>".utf8)) == nil)
         // Codes S3 documents as worth repeating are retried (and keep the upload) whatever the status.
-        #expect(S3Client.isTransient(HTTPClient.statusError(status: 400, reason: "Bad Request", url: "u", detail: "RequestTimeout: slow")))
-        #expect(S3Client.isTransient(HTTPClient.statusError(status: 200, reason: "", url: "u", detail: "InternalError: retry")))
-        #expect(!S3Client.isTransient(HTTPClient.statusError(status: 400, reason: "Bad Request", url: "u", detail: "InvalidPart: no")))
-        #expect(!S3Client.isTransient(HTTPClient.statusError(status: 403, reason: "Forbidden", url: "u", detail: "SignatureDoesNotMatch: no")))
+        #expect(RetryPolicy.isTransient(HTTPClient.statusError(status: 400, reason: "Bad Request", url: "u", detail: "RequestTimeout: slow")))
+        #expect(RetryPolicy.isTransient(HTTPClient.statusError(status: 200, reason: "", url: "u", detail: "InternalError: retry")))
+        #expect(!RetryPolicy.isTransient(HTTPClient.statusError(status: 400, reason: "Bad Request", url: "u", detail: "InvalidPart: no")))
+        #expect(!RetryPolicy.isTransient(HTTPClient.statusError(status: 403, reason: "Forbidden", url: "u", detail: "SignatureDoesNotMatch: no")))
         var error = HTTPClient.statusError(status: 404, reason: "Not Found", url: "http://h/b/k", detail: "NoSuchBucket")
         error.message = "UploadPart 3: " + error.message
         #expect(error.httpStatusCode == 404)

@@ -156,15 +156,15 @@ package final class S3Client: Sendable {
                 { () throws(CairnError) in
                     let answer = try call("CompleteMultipartUpload", request)
                     if let document = S3XMLDocument(answer.body), document.root.name == "Error" {
-                        throw CairnError(
-                            .httpStatus,
-                            "CompleteMultipartUpload: " + HTTPClient.statusMessagePrefix
-                                + "200 with an error (\(S3RequestSigner.detail(of: document.root) ?? "no detail"))",
-                            path: Self.display(url))
+                        var error = HTTPClient.statusError(
+                            status: 200, reason: "with an error", url: Self.display(url),
+                            detail: S3RequestSigner.detail(of: document.root) ?? "no detail")
+                        error.message = "CompleteMultipartUpload: " + error.message
+                        throw error
                     }
                 },
-                // `call` has retried everything else already.
-                isTransient: { $0.message.contains("answered 200 with an error") && Self.isTransient($0) })
+                // `call` has retried everything else already (its status errors are 400 and up).
+                isTransient: { $0.httpStatusCode == 200 && RetryPolicy.isTransient($0) })
         } catch {
             if error.httpStatusCode == 412 {
                 throw CairnError(
@@ -204,10 +204,6 @@ package final class S3Client: Sendable {
             throw named
         }
     }
-
-    /// Whether `error` may go away when the call is repeated: ``RetryPolicy/isTransient(_:)``,
-    /// the one rule (it knows S3's retryable error codes).
-    package static func isTransient(_ error: CairnError) -> Bool { RetryPolicy.isTransient(error) }
 
     /// A URL without its query, for errors.
     static func display(_ url: String) -> String {
