@@ -83,9 +83,7 @@ extension Archiver {
     public static func sizeEstimate(of sources: [URL], excluding exclusions: [String] = []) throws(CairnError) -> UInt64 {
         var paths: [[UInt8]] = []
         for source in sources {
-            guard source.isFileURL || source.scheme == nil else {
-                throw CairnError(.invalidArgument, "a source must be a file: URL", path: source.absoluteString)
-            }
+            _ = try ArchiveLocation.requireFilePath(source, for: "a source")
             paths.append(Archiver.fileSystemPath(source))
         }
         return try sizeEstimate(ofPaths: paths, excluding: ExclusionPatterns(exclusions))
