@@ -119,9 +119,6 @@ package final class SeedIndex {
         }
     }
 
-    /// A seed's chunk record with this id, codec and framed length: the same bytes as the
-    /// remote's record, unless a compressor made other stored bytes of the same length (the
-    /// rebuilt archive's chain digests tell).
     /// Adds a remote seed (an archive at an `http(s)://` URL or an `s3://` object), indexed from
     /// its manifest: one suffix range request, no walk of its records (which would read it
     /// whole). Only its chunk records are offered for copying, read with range requests; its
@@ -148,6 +145,9 @@ package final class SeedIndex {
         }
     }
 
+    /// A seed's chunk record with this id, codec and framed length: the same bytes as the
+    /// remote's record, unless a compressor made other stored bytes of the same length (the
+    /// rebuilt archive's chain digests tell).
     package func chunk(id: Digest, codec: ChunkCodec, framedLength: Int) -> ChunkLocation? {
         guard let found = chunks[id], found.codec == codec, found.framedLength == framedLength else { return nil }
         return found
