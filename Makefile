@@ -23,6 +23,10 @@ SWIFT ?= swift
 SCRATCH ?= .build
 DEMO_ARGS ?=
 BENCH_ARGS ?= --targets --profile
+# Release builds link the Swift runtime and Foundation statically: the tool then runs where no
+# toolchain is installed, and maps about 6 MiB fewer pages of shared libraries (issue 9's peak
+# RSS limits are measured on this build).
+RELEASE := -c release --static-swift-stdlib
 
 # Build dependencies: the C libraries Cairn links and pkg-config to find them.
 DEB_PACKAGES := zlib1g-dev liblz4-dev libzstd-dev libssl-dev libcurl4-openssl-dev libsqlite3-dev pkg-config
@@ -85,15 +89,15 @@ bench-deps: deps
 	-$(call apt_install,$(PERF_PACKAGES))
 
 demo: deps
-	$(SWIFT) build -c release --scratch-path $(SCRATCH) --product cairn
+	$(SWIFT) build $(RELEASE) --scratch-path $(SCRATCH) --product cairn
 	$(SCRATCH)/release/cairn demo $(DEMO_ARGS)
 
 test: deps
 	$(SWIFT) test --scratch-path $(SCRATCH) --disable-xctest
 
 bench: bench-deps
-	$(SWIFT) build -c release --scratch-path $(SCRATCH) --product cairn
-	$(SWIFT) build -c release --scratch-path $(SCRATCH) --product cairn-bench
+	$(SWIFT) build $(RELEASE) --scratch-path $(SCRATCH) --product cairn
+	$(SWIFT) build $(RELEASE) --scratch-path $(SCRATCH) --product cairn-bench
 	$(SCRATCH)/release/cairn-bench $(BENCH_ARGS)
 
 fuzz-build: deps

@@ -111,6 +111,17 @@ struct PipelineTests {
         #expect(counter.value.load(ordering: .relaxed) == 64 << 20)
     }
 
+    @Test("The default backpressure budget follows the workers: two 1 MiB batches each, two more, resuming at half")
+    func defaultBudgetFollowsWorkers() {
+        #expect(BackpressurePolicy.forWorkers(2) == .watermark(low: .mebibytes(3), high: .mebibytes(6)))
+        #expect(BackpressurePolicy.forWorkers(8) == .watermark(low: .mebibytes(9), high: .mebibytes(18)))
+        #expect(BackpressurePolicy.forWorkers(0) == .watermark(low: .mebibytes(2), high: .mebibytes(4)))
+        #expect(BackpressurePolicy.forWorkers(-5) == BackpressurePolicy.forWorkers(1))
+        let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        #expect(BackpressurePolicy.default == .forWorkers(cores))
+        #expect(Archiver.Configuration().backpressure == .forWorkers(cores))
+    }
+
     @Test("An archive streamed through a pipe extracts identical, verifying as it reads")
     func pipeRoundTrip() async throws {
         let directory = try TemporaryDirectory()

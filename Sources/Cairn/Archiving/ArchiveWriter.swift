@@ -24,15 +24,16 @@ package final class ArchiveWriter {
     private(set) package var boundary: Boundary?
 
     private(set) package var manifest = Manifest()
-    /// Chunk id → index in the manifest chunk table (chunk records and packed chunks).
+    /// Chunk id → index of its first row in the manifest chunk table (a chunk record or a
+    /// packed chunk).
     private var chunkIndex = ChunkIndex()
-    /// Chunk id → index, for chunk records only: a file's chunk references name chunk records
-    /// (§8.1), so a large file's chunk equal to a packed one is stored again.
-    private var recordChunkIndex = ChunkIndex()
+    /// Chunk id → index of its chunk record, for the few ids packed first and stored again as a
+    /// chunk record: a file's chunk references name chunk records (§8.1), so a large file's
+    /// chunk equal to a packed one is stored again. Every other id's chunk record, if any, is
+    /// its first row, so one index serves both lookups (issue 9: one table less per chunk).
+    private var recordsOfPacked: [Digest: UInt32] = [:]
     /// The id of every chunk, by index (packed rows of the manifest do not hold theirs).
     private var chunkIDs: [Digest] = []
-    /// Ids stored both packed and as a chunk record.
-    private var storedTwice: Set<Digest> = []
     private(set) package var contentBytes: UInt64 = 0
     private(set) package var storedBytes: UInt64 = 0
     /// Sum of the raw lengths of the distinct chunks.
@@ -173,10 +174,9 @@ package final class ArchiveWriter {
             if chunkIndex.lookup(id, in: chunkIDs) == nil {
                 chunkIndex.set(id, UInt32(truncatingIfNeeded: index), in: chunkIDs)
                 uniqueBytes += UInt64(row.rawLength)
-            } else {
-                storedTwice.insert(id)
+            } else if row.pack == nil {
+                recordsOfPacked[id] = UInt32(truncatingIfNeeded: index)
             }
-            if row.pack == nil { recordChunkIndex.set(id, UInt32(truncatingIfNeeded: index), in: chunkIDs) }
         }
         contentBytes = state.contentBytes
         storedBytes = state.storedBytes
@@ -251,7 +251,14 @@ package final class ArchiveWriter {
 
     /// Whether a chunk record with this id is already stored (so a file's chunk needs no
     /// compression).
-    package func contains(_ id: Digest) -> Bool { recordChunkIndex.lookup(id, in: chunkIDs) != nil }
+    package func contains(_ id: Digest) -> Bool { recordIndex(of: id) != nil }
+
+    /// The index of the chunk record with this id, if one is stored.
+    private func recordIndex(of id: Digest) -> UInt32? {
+        guard let index = chunkIndex.lookup(id, in: chunkIDs) else { return nil }
+        if manifest.chunks[Int(index)].pack == nil { return index }
+        return recordsOfPacked.isEmpty ? nil : recordsOfPacked[id]
+    }
 
     /// Appends one chunk of the open file. If `id` is new, a chunk record is written with
     /// `stored` (already compressed with `codec`); otherwise only a reference is added.
@@ -263,7 +270,7 @@ package final class ArchiveWriter {
         throws(CairnError)
     {
         guard openEntry != nil else { throw CairnError(.invalidArgument, "no file entry is open") }
-        if let existing = recordChunkIndex.lookup(id, in: chunkIDs) {
+        if let existing = recordIndex(of: id) {
             try addReference(existing, id: id, rawLength: rawLength)
             return
         }
@@ -287,7 +294,7 @@ package final class ArchiveWriter {
         recordDigest: Digest
     ) throws(CairnError) {
         guard openEntry != nil else { throw CairnError(.invalidArgument, "no file entry is open") }
-        if let existing = recordChunkIndex.lookup(id, in: chunkIDs) {
+        if let existing = recordIndex(of: id) {
             try addReference(existing, id: id, rawLength: rawLength)
             return
         }
@@ -312,9 +319,8 @@ package final class ArchiveWriter {
             uniqueBytes += UInt64(rawLength)
         } else {
             // Already packed: stored again as a record (§8.5), but not new content.
-            storedTwice.insert(id)
+            recordsOfPacked[id] = index
         }
-        recordChunkIndex.set(id, index, in: chunkIDs)
         return index
     }
 
@@ -387,8 +393,7 @@ package final class ArchiveWriter {
         var reindex = false
         for id in chunkIDs[mark.chunkCount...] {
             chunkIndex.remove(id, in: chunkIDs)
-            recordChunkIndex.remove(id, in: chunkIDs)
-            reindex = reindex || storedTwice.contains(id)
+            reindex = reindex || recordsOfPacked[id] != nil
         }
         chunkIDs.removeSubrange(mark.chunkCount...)
         manifest.chunks.removeSubrange(mark.chunkCount...)
@@ -396,10 +401,13 @@ package final class ArchiveWriter {
         if reindex {
             // An id removed above also belongs to an earlier chunk (packed and then a chunk
             // record): index what is left again. Rare, so done the simple way.
-            (chunkIndex, recordChunkIndex) = (ChunkIndex(), ChunkIndex())
+            (chunkIndex, recordsOfPacked) = (ChunkIndex(), [:])
             for (index, id) in chunkIDs.enumerated() {
-                if chunkIndex.lookup(id, in: chunkIDs) == nil { chunkIndex.set(id, UInt32(truncatingIfNeeded: index), in: chunkIDs) }
-                if manifest.chunks[index].pack == nil { recordChunkIndex.set(id, UInt32(truncatingIfNeeded: index), in: chunkIDs) }
+                if chunkIndex.lookup(id, in: chunkIDs) == nil {
+                    chunkIndex.set(id, UInt32(truncatingIfNeeded: index), in: chunkIDs)
+                } else if manifest.chunks[index].pack == nil {
+                    recordsOfPacked[id] = UInt32(truncatingIfNeeded: index)
+                }
             }
         }
         manifest.references.removeSubrange(mark.referenceCount...)
@@ -465,8 +473,7 @@ package final class ArchiveWriter {
             // No chunk is added from here on: the dedup index goes before the manifest is
             // encoded (for 100,000 small files it is about 14 MiB of the peak).
             chunkIndex = ChunkIndex()
-            recordChunkIndex = ChunkIndex()
-            storedTwice = []
+            recordsOfPacked = [:]
             chunkIDs = []
             // The tables grew by doubling; they are final now.
             manifest.entries.shrinkToFit()

@@ -1,3 +1,5 @@
+import Glibc
+
 /// A number of bytes, written the way people think of buffer sizes.
 public struct ByteCount: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The count in bytes.
@@ -36,10 +38,25 @@ public struct BackpressurePolicy: Hashable, Sendable, CustomStringConvertible {
         BackpressurePolicy(low: low, high: high)
     }
 
-    /// The default: `.watermark(low: .mebibytes(4), high: .mebibytes(8))`: up to eight 1 MiB
-    /// batches in flight keep two cores busy; peak memory stays near twice the high watermark
-    /// (read buffers plus their compressed forms) above the fixed costs.
-    public static let `default` = watermark(low: .mebibytes(4), high: .mebibytes(8))
+    /// The default: ``forWorkers(_:)`` of the processors this process may run on
+    /// (`sysconf(_SC_NPROCESSORS_ONLN)`); on two cores `.watermark(low: .mebibytes(3),
+    /// high: .mebibytes(6))`. Peak memory stays near twice the high watermark (read buffers
+    /// plus their compressed forms) above the fixed costs.
+    public static var `default`: BackpressurePolicy {
+        forWorkers(Int(truncatingIfNeeded: sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    }
+
+    /// Enough 1 MiB batches in flight to keep `workers` processing tasks busy: two per worker
+    /// (one being hashed and compressed, one read ahead or waiting for the writer) and two for
+    /// the reader and the writer, so `high` is 2 MiB × (`workers` + 1) and `low` half of it.
+    /// Fewer starve the workers; more only add to the peak RSS (issue 9's limit: 64 MiB while
+    /// archiving a 4 GiB file).
+    ///
+    /// - Parameter workers: processing tasks; below 1 counts as 1.
+    public static func forWorkers(_ workers: Int) -> BackpressurePolicy {
+        let high = ByteCount.mebibytes(2 * (Swift.min(Swift.max(workers, 1), 1024) + 1))
+        return watermark(low: .bytes(high.bytes / 2), high: high)
+    }
 
     public var description: String { "watermark(low: \(low), high: \(high))" }
 
