@@ -118,14 +118,16 @@ package enum PathBytes {
 extension Array where Element == UInt8 {
     /// Calls `body` with a NUL-terminated C string of these bytes.
     package func withNullTerminated<R>(_ body: (UnsafePointer<CChar>) throws -> R) rethrows -> R {
-        var copy = self
-        copy.append(0)
-        return try copy.withUnsafeBufferPointer { buffer in
-            try buffer.withMemoryRebound(to: CChar.self) { chars in
-                // A non-empty buffer always has a base address; the fallback is never taken.
-                guard let base = chars.baseAddress else { return try "".withCString(body) }
-                return try body(base)
+        // On the stack (the standard library moves a large one to the heap), not a copy of the
+        // array with a NUL appended: one heap block per system call on a name.
+        try withUnsafeTemporaryAllocation(of: CChar.self, capacity: count + 1) { chars in
+            // A buffer of at least one element always has a base address; the fallback is never taken.
+            guard let base = chars.baseAddress else { return try "".withCString(body) }
+            withUnsafeBytes { raw in
+                if let source = raw.baseAddress { UnsafeMutableRawPointer(base).copyMemory(from: source, byteCount: raw.count) }
             }
+            base[count] = 0
+            return try body(base)
         }
     }
 }
