@@ -76,7 +76,13 @@ package enum PathBytes {
     package static func join(_ a: [UInt8], _ b: [UInt8]) -> [UInt8] {
         if a.isEmpty { return b }
         if b.isEmpty { return a }
-        return a + [0x2F] + b
+        // One allocation, not three (`a + [0x2F] + b` builds the literal and an intermediate).
+        var joined: [UInt8] = []
+        joined.reserveCapacity(a.count + 1 + b.count)
+        joined.append(contentsOf: a)
+        joined.append(0x2F)
+        joined.append(contentsOf: b)
+        return joined
     }
 
     /// The last component of a path, ignoring trailing slashes.
