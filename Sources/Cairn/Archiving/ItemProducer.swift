@@ -132,10 +132,6 @@ struct ItemProducer {
     package static let packMetadataTarget = 1 << 20
     package static let packMetadataLimit = 64 << 10
     private var packMetadataBytes = 0
-    /// A small file's bytes, read once before its entry (``appendFile(name:parent:sourcePath:archivePath:opened:continuingAfter:isSnapshotSidecar:)``):
-    /// they decide whether it is an SQLite database, and its content is taken from here instead
-    /// of being read again. Reused for every file; ``packFileLimit`` bytes once first used.
-    private var firstBytes: [UInt8] = []
     /// Whether the last item admitted to the open pack is a content-defined cut point: the pack
     /// ends after it.
     private var packEndsAfterLast = false
@@ -451,7 +447,7 @@ struct ItemProducer {
             // `-journal` are left out (`Spec/0003-command-line.md §3.2`).
             if !state.snapshotSidecars.isEmpty, state.snapshotSidecars.remove(PathKey(archivePath)) != nil { return }
             let key = HardLinkKey(device: status.device, inode: status.inode)
-            if state.excluded.contains(key) { return }  // the archive being written
+            if !state.excluded.isEmpty, state.excluded.contains(key) { return }  // the archive being written
             if let open = state.openFileToContinue, open.path == archivePath {
                 if open.size == status.size, open.modificationTime == status.modificationTime {
                     let handed = opened
@@ -509,8 +505,9 @@ struct ItemProducer {
     /// (`Spec/0003-command-line.md §3.2`). Any other file that changed while it was read is
     /// read again, up to ``rereadLimit`` times, before it is stored as read with a warning.
     ///
-    /// A small file (at most ``packFileLimit`` bytes) is read once, before its entry: the
-    /// bytes decide whether it is a database, and its content is taken from them.
+    /// A small file (at most ``packFileLimit`` bytes) is read once, before its entry
+    /// (``readAhead(of:count:)``): the bytes decide whether it is a database, and its content is
+    /// taken from them.
     ///
     /// - Parameters:
     ///   - opened: the file, already open with ``fileOpenFlags``, and its `fstat`; nil to open
@@ -548,16 +545,18 @@ struct ItemProducer {
             warn(CairnError(.sourceChanged, "was replaced by a \(before.kind) after it was listed; skipped", path: display))
             return false
         }
-        // How many of the file's first bytes ``firstBytes`` holds (read at offset 0, before the
-        // entry); nil when the read below reads them itself.
-        var early: Int? = nil
+        // The file's first bytes, read ahead into the free part of the buffer, where its content
+        // goes once its entry is emitted: how many, and where; nil when the read below reads them.
+        var early: ReadAhead?
         if continuingAfter == nil, before.size > 0, before.size <= packFileLimit {
-            early = readFirstBytes(of: fd, count: Int(before.size))
+            early = readAhead(of: fd, count: Int(before.size))
         }
         let snapshot: SQLiteSnapshot?
         if continuingAfter == nil, !isSnapshotSidecar, options.snapshotsSQLiteDatabases {
-            let isDatabase = early.map { count in
-                firstBytes.withUnsafeBytes { SQLiteSnapshot.isDatabase(firstBytes: UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+            let isDatabase = early.map { ahead in
+                buffer.withUnsafeBytes { raw in
+                    SQLiteSnapshot.isDatabase(firstBytes: UnsafeRawBufferPointer(rebasing: raw[ahead.offset..<(ahead.offset + ahead.count)]))
+                }
             }
             snapshot = takeSnapshot(of: fd, status: before, isDatabase: isDatabase, name: name, parent: parent, sourcePath: sourcePath)
         } else {
@@ -628,16 +627,10 @@ struct ItemProducer {
                 var n = 0
                 do throws(CairnError) {
                     let end = used + want
-                    if let count = early, readTotal == 0 {
-                        // Read already, before the entry: the bytes a `pread` at 0 would give now.
-                        n = min(want, count)
-                        let start = used
-                        buffer.withUnsafeMutableBytes { raw in
-                            firstBytes.withUnsafeBytes { held in
-                                UnsafeMutableRawBufferPointer(rebasing: raw[start..<(start + n)]).copyMemory(
-                                    from: UnsafeRawBufferPointer(rebasing: held[0..<n]))
-                            }
-                        }
+                    if let ahead = early, readTotal == 0, ahead.batch == state.nextBatch, ahead.offset == used {
+                        // Read ahead, before the entry, right where they belong (no batch was sent
+                        // meanwhile): the bytes a `pread` at 0 would give now.
+                        n = min(want, ahead.count)
                     } else {
                         n = try buffer.withMutableBytes { (raw) throws(CairnError) in
                             try fd.read(fromAbsoluteOffset: readTotal, into: UnsafeMutableRawBufferPointer(rebasing: raw[used..<end]))
@@ -723,18 +716,33 @@ struct ItemProducer {
         return true
     }
 
-    /// Reads up to `count` (at most ``packFileLimit``) bytes of `file` from offset 0 into
-    /// ``firstBytes``.
+    /// A small file's first bytes, read before its entry into the buffer past ``used``
+    /// (``readAhead(of:count:)``).
+    private struct ReadAhead {
+        /// Where they are in ``buffer`` (``used`` when they were read).
+        var offset: Int
+        /// How many (fewer than asked at end of file).
+        var count: Int
+        /// ``State/nextBatch`` when they were read: a batch sent since took the buffer with it,
+        /// and the bytes must be read again.
+        var batch: UInt64
+    }
+
+    /// Reads up to `count` bytes of `file` from offset 0 into ``buffer`` at ``used``, without
+    /// taking them (``used`` does not move): the small file's entry goes out first, and if no
+    /// batch was sent meanwhile the read of its content finds them in place. So a small file is
+    /// read once, and whether it is an SQLite database is decided from these bytes.
     ///
-    /// - Returns: the bytes read (fewer at end of file); nil if the read failed, so that the
-    ///   content's own read meets the error and reports it.
-    private mutating func readFirstBytes(of file: FileDescriptor, count: Int) -> Int? {
-        let capacity = Int(packFileLimit)
-        if firstBytes.count < capacity { firstBytes = [UInt8](repeating: 0, count: capacity) }
-        let count = min(count, capacity)
-        return firstBytes.withUnsafeMutableBytes { raw in
-            try? file.read(fromAbsoluteOffset: 0, into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<count]))
+    /// - Returns: where the bytes are; nil when the buffer has no room for `count` bytes (the
+    ///   first file, or a full batch) or the read failed (the content's own read then meets the
+    ///   error and reports it).
+    private mutating func readAhead(of file: FileDescriptor, count: Int) -> ReadAhead? {
+        guard acquired > 0, count <= buffer.count - used else { return nil }
+        let start = used
+        let got = buffer.withUnsafeMutableBytes { raw in
+            try? file.read(fromAbsoluteOffset: 0, into: UnsafeMutableRawBufferPointer(rebasing: raw[start..<(start + count)]))
         }
+        return got.map { ReadAhead(offset: start, count: $0, batch: state.nextBatch) }
     }
 
     /// Forgets a file whose read is abandoned: its undetermined tail and its path in archive.
