@@ -24,9 +24,11 @@ package final class ChunkClaims: Sendable {
     package func claim(_ id: Digest, ordinal: UInt64) -> Bool {
         let key = id.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
         return claims.withLock { map in
-            if let existing = map[key], existing <= ordinal { return existing == ordinal }
-            map[key] = ordinal
-            return true
+            // One probe for the common case, an id not claimed before (a second one only to put
+            // an earlier claim back).
+            guard let existing = map.updateValue(ordinal, forKey: key) else { return true }
+            if existing < ordinal { map[key] = existing }
+            return existing >= ordinal
         }
     }
 
@@ -89,23 +91,42 @@ extension BatchProcessor {
         -> ProcessedBatch
     {
         var ids: [Digest] = []
-        var raw: [UInt8] = []
         var inlineIDs: [Digest] = []
+        var inlineRanges: [Range<Int>] = []
+        ids.reserveCapacity(batch.events.count)
+        inlineIDs.reserveCapacity(batch.events.count)
+        inlineRanges.reserveCapacity(batch.events.count)
+        // Whether the claimed chunks lie one after another in the buffer (the files were read so,
+        // and usually every one is new): then they are compressed where they lie, not copied.
+        var adjacent = true
+        var inlineBytes = 0
         try batch.buffer.withBytes { (bytes) throws(CairnError) in
             for event in batch.events {
                 guard case .chunk(let range) = event else { continue }
                 let ordinal = batch.firstChunkOrdinal + UInt64(ids.count)
-                let chunk = UnsafeRawBufferPointer(rebasing: bytes[range])
-                let id = try SHA256.hash(chunk)
+                let id = try SHA256.hash(UnsafeRawBufferPointer(rebasing: bytes[range]))
                 ids.append(id)
                 if claims.claim(id, ordinal: ordinal) {
-                    raw.append(contentsOf: chunk)
+                    if let last = inlineRanges.last, last.upperBound != range.lowerBound { adjacent = false }
+                    inlineRanges.append(range)
                     inlineIDs.append(id)
+                    inlineBytes += range.count
                 }
             }
         }
-        return ProcessedBatch(
-            ids: ids, stored: [], pack: try PackContentBuilder.build(raw: raw, inlineIDs: inlineIDs, compression: compression))
+        let pack = try batch.buffer.withBytes { (bytes) throws(CairnError) in
+            if adjacent {
+                let start = inlineRanges.first?.lowerBound ?? 0
+                return try PackContentBuilder.build(
+                    rawBytes: UnsafeRawBufferPointer(rebasing: bytes[start..<(start + inlineBytes)]), inlineIDs: inlineIDs,
+                    compression: compression)
+            }
+            var raw: [UInt8] = []
+            raw.reserveCapacity(inlineBytes)
+            for range in inlineRanges { raw.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[range])) }
+            return try PackContentBuilder.build(raw: raw, inlineIDs: inlineIDs, compression: compression)
+        }
+        return ProcessedBatch(ids: ids, stored: [], pack: pack)
     }
 }
 
@@ -119,12 +140,19 @@ package enum PackContentBuilder {
     package static func build(raw: [UInt8], inlineIDs: [Digest], compression: CompressionMethod) throws(CairnError)
         -> ArchiveWriter.PackContent
     {
+        try raw.withBytes { (bytes) throws(CairnError) in try build(rawBytes: bytes, inlineIDs: inlineIDs, compression: compression) }
+    }
+
+    /// ``build(raw:inlineIDs:compression:)`` from bytes wherever they lie (a batch's buffer).
+    package static func build(rawBytes raw: UnsafeRawBufferPointer, inlineIDs: [Digest], compression: CompressionMethod)
+        throws(CairnError) -> ArchiveWriter.PackContent
+    {
         let digest = try PackContent.digest(ofIDs: inlineIDs)
         var stored: [UInt8] = []
         var codec = ChunkCodec.none
         if !raw.isEmpty {
             stored.reserveCapacity(raw.count / 2 + 64)
-            codec = raw.withUnsafeBytes { ChunkCompressor(method: compression).compress($0, appendingTo: &stored) }
+            codec = ChunkCompressor(method: compression).compress(raw, appendingTo: &stored)
         }
         return ArchiveWriter.PackContent(codec: codec, stored: stored, rawLength: raw.count, digest: digest, inlineIDs: inlineIDs)
     }

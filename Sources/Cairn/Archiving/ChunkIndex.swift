@@ -19,11 +19,12 @@ struct ChunkIndex {
     /// Stores `index` for `id` (replacing the index stored for it); `ids[index]` is `id`.
     mutating func set(_ id: Digest, _ index: UInt32, in ids: [Digest]) {
         let key = Self.key(id)
-        if let existing = byPrefix[key], Int(existing) < ids.count, ids[Int(existing)] != id {
+        // One probe for a new id; a colliding one puts the other id's index back.
+        if let existing = byPrefix.updateValue(index, forKey: key), Int(existing) < ids.count, ids[Int(existing)] != id {
+            byPrefix[key] = existing
             collisions[id] = index
-        } else {
-            byPrefix[key] = index
-            if !collisions.isEmpty { collisions[id] = nil }
+        } else if !collisions.isEmpty {
+            collisions[id] = nil
         }
     }
 

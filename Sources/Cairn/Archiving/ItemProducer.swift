@@ -45,6 +45,12 @@ struct ItemProducer {
         var committedBytes: UInt64
     }
 
+    /// A source file open for reading, with the `fstat(2)` of its descriptor.
+    struct OpenedFile {
+        var file: FileDescriptor
+        var status: FileStatus
+    }
+
     struct HardLinkKey: Hashable, Sendable {
         var device: UInt64
         var inode: UInt64
@@ -316,22 +322,59 @@ struct ItemProducer {
 
     // MARK: - Sources
 
+    /// The flags every source file is opened with: never a symlink followed, never a terminal
+    /// taken as controlling one, never blocked on a FIFO that replaced a file.
+    private static let fileOpenFlags = O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK
+
     /// Appends one item and, for directories, everything below it, depth first in byte order.
     ///
-    /// - Parameter device: the device of the top-level item (nil: `status`'s), for
-    ///   ``Options/staysOnOneFileSystem``.
+    /// - Parameters:
+    ///   - status: the item's `lstat`; nil for a name its directory listed as a regular file
+    ///     (``DirectoryReader/Entry/isRegularFile``): it is then opened first and its status
+    ///     taken from the descriptor (`fstat(2)`), which saves an `fstatat(2)` per file, and the
+    ///     descriptor is handed on to be read. Whatever else the name turns out to be, or if it
+    ///     cannot be opened, it is stat'ed by name, as any other item is.
+    ///   - device: the device of the top-level item (nil: `status`'s), for
+    ///     ``Options/staysOnOneFileSystem``.
     mutating func appendTree(
-        sourcePath: [UInt8], parent: FileDescriptor?, name: [UInt8], status: FileStatus, archivePath: [UInt8],
+        sourcePath: [UInt8], parent: FileDescriptor?, name: [UInt8], status listed: FileStatus?, archivePath: [UInt8],
         device: UInt64? = nil
     ) async throws {
         try Task.checkCancellation()
         // Built only when a message needs it: escaping every name costs time on large trees.
         var display: String { PathBytes.display(sourcePath) }
-        if !archivePath.isEmpty, let problem = PathValidator.problem(with: archivePath) {
+        let problem = archivePath.isEmpty ? nil : PathValidator.problem(with: archivePath)
+        let excluded = problem == nil && !archivePath.isEmpty && options.exclusions.excludes(archivePath)
+        // The listed regular file, open: handed to ``appendFile``, or closed on the way out.
+        var opened: OpenedFile?
+        defer { if let opened { _ = try? opened.file.close() } }
+        let status: FileStatus
+        if let listed {
+            status = listed
+        } else {
+            if problem == nil, !excluded, let file = try? FileDescriptor.open(name, flags: Self.fileOpenFlags, relativeTo: parent) {
+                if let found = try? file.status(), found.kind == .regular {
+                    opened = OpenedFile(file: file, status: found)
+                } else {
+                    _ = try? file.close()
+                }
+            }
+            if let opened {
+                status = opened.status
+            } else {
+                do {
+                    status = try FileStatus.of(name, relativeTo: parent)
+                } catch {
+                    warn(error.withDisplay(display))
+                    return
+                }
+            }
+        }
+        if let problem {
             warn(CairnError(.limitExceeded, "path in archive \(problem); skipped", path: display))
             return
         }
-        if !archivePath.isEmpty, options.exclusions.excludes(archivePath) { return }
+        if excluded { return }
         let device = device ?? status.device
         switch status.kind {
         case .directory where options.staysOnOneFileSystem && status.device != device:
@@ -358,27 +401,30 @@ struct ItemProducer {
                     .entry(
                         ArchiveEntry(pathBytes: archivePath, kind: .directory, status: status, extendedAttributes: attributes)))
             }
-            let names: [[UInt8]]
+            let children: [DirectoryReader.Entry]
             do {
-                names = try DirectoryReader.names(in: directory)
+                children = try DirectoryReader.entries(in: directory)
             } catch {
                 warn(error.withDisplay(display))
                 return
             }
-            for child in names {
-                let childPath = PathBytes.join(sourcePath, child)
+            for child in children {
+                let childArchivePath = PathBytes.join(archivePath, child.name)
                 // A snapshotted database's sidecar, dealt with already; it may be gone by now.
-                if state.snapshotSidecars.remove(PathKey(PathBytes.join(archivePath, child))) != nil { continue }
-                let childStatus: FileStatus
-                do {
-                    childStatus = try FileStatus.of(child, relativeTo: directory)
-                } catch {
-                    warn(error.withDisplay(PathBytes.display(childPath)))
-                    continue
+                if !state.snapshotSidecars.isEmpty, state.snapshotSidecars.remove(PathKey(childArchivePath)) != nil { continue }
+                let childPath = PathBytes.join(sourcePath, child.name)
+                var childStatus: FileStatus?
+                if !child.isRegularFile {
+                    do {
+                        childStatus = try FileStatus.of(child.name, relativeTo: directory)
+                    } catch {
+                        warn(error.withDisplay(PathBytes.display(childPath)))
+                        continue
+                    }
                 }
                 try await appendTree(
-                    sourcePath: childPath, parent: directory, name: child, status: childStatus,
-                    archivePath: PathBytes.join(archivePath, child), device: device)
+                    sourcePath: childPath, parent: directory, name: child.name, status: childStatus,
+                    archivePath: childArchivePath, device: device)
             }
         case .symlink:
             if state.committed[PathKey(archivePath)] != nil { return }
@@ -399,21 +445,24 @@ struct ItemProducer {
         case .regular:
             // A database's `-wal` went in right after it, under its snapshot; its `-shm` and
             // `-journal` are left out (`Spec/0003-command-line.md §3.2`).
-            if state.snapshotSidecars.remove(PathKey(archivePath)) != nil { return }
+            if !state.snapshotSidecars.isEmpty, state.snapshotSidecars.remove(PathKey(archivePath)) != nil { return }
             let key = HardLinkKey(device: status.device, inode: status.inode)
-            if state.excluded.contains(key) { return }  // the archive being written
+            if !state.excluded.isEmpty, state.excluded.contains(key) { return }  // the archive being written
             if let open = state.openFileToContinue, open.path == archivePath {
-                if open.size == status.size, open.modificationTime == status.modificationTime,
-                    try await appendFile(
-                        name: name, parent: parent, sourcePath: sourcePath, archivePath: archivePath,
+                if open.size == status.size, open.modificationTime == status.modificationTime {
+                    let handed = opened
+                    opened = nil
+                    if try await appendFile(
+                        name: name, parent: parent, sourcePath: sourcePath, archivePath: archivePath, opened: handed,
                         continuingAfter: open.committedBytes)
-                {
-                    if status.linkCount > 1 { state.hardLinks[key] = archivePath }
-                    return
+                    {
+                        if status.linkCount > 1 { state.hardLinks[key] = archivePath }
+                        return
+                    }
                 }
                 discardOpenFile()
             }
-            if let committed = state.committed[PathKey(archivePath)] {
+            if !state.committed.isEmpty, let committed = state.committed[PathKey(archivePath)] {
                 if committed.kind == .file, status.linkCount > 1 { state.hardLinks[key] = archivePath }
                 if committed.kind == .file, committed.size != status.size || committed.modificationTime != status.modificationTime {
                     warn(CairnError(.sourceChanged, "changed since it was archived; the archived copy is kept", path: display))
@@ -427,7 +476,9 @@ struct ItemProducer {
                         ArchiveEntry(pathBytes: archivePath, kind: .hardLink, status: status, linkTarget: first)))
                 return
             }
-            if try await appendFile(name: name, parent: parent, sourcePath: sourcePath, archivePath: archivePath),
+            let handed = opened
+            opened = nil
+            if try await appendFile(name: name, parent: parent, sourcePath: sourcePath, archivePath: archivePath, opened: handed),
                 status.linkCount > 1
             {
                 state.hardLinks[key] = archivePath
@@ -454,40 +505,71 @@ struct ItemProducer {
     /// (`Spec/0003-command-line.md §3.2`). Any other file that changed while it was read is
     /// read again, up to ``rereadLimit`` times, before it is stored as read with a warning.
     ///
-    /// - Parameter isSnapshotSidecar: the file is a database's `-wal`, read under the
-    ///   database's snapshot: frames appended meanwhile lie past the snapshot and are expected.
+    /// A small file (at most ``packFileLimit`` bytes) is read once, before its entry
+    /// (``readAhead(of:count:)``): the bytes decide whether it is a database, and its content is
+    /// taken from them.
+    ///
+    /// - Parameters:
+    ///   - opened: the file, already open with ``fileOpenFlags``, and its `fstat`; nil to open
+    ///     `name` in `parent`. Closed before returning either way.
+    ///   - isSnapshotSidecar: the file is a database's `-wal`, read under the database's
+    ///     snapshot: frames appended meanwhile lie past the snapshot and are expected.
     /// - Returns: whether an entry was written (false when the file was skipped with a warning).
     private mutating func appendFile(
-        name: [UInt8], parent: FileDescriptor?, sourcePath: [UInt8], archivePath: [UInt8], continuingAfter: UInt64? = nil,
-        isSnapshotSidecar: Bool = false
+        name: [UInt8], parent: FileDescriptor?, sourcePath: [UInt8], archivePath: [UInt8], opened: OpenedFile? = nil,
+        continuingAfter: UInt64? = nil, isSnapshotSidecar: Bool = false
     ) async throws -> Bool {
         var display: String { PathBytes.display(sourcePath) }
         let fd: FileDescriptor
-        do {
-            fd = try FileDescriptor.open(name, flags: O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, relativeTo: parent)
-        } catch {
-            warn(error.withDisplay(display))
-            return false
+        var before: FileStatus
+        if let opened {
+            fd = opened.file
+            before = opened.status
+        } else {
+            do {
+                fd = try FileDescriptor.open(name, flags: Self.fileOpenFlags, relativeTo: parent)
+            } catch {
+                warn(error.withDisplay(display))
+                return false
+            }
+            do {
+                before = try fd.status()
+            } catch {
+                _ = try? fd.close()
+                warn(error.withDisplay(display))
+                return false
+            }
         }
         defer { _ = try? fd.close() }
-        var before: FileStatus
-        do {
-            before = try fd.status()
-        } catch {
-            warn(error.withDisplay(display))
-            return false
-        }
         guard before.kind == .regular else {
             warn(CairnError(.sourceChanged, "was replaced by a \(before.kind) after it was listed; skipped", path: display))
             return false
         }
-        let snapshot =
-            continuingAfter == nil && !isSnapshotSidecar && options.snapshotsSQLiteDatabases
-            ? takeSnapshot(of: fd, status: before, name: name, parent: parent, sourcePath: sourcePath) : nil
+        // The file's first bytes, read ahead into the free part of the buffer, where its content
+        // goes once its entry is emitted: how many, and where; nil when the read below reads them.
+        var early: ReadAhead?
+        if continuingAfter == nil, before.size > 0, before.size <= packFileLimit {
+            early = readAhead(of: fd, count: Int(before.size))
+        }
+        let snapshot: SQLiteSnapshot?
+        if continuingAfter == nil, !isSnapshotSidecar, options.snapshotsSQLiteDatabases {
+            let isDatabase = early.map { ahead in
+                buffer.withUnsafeBytes { raw in
+                    SQLiteSnapshot.isDatabase(firstBytes: UnsafeRawBufferPointer(rebasing: raw[ahead.offset..<(ahead.offset + ahead.count)]))
+                }
+            }
+            snapshot = takeSnapshot(of: fd, status: before, isDatabase: isDatabase, name: name, parent: parent, sourcePath: sourcePath)
+        } else {
+            snapshot = nil
+        }
         // Declared after the descriptor's `close`, so it runs first: closing a descriptor of the
         // database would drop the connection's lock (POSIX locks belong to the process).
         defer { snapshot?.end() }
-        if snapshot != nil, let locked = try? fd.status() { before = locked }
+        if snapshot != nil {
+            // Read again, under the snapshot: the bytes read before it may predate a commit.
+            early = nil
+            if let locked = try? fd.status() { before = locked }
+        }
         // In WAL mode a checkpoint may write frames of the snapshot into the main file while it
         // is read, and writers append frames past the snapshot to the `-wal`: both expected.
         let changesExpected = isSnapshotSidecar || snapshot?.isWriteAheadLog == true
@@ -545,9 +627,16 @@ struct ItemProducer {
                 var n = 0
                 do throws(CairnError) {
                     let end = used + want
-                    n = try buffer.withMutableBytes { (raw) throws(CairnError) in
-                        try fd.read(fromAbsoluteOffset: readTotal, into: UnsafeMutableRawBufferPointer(rebasing: raw[used..<end]))
+                    if let ahead = early, readTotal == 0, ahead.batch == state.nextBatch, ahead.offset == used {
+                        // Read ahead, before the entry, right where they belong (no batch was sent
+                        // meanwhile): the bytes a `pread` at 0 would give now.
+                        n = min(want, ahead.count)
+                    } else {
+                        n = try buffer.withMutableBytes { (raw) throws(CairnError) in
+                            try fd.read(fromAbsoluteOffset: readTotal, into: UnsafeMutableRawBufferPointer(rebasing: raw[used..<end]))
+                        }
                     }
+                    early = nil
                     if let failAt, readTotal + UInt64(n) >= failAt, readTotal + UInt64(n) < limit {
                         throw Errno(rawValue: EIO).error("read failed", path: display)
                     }
@@ -602,6 +691,7 @@ struct ItemProducer {
                 try await emit(.discardOpenFile(display))
                 before = after
                 pass += 1
+                early = nil
                 continue
             }
             try await emit(.endFile)
@@ -626,6 +716,35 @@ struct ItemProducer {
         return true
     }
 
+    /// A small file's first bytes, read before its entry into the buffer past ``used``
+    /// (``readAhead(of:count:)``).
+    private struct ReadAhead {
+        /// Where they are in ``buffer`` (``used`` when they were read).
+        var offset: Int
+        /// How many (fewer than asked at end of file).
+        var count: Int
+        /// ``State/nextBatch`` when they were read: a batch sent since took the buffer with it,
+        /// and the bytes must be read again.
+        var batch: UInt64
+    }
+
+    /// Reads up to `count` bytes of `file` from offset 0 into ``buffer`` at ``used``, without
+    /// taking them (``used`` does not move): the small file's entry goes out first, and if no
+    /// batch was sent meanwhile the read of its content finds them in place. So a small file is
+    /// read once, and whether it is an SQLite database is decided from these bytes.
+    ///
+    /// - Returns: where the bytes are; nil when the buffer has no room for `count` bytes (the
+    ///   first file, or a full batch) or the read failed (the content's own read then meets the
+    ///   error and reports it).
+    private mutating func readAhead(of file: FileDescriptor, count: Int) -> ReadAhead? {
+        guard acquired > 0, count <= buffer.count - used else { return nil }
+        let start = used
+        let got = buffer.withUnsafeMutableBytes { raw in
+            try? file.read(fromAbsoluteOffset: 0, into: UnsafeMutableRawBufferPointer(rebasing: raw[start..<(start + count)]))
+        }
+        return got.map { ReadAhead(offset: start, count: $0, batch: state.nextBatch) }
+    }
+
     /// Forgets a file whose read is abandoned: its undetermined tail and its path in archive.
     private mutating func discardReadFile(_ archivePath: [UInt8]) {
         pendingStart = used
@@ -641,11 +760,13 @@ struct ItemProducer {
     /// could not remove them; a writer that comes meanwhile writes to a new `-wal`, and the main
     /// file changes only at a checkpoint, which the change check sees.
     ///
+    /// - Parameter isDatabase: ``SQLiteSnapshot/isDatabase(firstBytes:)`` of the file's first
+    ///   bytes when they were read already; nil to read them from `fd`.
     /// - Returns: the held snapshot; nil when `fd` is no database, is at rest, or on failure.
     private mutating func takeSnapshot(
-        of fd: FileDescriptor, status: FileStatus, name: [UInt8], parent: FileDescriptor?, sourcePath: [UInt8]
+        of fd: FileDescriptor, status: FileStatus, isDatabase: Bool?, name: [UInt8], parent: FileDescriptor?, sourcePath: [UInt8]
     ) -> SQLiteSnapshot? {
-        guard status.size >= UInt64(SQLiteSnapshot.header.count), SQLiteSnapshot.isDatabase(fd) else { return nil }
+        guard status.size >= UInt64(SQLiteSnapshot.header.count), isDatabase ?? SQLiteSnapshot.isDatabase(fd) else { return nil }
         // A WAL database without its -wal or -shm has no connection open (SQLite keeps both while
         // one is): it is read as it is. Opening it would create the missing files in the tree
         // being archived (and change its directory's mtime); SQLite opens any database that has
@@ -755,11 +876,13 @@ struct ItemProducer {
 
     /// The item's extended attributes to archive (none when
     /// ``Options/collectsExtendedAttributes`` is off); what is left out is warned about.
-    private mutating func extendedAttributes(of item: ExtendedAttributes.Item, display: String)
+    ///
+    /// - Parameter display: the item's path for warnings, built only if there is one.
+    private mutating func extendedAttributes(of item: ExtendedAttributes.Item, display: @autoclosure () -> String)
         -> [ArchiveEntry.ExtendedAttribute]
     {
         guard options.collectsExtendedAttributes else { return [] }
-        let (attributes, warnings) = ExtendedAttributes.read(item, display: display)
+        let (attributes, warnings) = ExtendedAttributes.read(item, display: display())
         for warning in warnings { warn(warning) }
         return attributes
     }

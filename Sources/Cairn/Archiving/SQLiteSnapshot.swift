@@ -33,12 +33,20 @@ final class SQLiteSnapshot {
         self.isWriteAheadLog = isWriteAheadLog
     }
 
-    /// Whether `file` begins with ``header`` (read with `pread(2)` at offset 0; a short or
-    /// failed read is not a database).
+    /// Whether a file whose first bytes are `firstBytes` is an SQLite database: they begin with
+    /// ``header`` (fewer bytes than the header is no database). The one rule; callers that
+    /// already read the start of the file pass those bytes instead of reading it again.
+    static func isDatabase(firstBytes: UnsafeRawBufferPointer) -> Bool {
+        firstBytes.count >= header.count && header.withUnsafeBytes { header in firstBytes[0..<header.count].elementsEqual(header) }
+    }
+
+    /// ``isDatabase(firstBytes:)`` on `file`'s first bytes, read with `pread(2)` at offset 0 (a
+    /// short or failed read is not a database).
     static func isDatabase(_ file: FileDescriptor) -> Bool {
-        var bytes = [UInt8](repeating: 0, count: header.count)
-        let count = bytes.withUnsafeMutableBytes { raw in (try? file.read(fromAbsoluteOffset: 0, into: raw)) ?? 0 }
-        return count == header.count && bytes == header
+        withUnsafeTemporaryAllocation(byteCount: header.count, alignment: 1) { raw in
+            let count = (try? file.read(fromAbsoluteOffset: 0, into: raw)) ?? 0
+            return isDatabase(firstBytes: UnsafeRawBufferPointer(rebasing: raw[0..<count]))
+        }
     }
 
     /// Whether `file`'s header says WAL mode: file format versions (bytes 18 and 19) both 2.

@@ -41,13 +41,13 @@ package enum ExtendedAttributes {
     ///
     /// - Parameters:
     ///   - item: the file, directory or symlink.
-    ///   - display: the item's path, for warnings.
+    ///   - display: the item's path, for warnings; built only when the item has attributes.
     /// - Returns: the attributes (at most 128, names ≤ 255 bytes, values ≤ 65,536 bytes) and
     ///   the warnings, each naming `display` and the attribute.
     /// - Complexity: 1 system call for an item without attributes; 1 + n for n attributes
     ///   whose names take at most 1 KiB (2 more for a longer list). At
     ///   most 64 KiB of names (the kernel's `XATTR_LIST_MAX`) and 64 KiB per value are allocated.
-    package static func read(_ item: Item, display: String) -> (
+    package static func read(_ item: Item, display displayPath: @autoclosure () -> String) -> (
         attributes: [ArchiveEntry.ExtendedAttribute], warnings: [CairnError]
     ) {
         let target = Target(item)
@@ -65,6 +65,7 @@ package enum ExtendedAttributes {
             return got
         }
         if firstCount == 0 { return ([], []) }
+        let display = displayPath()
         if let firstError, firstError.rawValue != ERANGE { return ([], listFailure(firstError, display: display)) }
         var attempts = 0
         while firstError != nil {

@@ -76,7 +76,13 @@ package enum PathBytes {
     package static func join(_ a: [UInt8], _ b: [UInt8]) -> [UInt8] {
         if a.isEmpty { return b }
         if b.isEmpty { return a }
-        return a + [0x2F] + b
+        // One allocation, not three (`a + [0x2F] + b` builds the literal and an intermediate).
+        var joined: [UInt8] = []
+        joined.reserveCapacity(a.count + 1 + b.count)
+        joined.append(contentsOf: a)
+        joined.append(0x2F)
+        joined.append(contentsOf: b)
+        return joined
     }
 
     /// The last component of a path, ignoring trailing slashes.
@@ -118,14 +124,16 @@ package enum PathBytes {
 extension Array where Element == UInt8 {
     /// Calls `body` with a NUL-terminated C string of these bytes.
     package func withNullTerminated<R>(_ body: (UnsafePointer<CChar>) throws -> R) rethrows -> R {
-        var copy = self
-        copy.append(0)
-        return try copy.withUnsafeBufferPointer { buffer in
-            try buffer.withMemoryRebound(to: CChar.self) { chars in
-                // A non-empty buffer always has a base address; the fallback is never taken.
-                guard let base = chars.baseAddress else { return try "".withCString(body) }
-                return try body(base)
+        // On the stack (the standard library moves a large one to the heap), not a copy of the
+        // array with a NUL appended: one heap block per system call on a name.
+        try withUnsafeTemporaryAllocation(of: CChar.self, capacity: count + 1) { chars in
+            // A buffer of at least one element always has a base address; the fallback is never taken.
+            guard let base = chars.baseAddress else { return try "".withCString(body) }
+            withUnsafeBytes { raw in
+                if let source = raw.baseAddress { UnsafeMutableRawPointer(base).copyMemory(from: source, byteCount: raw.count) }
             }
+            base[count] = 0
+            return try body(base)
         }
     }
 }
