@@ -84,7 +84,10 @@ package final class StreamVerifier {
         var pending: [RecordStream.Record] = []
         var pendingBytes = 0
         while true {
-            try Task.checkCancellation()
+            do { try Task.checkCancellation() } catch {
+                chunks.cancel()
+                throw error
+            }
             // A cut inside a record, or a damaged one: the prefix ends at the last commit.
             guard let record = try? stream.next() else { break }
             pendingBytes += record.framed.count
@@ -93,8 +96,9 @@ package final class StreamVerifier {
             guard record.header.type == .commit || record.header.type == .footer else { continue }
             do {
                 for held in pending { try await consume(held) }
-            } catch is CairnError {
+            } catch {
                 chunks.cancel()
+                guard error is CairnError else { throw error }
                 return .unusable(verifiedUpTo: scanner.verifiedLength)
             }
             pending.removeAll(keepingCapacity: true)
