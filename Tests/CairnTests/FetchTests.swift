@@ -563,6 +563,37 @@ struct FetchTests {
         try FetchTests.expectSame(out, expected)
     }
 
+    @Test("library: a rerun reads the partial file once (its size, not its prefix again) and asks for the rest from its last commit")
+    func rerunReadsThePartialOnce() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-fetch-once")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        try Self.archive(Self.tree(seed: 11, count: 30), at: served + "/a.cairn", work: work)
+        let expected = try Self.bytes(served + "/a.cairn")
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+        let url = server.url("a.cairn")
+        let out = work.appending("copy.cairn")
+        // What a run killed at 70% leaves: a partial cut inside a commit interval, and its state.
+        let cut = expected.count * 7 / 10
+        try RawFileSystem.writeFile(Array((out + ".partial").utf8), Array(expected[0..<cut]))
+        try FetchState(url: url, validator: nil, length: UInt64(expected.count)).save(for: out)
+        let prefix = try await Extractor.verifyPrefix(atPath: out + ".partial").verifiedLength
+        #expect(prefix > 0 && prefix < UInt64(cut))
+
+        let fetcher = ArchiveFetcher(url: url)
+        let report = try await fetcher.fetch(to: out)
+        try FetchTests.expectSame(out, expected)
+        #expect(report.resumedFrom == prefix)
+        // Once: the verifier that found the last commit went on with the server's bytes (before,
+        // the prefix was read a second time to feed the verifier: cut + prefix bytes).
+        #expect(fetcher.partialBytesRead == UInt64(cut), "\(fetcher.partialBytesRead) bytes read from a \(cut)-byte partial")
+        let log = server.accessLog()
+        #expect(log.count == 1 && log.first?.status == 206, "\(log)")
+        #expect(log.first?.bodyBytesSent == UInt64(expected.count) - prefix, "\(log)")
+    }
+
     private func awaitPrefix(_ path: String) throws -> UInt64 {
         let semaphore = DispatchSemaphore(value: 0)
         let box = ResultBox()

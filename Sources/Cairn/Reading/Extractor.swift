@@ -197,83 +197,12 @@ public final class Extractor {
     }
 
     /// Verifies the archive read from `input` front to back (a descriptor, or a fetch's
-    /// in-memory channel).
+    /// in-memory channel), with ``StreamVerifier``.
     ///
-    /// - Parameters:
-    ///   - trustingContentBelow: chunk records that end at or before this offset are not
-    ///     decompressed and hashed (a resumed fetch's prefix, whose contents an earlier run
-    ///     checked); their CRC-32 and the chain digests over their bytes still are, and those
-    ///     bind them to the commits after them.
-    ///   - onCommit: called after each commit record (and the footer) verifies, while no chunk
-    ///     was found damaged, with the verified length and the offset before which every chunk's
-    ///     content is checked (at most the verified length).
-    nonisolated(nonsending) package static func verify(
-        input: any ByteInput, path: String, trustingContentBelow trusted: UInt64 = 0,
-        onCommit: ((_ verified: UInt64, _ contentChecked: UInt64) -> Void)? = nil
-    ) async throws -> VerificationReport {
-        let stream = RecordStream(input: input)
-        stream.toleratesDamagedChunks = true
-        // The scanner checks structure, CRCs and chain digests in order; chunk contents
-        // (decompression and SHA-256, the expensive part) are checked by a window of tasks,
-        // which keep going past a damaged chunk so every one is reported.
-        let scanner = ArchiveScanner()
-        let chunks = ChunkVerifier()
-        var structural: CairnError?
-        do {
-            do {
-                try scanner.start(stream)
-                while let record = try stream.next() {
-                    try Task.checkCancellation()
-                    let verifiedBefore = scanner.verifiedLength
-                    try scanner.consume(record)
-                    if record.header.type == .chunk, record.crcFailure == nil,
-                        record.offset + UInt64(record.framed.count) > trusted
-                    {
-                        try await chunks.add(framed: record.framed, offset: record.offset)
-                    }
-                    // Told only while nothing is damaged: past a damaged chunk the scanner goes on
-                    // (to report every one) without checking chain digests.
-                    if let onCommit, scanner.verifiedLength != verifiedBefore, scanner.damagedChunks.isEmpty, chunks.failures.isEmpty {
-                        let checked = max(chunks.checked(before: stream.offset), min(trusted, stream.offset))
-                        onCommit(scanner.verifiedLength, min(scanner.verifiedLength, checked))
-                    }
-                    if scanner.footer != nil {
-                        try scanner.requireEnd(of: stream)
-                        break
-                    }
-                }
-                if scanner.footer == nil {
-                    throw CairnError(
-                        .truncated,
-                        "the archive is incomplete: it ends without a footer; the first \(scanner.verifiedLength) bytes verify up to "
-                            + "the last commit ('cairn verify --partial' names that prefix for resuming)",
-                        offset: stream.offset)
-                }
-            } catch let error as CairnError {
-                structural = error
-                if error.code == .truncated, scanner.footer == nil, !error.message.hasPrefix("the archive is incomplete") {
-                    structural?.message +=
-                        "; the archive is incomplete: the first \(scanner.verifiedLength) bytes verify up to the last commit "
-                        + "('cairn verify --partial' names that prefix for resuming)"
-                }
-            }
-            try await chunks.finish()
-        } catch {
-            chunks.cancel()
-            throw error
-        }
-        let damaged = (scanner.damagedChunks + chunks.failures).sorted { ($0.offset ?? 0) < ($1.offset ?? 0) }
-        if let problem = Extractor.verificationProblem(
-            chunkFailures: Array(damaged.prefix(chunks.limit)), structural: structural, manifest: scanner.manifestSoFar,
-            limit: chunks.limit)
-        {
-            throw problem.withPath(path)
-        }
-        let totals = scanner.totals
-        return VerificationReport(
-            archiveBytes: stream.offset, entryCount: totals.entries, fileCount: totals.files, chunkCount: totals.chunks,
-            referenceCount: totals.references, contentBytes: totals.contentBytes, storedBytes: totals.storedBytes,
-            commitCount: totals.commits)
+    /// - Returns: what was verified.
+    /// - Throws: the first problem found, naming `path` and its offset.
+    nonisolated(nonsending) package static func verify(input: any ByteInput, path: String) async throws -> VerificationReport {
+        try await StreamVerifier(path: path).verify(input)
     }
 }
 

@@ -10,7 +10,7 @@
 /// walks an archive's records this way to prove that its manifest describes the records really
 /// there, for the price of reading everything but the chunk payloads (`Spec/0001 §13.1`).
 package final class RecordStream {
-    private let input: any ByteInput
+    private var input: any ByteInput
     /// Skipping mode: the seekable file read with `pread(2)`.
     private let descriptor: FileDescriptor?
     private var buffer: [UInt8]
@@ -48,6 +48,17 @@ package final class RecordStream {
         self.descriptor = descriptor
         self.buffer = [UInt8](repeating: 0, count: 64 << 10)
         self.skippingFileSize = fileSize
+    }
+
+    /// Continues the stream with `input`, whose first byte is the archive's byte at `offset`: what
+    /// was buffered from the old input is dropped (a resumed fetch reads its partial file up to its
+    /// last commit, then the server's bytes after it). Not in skipping mode.
+    package func continueReading(from input: any ByteInput, at offset: UInt64) {
+        self.input = input
+        start = 0
+        end = 0
+        atEOF = false
+        self.offset = offset
     }
 
     private func read(into raw: UnsafeMutableRawBufferPointer) throws(CairnError) -> Int {

@@ -149,17 +149,29 @@ public final class ArchiveFetcher: Sendable {
             try Task.checkCancellation()
             // 1. How much of the partial file is good.
             var start: UInt64 = 0
-            // Chunk contents before this offset were checked by an earlier run (its recorded
-            // progress), and are not decompressed and hashed again.
-            var trusted: UInt64 = 0
+            // Reads the partial file (once) and then the bytes after its prefix.
+            var verifier = StreamVerifier(path: url)
             var state = FetchState.load(for: path)
             if try output.partialLength > 0 {
                 if let known = state, known.url == url {
                     // The last valid commit of the file (its CRC-32s and chain digests; the dead
-                    // run's verifier may have been megabytes behind what it wrote). A partial that
-                    // does not even start like an archive verified nothing.
-                    start = (try? await Extractor.verifyPrefix(atPath: output.partialPath))?.verifiedLength ?? 0
-                    if !distrustRecorded { trusted = min(known.contentChecked ?? 0, start) }
+                    // run's verifier may have been megabytes behind what it wrote), found by the
+                    // verifier that goes on with the server's bytes after it. Chunk contents
+                    // before the recorded progress were checked by an earlier run, and are not
+                    // decompressed and hashed again.
+                    let resumed = try await readPartial(
+                        of: output, trustingContentBelow: distrustRecorded ? 0 : known.contentChecked ?? 0)
+                    verifier = resumed.verifier
+                    start = resumed.start
+                    if resumed.complete, state?.length ?? start == start {
+                        // Everything arrived and verified up to its footer before the run stopped
+                        // (killed before the rename, a rename that failed): put it in place once
+                        // its chunks are checked, without a request.
+                        try output.truncate(to: start)
+                        let verified = try await verifier.finish()
+                        report.resumedFrom = start
+                        return try await complete(verified)
+                    }
                 } else {
                     output = try await setAside(output, path: path, seeds: seeds)
                     cachedRemote = nil
@@ -167,14 +179,7 @@ public final class ArchiveFetcher: Sendable {
                 }
             }
             try output.truncate(to: start)
-            if start > 0, let length = state?.length, start == length {
-                // Everything arrived and verified up to its footer before the run stopped (killed
-                // before the rename, a rename that failed): check it whole and put it in place,
-                // without a request.
-                let verified = try await Extractor.verifyArchive(atPath: output.partialPath)
-                report.resumedFrom = start
-                return try await complete(verified)
-            }
+            let trusted = verifier.trustedBelow
             if let failed = failedCopies {
                 // The copies between the last verified commit and the failure are the suspects.
                 for segment in failed.segments where segment.isCopy {
@@ -248,6 +253,7 @@ public final class ArchiveFetcher: Sendable {
             let channel = FetchChannel()
             let url = self.url
             let recorder = FetchProgressRecorder(path: path, state: state, start: start)
+            verifier.onCommit = { verified, checked in recorder.advance(verified: verified, contentChecked: checked) }
             let writer = FetchWriter(
                 client: client, url: requestURL, output: output, channel: channel, seeds: seeds, progress: progress,
                 validator: validator, expectedLength: start > 0 ? state?.length : nil,
@@ -255,10 +261,9 @@ public final class ArchiveFetcher: Sendable {
                     try recorder.replace(FetchState(url: url, validator: head.strongValidator, length: head.resourceLength))
                 })
             let completion = WriterCompletion()
-            let prefixLength = start
             let thread = Thread {
                 do throws(CairnError) {
-                    try writer.run(prefixLength: prefixLength, job: job)
+                    try writer.run(job: job)
                     completion.complete(nil)
                 } catch {
                     completion.complete(error)
@@ -270,9 +275,7 @@ public final class ArchiveFetcher: Sendable {
             var verified: VerificationReport?
             do {
                 verified = try await withTaskCancellationHandler {
-                    try await Extractor.verify(input: channel, path: url, trustingContentBelow: trusted) { verified, checked in
-                        recorder.advance(verified: verified, contentChecked: checked)
-                    }
+                    try await verifier.verify(channel)
                 } onCancel: {
                     writer.cancel()
                     channel.stopReading()
@@ -350,6 +353,44 @@ public final class ArchiveFetcher: Sendable {
             throw failure.withPath(url)
         }
     }
+
+    /// Reads the partial file once, verifying it up to its last valid commit (or footer), and
+    /// returns the verifier positioned there, to go on with the bytes after it. A prefix whose
+    /// records pass their CRC-32 but not the scanner's checks is cut at its last valid commit and
+    /// read again up to there (the file shrinks each time); one that verifies nothing (too short,
+    /// not an archive, unreadable) gives a fresh verifier and offset 0.
+    ///
+    /// - Returns: the verifier, the prefix's verified length, and whether that is a whole archive
+    ///   (its footer verified).
+    /// - Throws: `CancellationError`; `.io` when the partial file cannot be cut.
+    nonisolated(nonsending) private func readPartial(of output: FileSink, trustingContentBelow trusted: UInt64) async throws
+        -> (verifier: StreamVerifier, start: UInt64, complete: Bool)
+    {
+        while true {
+            let verifier = StreamVerifier(path: url, trustingContentBelow: trusted)
+            let outcome: StreamVerifier.PrefixOutcome
+            do {
+                let input = try FileDescriptor.open(output.partialPath, flags: O_RDONLY | O_NOFOLLOW)
+                defer { _ = try? input.close() }
+                defer { partialReads.add(verifier.prefixBytesRead, ordering: .relaxed) }
+                outcome = try await verifier.readPrefix(from: input)
+            } catch is CairnError {
+                outcome = .unusable(verifiedUpTo: 0)
+            }
+            switch outcome {
+            case .continuing(let end): return (verifier, end, false)
+            case .complete(let end): return (verifier, end, true)
+            case .unusable(let end):
+                guard end > 0 else { return (StreamVerifier(path: url), 0, false) }
+                try output.truncate(to: end)
+            }
+        }
+    }
+
+    /// Bytes read from partial files by this fetcher's runs, to find where they resume (each
+    /// attempt reads its partial file once).
+    package var partialBytesRead: UInt64 { partialReads.load(ordering: .relaxed) }
+    private let partialReads = Atomic<UInt64>(0)
 
     /// Moves the partial file aside as `<path>.partial.seed` (replacing an older one), indexes
     /// it as a seed when `seeds` is given, and opens a new, empty partial file.

@@ -9,7 +9,8 @@ import Glibc
 /// contents were checked, and where the remote archive was found damaged. The partial file's
 /// verified prefix is not recorded: it is found again by reading the file, because only its chain
 /// digests say how much of it is good (and a killed run's verifier may have been megabytes behind
-/// what it wrote). The bytes before it are checked again as they are read back (CRC-32s and chain
+/// what it wrote). The bytes before it are checked again as they are read back, once, by the
+/// verifier that then goes on with the server's bytes (``StreamVerifier``: CRC-32s and chain
 /// digests, which the server's next commit continues or refuses), but not the chunk contents an
 /// earlier run checked.
 package struct FetchState: Codable, Sendable, Equatable {

@@ -2,10 +2,10 @@ import Foundation
 import Glibc
 import Synchronization
 
-/// The writing half of a fetch: produces the archive's bytes in order, from the partial file's
-/// verified prefix, from seeds and from range requests, appending the new ones to the partial
-/// file and sending all of them to the verifier (``FetchChannel``). Runs on its own thread:
-/// every call here blocks.
+/// The writing half of a fetch: produces the archive's bytes after the partial file's verified
+/// prefix in order, from seeds and from range requests, appending them to the partial file and
+/// sending them to the verifier (``FetchChannel``), which read the prefix itself
+/// (``StreamVerifier/readPrefix(from:)``). Runs on its own thread: every call here blocks.
 package final class FetchWriter: @unchecked Sendable {
     /// What to produce after the partial file's prefix.
     package enum Job: Sendable {
@@ -32,7 +32,7 @@ package final class FetchWriter: @unchecked Sendable {
 
     /// Bytes copied from seeds.
     package private(set) var seedBytes: UInt64 = 0
-    /// The one buffer the partial file's prefix and seed copies pass through (1 MiB).
+    /// The one buffer seed copies pass through (1 MiB).
     private var buffer = [UInt8](repeating: 0, count: 1 << 20)
     /// Whether the server answered a range request with the whole resource and the same
     /// validator: it does not support ranges.
@@ -56,16 +56,15 @@ package final class FetchWriter: @unchecked Sendable {
     /// Makes the writer stop at its next piece of bytes.
     package func cancel() { cancelled.store(true, ordering: .relaxed) }
 
-    /// Sends the partial file's first `prefixLength` bytes to the verifier, then produces `job`.
-    /// Always ends the channel's stream.
+    /// Produces `job`. Always ends the channel's stream.
     ///
     /// - Throws: `.network`/`.httpStatus` from requests; `.sourceChanged` for an answer that is
     ///   not the requested part of the same archive; `.io` for the partial file (a full disk),
     ///   a seed, or a verifier that stopped (``FetchChannel/readerStopped``).
-    package func run(prefixLength: UInt64, job: Job) throws(CairnError) {
+    package func run(job: Job) throws(CairnError) {
         defer { channel.finishSending() }
         do throws(CairnError) {
-            try produce(prefixLength: prefixLength, job: job)
+            try produce(job: job)
             try flush()
         } catch {
             // What arrived before a failure is kept too: it may verify, and not be fetched again.
@@ -74,8 +73,7 @@ package final class FetchWriter: @unchecked Sendable {
         }
     }
 
-    private func produce(prefixLength: UInt64, job: Job) throws(CairnError) {
-        try sendPrefix(prefixLength)
+    private func produce(job: Job) throws(CairnError) {
         switch job {
         case .rest(let start):
             try fetch(from: start, to: nil)
@@ -135,22 +133,6 @@ package final class FetchWriter: @unchecked Sendable {
             try seeds.seeds[seed].read(fromAbsoluteOffset: offset, into: raw)
         }
         return Array(bytes.prefix(n))
-    }
-
-    private func sendPrefix(_ length: UInt64) throws(CairnError) {
-        guard length > 0 else { return }
-        let input = try FileDescriptor.open(output.partialPath, flags: O_RDONLY | O_NOFOLLOW)
-        defer { _ = try? input.close() }
-        var position: UInt64 = 0
-        while position < length {
-            let want = Int(min(UInt64(buffer.count), length - position))
-            let n = try buffer.withMutableBytes { (raw) throws(CairnError) in
-                try input.read(fromAbsoluteOffset: position, into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<want]))
-            }
-            guard n > 0 else { throw CairnError(.truncated, "the partial file is shorter than its verified prefix", path: output.partialPath, offset: position) }
-            try buffer.withBytes { (raw) throws(CairnError) in try channel.send(UnsafeRawBufferPointer(rebasing: raw[0..<n])) }
-            position += UInt64(n)
-        }
     }
 
     /// Appends new bytes to the partial file and sends them to the verifier, gathered into

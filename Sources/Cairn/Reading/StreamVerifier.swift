@@ -1,0 +1,239 @@
+/// Verifies an archive read once, front to back: every record's CRC-32 and rules, every commit's
+/// chain digest, every chunk's content (on other cores, ``ChunkVerifier``), the manifest and the
+/// footer (``ArchiveScanner`` decides what the records mean; this drives it).
+///
+/// The bytes may come from two inputs, each read once: a resumed fetch's partial file
+/// (``readPrefix(from:)``), whose last valid commit this finds, then the bytes after that commit
+/// from the server (``verify(_:)``), which continue the same scanner state. So the partial file's
+/// prefix is read and checked once per attempt, and the server's first commit after it is checked
+/// against the chain digest over the prefix: bytes of another archive, or a prefix damaged on disk,
+/// do not verify.
+package final class StreamVerifier {
+    /// What ``readPrefix(from:)`` found.
+    package enum PrefixOutcome: Equatable {
+        /// The prefix verified up to the end of its last valid commit record (this offset, > 0);
+        /// ``verify(_:)`` continues with the bytes from there.
+        case continuing(at: UInt64)
+        /// The prefix holds a whole archive, verified up to the end of its footer (this offset;
+        /// anything after it is not part of it); ``finish()`` gives the report.
+        case complete(at: UInt64)
+        /// The prefix verified up to this offset (its last valid commit, or 0), but this
+        /// verifier read past it and cannot continue: a fresh one must read the first `offset`
+        /// bytes again (or nothing, when 0). Only for a prefix whose records pass their CRC-32
+        /// but not the scanner's checks (bytes changed on disk with their CRCs, a remote archive
+        /// that broke the format): a cut or a damaged record ends the prefix cleanly.
+        case unusable(verifiedUpTo: UInt64)
+    }
+
+    private let path: String
+    private let scanner = ArchiveScanner()
+    private let chunks = ChunkVerifier()
+    private var stream: RecordStream?
+    private var started = false
+    /// Chunk records that end at or before this offset are not decompressed and hashed.
+    package private(set) var trustedBelow: UInt64
+    /// Called after each commit record (and the footer) verifies, while no chunk was found
+    /// damaged, with the verified length and the offset before which every chunk's content is
+    /// checked (at most the verified length).
+    package var onCommit: ((_ verified: UInt64, _ contentChecked: UInt64) -> Void)?
+    /// Bytes ``readPrefix(from:)`` read from its input.
+    package private(set) var prefixBytesRead: UInt64 = 0
+
+    /// The most bytes of records after a commit that ``readPrefix(from:)`` holds while it looks for
+    /// the next commit (32 MiB, eight commit intervals of the writer): past that, the prefix ends
+    /// at the last commit, and what follows it is fetched again.
+    package static let pendingLimit = 32 << 20
+
+    /// - Parameters:
+    ///   - path: the archive's path or URL, for errors.
+    ///   - trustingContentBelow: chunk records that end at or before this offset are not
+    ///     decompressed and hashed (a resumed fetch's prefix, whose contents an earlier run
+    ///     checked); their CRC-32 and the chain digests over their bytes still are, and those bind
+    ///     them to the commits after them.
+    ///   - onCommit: see ``onCommit``.
+    package init(
+        path: String, trustingContentBelow trusted: UInt64 = 0, onCommit: ((_ verified: UInt64, _ contentChecked: UInt64) -> Void)? = nil
+    ) {
+        self.path = path
+        self.trustedBelow = trusted
+        self.onCommit = onCommit
+    }
+
+    /// Reads a possibly incomplete prefix of the archive from `input` (a partial file) to its end,
+    /// and verifies it up to its last valid commit record (or its footer): the records after a
+    /// commit are held (up to ``pendingLimit`` bytes) and checked only once the next commit record
+    /// has arrived whole, so the scanner's state stays at the last commit when the input ends
+    /// (or a record fails its CRC-32) before the next one. Chunk contents are queued for
+    /// checking as their commit is reached; a damaged one is reported by ``verify(_:)`` or
+    /// ``finish()``. Call it at most once, first.
+    ///
+    /// - Returns: where the prefix's verified bytes end, and whether this verifier continues there.
+    /// - Throws: `CancellationError`; never for the prefix's bytes, whose problems only end it.
+    nonisolated(nonsending) package func readPrefix(from input: any ByteInput) async throws -> PrefixOutcome {
+        let counted = CountingInput(input)
+        let stream = RecordStream(input: counted)
+        defer { prefixBytesRead = counted.count }
+        do throws(CairnError) {
+            try scanner.start(stream)
+        } catch {
+            // Too short to hold the prelude and header, or not an archive: nothing verified.
+            return .unusable(verifiedUpTo: 0)
+        }
+        started = true
+        self.stream = stream
+        var pending: [RecordStream.Record] = []
+        var pendingBytes = 0
+        while true {
+            do { try Task.checkCancellation() } catch {
+                chunks.cancel()
+                throw error
+            }
+            // A cut inside a record, or a damaged one: the prefix ends at the last commit.
+            guard let record = try? stream.next() else { break }
+            pendingBytes += record.framed.count
+            guard pendingBytes <= Self.pendingLimit else { break }
+            pending.append(record)
+            guard record.header.type == .commit || record.header.type == .footer else { continue }
+            do {
+                for held in pending { try await consume(held) }
+            } catch {
+                chunks.cancel()
+                guard error is CairnError else { throw error }
+                return .unusable(verifiedUpTo: scanner.verifiedLength)
+            }
+            pending.removeAll(keepingCapacity: true)
+            pendingBytes = 0
+            if scanner.footer != nil { break }
+        }
+        let verified = scanner.verifiedLength
+        if scanner.footer != nil {
+            // The archive ends at its footer: whatever the file holds after it is not read (the
+            // caller cuts it off).
+            stream.continueReading(from: NoBytes(), at: verified)
+            return .complete(at: verified)
+        }
+        // Verified up to the header only: the fetch starts from 0, with a fresh verifier.
+        guard verified > 0 else {
+            chunks.cancel()
+            return .unusable(verifiedUpTo: 0)
+        }
+        trustedBelow = min(trustedBelow, verified)
+        return .continuing(at: verified)
+    }
+
+    /// Verifies the archive read from `input` to its end: the whole archive, or after
+    /// ``readPrefix(from:)`` returned ``PrefixOutcome/continuing(at:)``, the bytes after the
+    /// prefix's last commit.
+    ///
+    /// - Returns: what was verified.
+    /// - Throws: `CairnError` naming `path`: the first problem in archive order (naming its
+    ///   offset, the others in ``CairnError/additionalErrors``), `.truncated` for bytes that end
+    ///   without a footer; `CancellationError`.
+    nonisolated(nonsending) package func verify(_ input: any ByteInput) async throws -> VerificationReport {
+        let stream: RecordStream
+        if let existing = self.stream {
+            existing.continueReading(from: input, at: scanner.verifiedLength)
+            stream = existing
+        } else {
+            stream = RecordStream(input: input)
+            self.stream = stream
+        }
+        return try await finish(reading: stream)
+    }
+
+    /// The report of an archive that ``readPrefix(from:)`` found complete (``PrefixOutcome/complete(at:)``),
+    /// once its chunks' contents are checked.
+    ///
+    /// - Returns: what was verified.
+    /// - Throws: as ``verify(_:)``.
+    nonisolated(nonsending) package func finish() async throws -> VerificationReport {
+        guard let stream else { throw CairnError(.invalidArgument, "internal error: nothing was read", path: path) }
+        return try await finish(reading: stream)
+    }
+
+    /// Checks one record: its rules and chain digest, and queues its contents for checking.
+    private nonisolated(nonsending) func consume(_ record: RecordStream.Record) async throws {
+        let verifiedBefore = scanner.verifiedLength
+        try scanner.consume(record)
+        let end = record.offset + UInt64(record.framed.count)
+        if record.header.type == .chunk, record.crcFailure == nil, end > trustedBelow {
+            try await chunks.add(framed: record.framed, offset: record.offset)
+        }
+        // Told only while nothing is damaged: past a damaged chunk the scanner goes on (to report
+        // every one) without checking chain digests.
+        if let onCommit, scanner.verifiedLength != verifiedBefore, scanner.damagedChunks.isEmpty, chunks.failures.isEmpty {
+            let checked = max(chunks.checked(before: end), min(trustedBelow, end))
+            onCommit(scanner.verifiedLength, min(scanner.verifiedLength, checked))
+        }
+    }
+
+    /// Reads `stream` to its end (a footer already read: checks that nothing follows), waits for
+    /// the chunk checks, and reports.
+    private nonisolated(nonsending) func finish(reading stream: RecordStream) async throws -> VerificationReport {
+        stream.toleratesDamagedChunks = true
+        var structural: CairnError?
+        do {
+            do {
+                if !started {
+                    try scanner.start(stream)
+                    started = true
+                }
+                while scanner.footer == nil, let record = try stream.next() {
+                    try Task.checkCancellation()
+                    try await consume(record)
+                }
+                if scanner.footer != nil {
+                    try scanner.requireEnd(of: stream)
+                } else {
+                    throw CairnError(
+                        .truncated,
+                        "the archive is incomplete: it ends without a footer; the first \(scanner.verifiedLength) bytes verify up to "
+                            + "the last commit ('cairn verify --partial' names that prefix for resuming)",
+                        offset: stream.offset)
+                }
+            } catch let error as CairnError {
+                structural = error
+                if error.code == .truncated, scanner.footer == nil, !error.message.hasPrefix("the archive is incomplete") {
+                    structural?.message +=
+                        "; the archive is incomplete: the first \(scanner.verifiedLength) bytes verify up to the last commit "
+                        + "('cairn verify --partial' names that prefix for resuming)"
+                }
+            }
+            try await chunks.finish()
+        } catch {
+            chunks.cancel()
+            throw error
+        }
+        let damaged = (scanner.damagedChunks + chunks.failures).sorted { ($0.offset ?? 0) < ($1.offset ?? 0) }
+        if let problem = Extractor.verificationProblem(
+            chunkFailures: Array(damaged.prefix(chunks.limit)), structural: structural, manifest: scanner.manifestSoFar,
+            limit: chunks.limit)
+        {
+            throw problem.withPath(path)
+        }
+        let totals = scanner.totals
+        return VerificationReport(
+            archiveBytes: scanner.verifiedLength, entryCount: totals.entries, fileCount: totals.files, chunkCount: totals.chunks,
+            referenceCount: totals.references, contentBytes: totals.contentBytes, storedBytes: totals.storedBytes,
+            commitCount: totals.commits)
+    }
+}
+
+/// The input after a complete archive's footer: nothing.
+private struct NoBytes: ByteInput {
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws(CairnError) -> Int { 0 }
+}
+
+/// A ``ByteInput`` that counts the bytes read through it.
+private final class CountingInput: ByteInput {
+    private let input: any ByteInput
+    private(set) var count: UInt64 = 0
+
+    init(_ input: any ByteInput) { self.input = input }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws(CairnError) -> Int {
+        let n = try input.read(into: buffer)
+        count += UInt64(n)
+        return n
+    }
+}
