@@ -563,6 +563,34 @@ struct FetchTests {
         try FetchTests.expectSame(out, expected)
     }
 
+    @Test("the archive at the URL became shorter than the partial's verified prefix: nginx answers 416, and the rerun starts over and gives the new archive")
+    func shorterArchiveStartsOver() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-fetch-416")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        // What the URL served when the killed run began, and what it serves now: a smaller one.
+        try Self.archive(Self.tree(seed: 11, count: 30), at: work.appending("old.cairn"), work: work, name: "old")
+        try Self.archive(Self.tree(seed: 12, count: 2), at: served + "/a.cairn", work: work, name: "new")
+        let old = try Self.bytes(work.appending("old.cairn"))
+        let expected = try Self.bytes(served + "/a.cairn")
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+        let url = server.url("a.cairn")
+        let out = work.appending("copy.cairn")
+        // A run killed at 70% of the old archive, from a server that sent no validator.
+        try RawFileSystem.writeFile(Array((out + ".partial").utf8), Array(old[0..<(old.count * 7 / 10)]))
+        try FetchState(url: url, validator: nil, length: UInt64(old.count)).save(for: out)
+        let prefix = try await Extractor.verifyPrefix(atPath: out + ".partial").verifiedLength
+        #expect(prefix > UInt64(expected.count), "the test needs a prefix past the new archive's end")
+
+        let report = try await ArchiveFetcher(url: url).fetch(to: out)
+        try FetchTests.expectSame(out, expected)
+        #expect(report.restarts == 1 && report.resumedFrom == 0, "\(report)")
+        let log = server.accessLog()
+        #expect(log.first?.status == 416 && log.dropFirst().allSatisfy { $0.status == 200 || $0.status == 206 }, "\(log)")
+    }
+
     @Test("library: a rerun reads the partial file once (its size, not its prefix again) and asks for the rest from its last commit")
     func rerunReadsThePartialOnce() async throws {
         let work = try TemporaryDirectory(prefix: "cairn-fetch-once")

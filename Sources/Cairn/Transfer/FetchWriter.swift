@@ -236,8 +236,30 @@ package final class FetchWriter: @unchecked Sendable {
         let request = HTTPRequest(url: url, range: range, ifRange: range == nil ? nil : validator)
         var position = start
         let url = self.url
-        let validator = self.validator
         let expected = total ?? expectedLength
+        do throws(CairnError) {
+            try perform(request, range: range, start: start, end: end, expected: expected, position: &position)
+        } catch where range != nil && error.httpStatusCode == 416 {
+            // RFC 9110 §15.5.17: nothing of the resource lies at or after `start`, so it is not
+            // the archive the partial file began (or no longer is): start over, as for a
+            // changed validator, instead of asking for the same range again on every rerun.
+            throw CairnError(
+                .sourceChanged,
+                "the archive at the URL changed: it is now shorter than the \(start) bytes already verified "
+                    + "(the server answered 416 to a request for the bytes from \(start) on)",
+                path: url, offset: start)
+        }
+        if let end, position != end {
+            throw CairnError(.network, "the server ended the range early", path: url, offset: position)
+        }
+    }
+
+    /// Sends `request` (for `range`, from `start`), checks its answer's head, and delivers its body.
+    private func perform(
+        _ request: HTTPRequest, range: HTTPByteRange?, start: UInt64, end: UInt64?, expected: UInt64?, position: inout UInt64
+    ) throws(CairnError) {
+        let url = self.url
+        let validator = self.validator
         _ = try client.perform(
             request,
             // Polled also while nothing arrives: a cancelled fetch of a stalled server ends now,
@@ -268,8 +290,5 @@ package final class FetchWriter: @unchecked Sendable {
                 try deliver(piece)
                 position += UInt64(piece.count)
             })
-        if let end, position != end {
-            throw CairnError(.network, "the server ended the range early", path: url, offset: position)
-        }
     }
 }
