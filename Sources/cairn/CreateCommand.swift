@@ -180,6 +180,19 @@ enum CreateCommand {
                 archiver = try Archiver(sink: fileSink, configuration: configuration)
                 sink = fileSink
             } else if FileManager.default.fileExists(atPath: output) {
+                // Complete already, but only "nothing to resume" if it is the archive of these
+                // sources and options: the same rule as for a partial one.
+                let finished = try Extractor(path: output)
+                defer { finished.close() }
+                let header = finished.header
+                let differences = Self.expectation(args, configuration: configuration, sources: operands).differences(from: header)
+                guard differences.isEmpty else {
+                    throw CairnError(
+                        .notResumable,
+                        "is complete, but not the archive of these sources and options: " + differences.joined(separator: "; ")
+                            + "; give the same sources and options to --resume, or replace it with --force (without --resume)",
+                        path: output)
+                }
                 if !args.flag("-q", "--quiet") { Output.out("\(output) is already complete; nothing to resume") }
                 return .success
             } else {

@@ -277,6 +277,26 @@ struct CreateSafetyTests {
         #expect(reserved.status == 2, "\(reserved.stderr)")
     }
 
+    @Test("create --resume of a complete ARCHIVE says 'nothing to resume' only for its own sources and options; others exit 1 naming what differs")
+    func resumeOfCompleteArchiveChecksSources() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-resume-complete")
+        defer { work.remove() }
+        try Self.tree(seed: 4).materialize(at: work.appending("src"))
+        try FileManager.default.createDirectory(atPath: work.appending("other"), withIntermediateDirectories: true)
+        #expect(try CreateCLI.run(["create", "-q", "-o", "a.cairn", "src"], in: work.path).status == 0)
+        let archive = try Self.contents(work.appending("a.cairn"))
+        let other = try CreateCLI.run(["create", "--resume", "-o", "a.cairn", "other"], in: work.path)
+        #expect(other.status == 1, "\(other.stdout)")
+        #expect(other.stderr.contains("sources differ: the archive was made from src, not other"), "\(other.stderr)")
+        #expect(!other.stdout.contains("nothing to resume"), "\(other.stdout)")
+        let codec = try CreateCLI.run(["create", "--resume", "--compression", "zstd:3", "-o", "a.cairn", "src"], in: work.path)
+        #expect(codec.status == 1 && codec.stderr.contains("compression zstd:3 differs"), "\(codec.stderr)")
+        let same = try CreateCLI.run(["create", "--resume", "-o", "a.cairn", "src"], in: work.path)
+        #expect(same.status == 0, "\(same.stderr)")
+        #expect(same.stdout.contains("already complete; nothing to resume"), "\(same.stdout)")
+        #expect(try Self.contents(work.appending("a.cairn")) == archive)
+    }
+
     @Test("create records its PATH operands as cairn.sources, escaped and joined by newlines")
     func sourcesAreRecorded() throws {
         let work = try TemporaryDirectory(prefix: "cairn-sources")
