@@ -500,6 +500,23 @@ struct CreateReviewTests {
         get throws { try ChildProcess.cairnExecutable(besideBundle: Bundle.module.bundleURL) }
     }
 
+    @Test("create -o - with standard output redirected into the tree being archived leaves that file out, as -o FILE does")
+    func standardOutputInsideTheTreeIsLeftOut() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-stdout-inside")
+        defer { work.remove() }
+        var tree = TreeBuilder()
+        tree.file("a.txt", Array("content".utf8))
+        try tree.materialize(at: work.appending("src"))
+        let cairn = try Self.cairn.path
+        let created = try ChildProcess.run(
+            URL(filePath: "/bin/sh"), ["-c", "exec \"$0\" create -o - src > src/out.cairn", cairn], in: work.path)
+        #expect(created.status == 0, "\(created.stderr)")
+        let listed = try ChildProcess.run(Self.cairn, ["list", "src/out.cairn"], in: work.path)
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(listed.stdout.contains("src/a.txt"), "\(listed.stdout)")
+        #expect(!listed.stdout.contains("out.cairn"), "\(listed.stdout)")
+    }
+
     @Test("a symlink planted at ARCHIVE.partial is never written through, with or without --force")
     func symlinkAtPartialIsNotFollowed() throws {
         let work = try TemporaryDirectory(prefix: "cairn-partial-link")

@@ -75,6 +75,9 @@ public final class Archiver {
         if let file = sink as? FileSink, let identity = file.fileIdentity {
             producerState.excluded.insert(.init(device: identity.device, inode: identity.inode))
         }
+        if let output = sink as? StandardOutputSink, let identity = output.fileIdentity {
+            producerState.excluded.insert(.init(device: identity.device, inode: identity.inode))
+        }
         if let upload = sink as? ObjectStoreSink {
             let identity = upload.stateFileIdentity
             producerState.excluded.insert(.init(device: identity.device, inode: identity.inode))

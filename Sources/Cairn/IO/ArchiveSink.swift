@@ -268,4 +268,12 @@ public final class StandardOutputSink: ArchiveSink {
     public func finish() async throws {}
 
     public func abandon() async {}
+
+    /// The device and inode of standard output when it is a regular file (`cairn create -o - DIR
+    /// > DIR/out.cairn`), so the archiver leaves it out of the tree as it does a ``FileSink``'s
+    /// file (tar's check of its own archive); nil for a pipe, a terminal or a device.
+    package var fileIdentity: (device: UInt64, inode: UInt64)? {
+        guard let status = try? descriptor.status(), status.kind == .regular else { return nil }
+        return (status.device, status.inode)
+    }
 }
