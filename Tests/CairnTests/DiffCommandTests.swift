@@ -146,6 +146,36 @@ struct DiffCommandTests {
         #expect(differences.filter { $0.change == .modified && $0.aspects.contains(.content) }.map(\.path) == [Array("f70001".utf8)])
     }
 
+    @Test("a sparse file diffs equal to its archive: holes are zero chunks cut as the archiver cuts them, data runs chunked alone")
+    func sparseFileDiffsEqual() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-diff-sparse")
+        defer { work.remove() }
+        var generator = SeededGenerator(seed: 78)
+        try FileManager.default.createDirectory(atPath: work.appending("src/t"), withIntermediateDirectories: true)
+        // Data, a hole of 2.3 maximum chunks, data not on a chunk boundary, a hole to the end.
+        let path = work.appending("src/t/sparse.img")
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        #expect(fd >= 0)
+        let pieces: [(offset: off_t, bytes: [UInt8])] = [(0, generator.bytes(100_000)), (700_001, generator.bytes(90_000)), (3_000_000, [0x78])]
+        for piece in pieces {
+            _ = piece.bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, piece.offset) }
+        }
+        #expect(ftruncate(fd, 5 << 20) == 0)
+        close(fd)
+        let archive = work.appending("s.cairn")
+        let create = try BehaviourCLI.run(["create", "-q", "--chunking", Self.chunking, "-o", archive, "t"], in: work.appending("src"))
+        #expect(create.status == 0, "\(create.stderr)")
+        let diff = try BehaviourCLI.run(["diff", archive, "src"], in: work.path)
+        #expect(diff.status == 0, "\(diff.stdout)\(diff.stderr)")
+        #expect(diff.stdout.isEmpty, "\(diff.stdout)")
+        // One byte in the data after the first hole: found.
+        let again = open(path, O_WRONLY)
+        _ = [UInt8](arrayLiteral: 0x79).withUnsafeBytes { pwrite(again, $0.baseAddress, 1, 700_002) }
+        close(again)
+        let changed = try BehaviourCLI.run(["diff", archive, "src"], in: work.path)
+        #expect(changed.status == 1 && changed.stdout.contains("t/sparse.img"), "\(changed.stdout)")
+    }
+
     @Test("diff needs ARCHIVE and DIR, and a seekable archive")
     func usage() throws {
         #expect(try BehaviourCLI.run(["diff", "only-one"]).status == 2)

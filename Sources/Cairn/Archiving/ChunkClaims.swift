@@ -167,6 +167,13 @@ package enum ZeroChunks {
     private static let cache = Mutex<[Int: Digest]>([:])
     private static let cacheLimit = 4096
 
+    /// The length of the zero chunk that starts at `position` inside `hole` (`Spec/0002-chunking.md
+    /// §8`): holes are cut every `maximum` bytes from their start, the last piece shorter. The
+    /// one rule for the archiver and for `diff`'s digest of a local file.
+    package static func pieceLength(at position: UInt64, in hole: Range<UInt64>, maximum: UInt64) -> UInt64 {
+        min(maximum - (position - hole.lowerBound) % maximum, hole.upperBound - position)
+    }
+
     /// The id of a chunk of `length` zero bytes: SHA-256 (FIPS 180-4) of `length` zeros.
     ///
     /// - Parameter length: bytes, `0...ChunkingPolicy.maximumChunkLength` (8 MiB); longer

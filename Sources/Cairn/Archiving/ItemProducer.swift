@@ -307,7 +307,7 @@ struct ItemProducer {
         var position = max(offset, hole.lowerBound)
         while position < hole.upperBound {
             try Task.checkCancellation()
-            let length = min(maximum - (position - hole.lowerBound) % maximum, hole.upperBound - position)
+            let length = ZeroChunks.pieceLength(at: position, in: hole, maximum: maximum)
             events.append(.zeroChunk(length: Int(length)))
             chunksInBatch += 1
             position += length

@@ -102,10 +102,13 @@ package enum ArchiveDiff {
     }
 
     /// The size and content digest of the file open at `descriptor`, as an archive with
-    /// `chunker`'s policy records it: SHA-256 over the SHA-256 ids of its chunks.
+    /// `chunker`'s policy records it: SHA-256 over the SHA-256 ids of its chunks. As the archiver
+    /// does (`Spec/0002-chunking.md §8`), holes of at least one maximum chunk (`SEEK_HOLE`,
+    /// ``HoleFinder``) are zero chunks cut by ``ZeroChunks/pieceLength(at:in:maximum:)``, never
+    /// read, and each run of data between them is chunked as a file of its own.
     ///
     /// - Throws: `CairnError` `.io` naming the file when it cannot be read.
-    /// - Complexity: O(size); memory is two maximum chunk lengths.
+    /// - Complexity: O(size of the data); memory is two maximum chunk lengths.
     package static func contentDigest(of descriptor: FileDescriptor, chunker: Chunker) throws(CairnError)
         -> (size: UInt64, digest: Digest)
     {
@@ -113,12 +116,32 @@ package enum ArchiveDiff {
         let capacity = 2 * maximum
         var buffer = [UInt8](repeating: 0, count: capacity)
         let ids = SHA256()
+        let fileSize = try descriptor.status().size
+        var holes = HoleFinder(file: descriptor, size: fileSize, minimumLength: UInt64(maximum))
+        var hole = holes.next()
+        // The next byte to read, and the buffered bytes of the current run of data.
+        var offset: UInt64 = 0
         var start = 0
         var end = 0
         var atEnd = false
         var size: UInt64 = 0
         while true {
-            if !atEnd, end - start < maximum {
+            if start == end, let found = hole, offset >= found.lowerBound {
+                var position = found.lowerBound
+                while position < found.upperBound {
+                    let length = ZeroChunks.pieceLength(at: position, in: found, maximum: UInt64(maximum))
+                    try ZeroChunks.id(length: Int(length)).withUnsafeBytes { ids.update($0) }
+                    position += length
+                    size += length
+                }
+                offset = found.upperBound
+                hole = holes.next()
+                continue
+            }
+            let runEnd = hole?.lowerBound ?? fileSize
+            // The run is read when its end is reached, or the file ends early (it shrank).
+            let runRead = atEnd || offset >= runEnd
+            if !runRead, end - start < maximum {
                 // Fewer than a maximum chunk buffered: move them to the front and read more.
                 if start > 0 {
                     buffer.withUnsafeMutableBytes { raw in
@@ -128,17 +151,20 @@ package enum ArchiveDiff {
                     end -= start
                     start = 0
                 }
-                let filled = end
+                let (filled, want) = (end, Int(clamping: min(UInt64(capacity - end), runEnd - offset)))
                 let count = try buffer.withUnsafeMutableBytes { raw in
                     Result { () throws(CairnError) in
-                        try descriptor.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[filled..<capacity]))
+                        try descriptor.read(fromAbsoluteOffset: offset, into: UnsafeMutableRawBufferPointer(rebasing: raw[filled..<(filled + want)]))
                     }
                 }.get()
-                if count == 0 { atEnd = true } else { end += count }
+                if count == 0 { atEnd = true } else { end += count; offset += UInt64(count) }
                 continue
             }
-            if start == end { break }
-            let (from, to, final) = (start, end, atEnd)
+            if start == end {
+                if atEnd || hole == nil { break }
+                continue
+            }
+            let (from, to, final) = (start, end, runRead)
             let length = buffer.withUnsafeBytes { raw in
                 chunker.nextChunkLength(in: UnsafeRawBufferPointer(rebasing: raw[from..<to]), isFinal: final)
             } ?? (to - from)
