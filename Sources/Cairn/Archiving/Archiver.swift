@@ -72,14 +72,7 @@ public final class Archiver {
         self.pool = BufferPool(capacity: max(2, configuration.backpressure.high.bytes / max(1, configuration.batchBytes)))
         let total = configuration.sizeEstimate.map { Int64(clamping: $0) } ?? -1
         self.progress = Progress(totalUnitCount: total)
-        if let file = sink as? FileSink, let identity = file.fileIdentity {
-            producerState.excluded.insert(.init(device: identity.device, inode: identity.inode))
-        }
-        if let output = sink as? StandardOutputSink, let identity = output.fileIdentity {
-            producerState.excluded.insert(.init(device: identity.device, inode: identity.inode))
-        }
-        if let upload = sink as? ObjectStoreSink {
-            let identity = upload.stateFileIdentity
+        if let local = sink as? any LocalFileWritingSink, let identity = local.writtenFileIdentity {
             producerState.excluded.insert(.init(device: identity.device, inode: identity.inode))
         }
     }

@@ -35,6 +35,14 @@ package protocol CommitAwareArchiveSink: ArchiveSink {
     nonisolated(nonsending) func write(_ bytes: [UInt8], commits: [ArchiveWriter.CommitPoint]) async throws
 }
 
+/// A sink that writes a local file which may lie inside a tree being archived (the archive
+/// itself, standard output redirected to a file, an upload's state file): the archiver leaves
+/// that file out, recognised by device and inode (`Spec/0003-command-line.md §3.1`).
+package protocol LocalFileWritingSink: ArchiveSink {
+    /// The file's device and inode, or nil when it is not a file that could be archived.
+    var writtenFileIdentity: (device: UInt64, inode: UInt64)? { get }
+}
+
 /// Writes the archive to a file that appears at its final path only when complete.
 ///
 /// Bytes go to `<path>.partial` in the same directory, locked with `flock(2)` from before it is
@@ -44,7 +52,7 @@ package protocol CommitAwareArchiveSink: ArchiveSink {
 /// only by that final rename (it is never deleted up front). ``abandon()`` leaves
 /// `<path>.partial` behind, so an interrupted archive can be inspected or resumed; nothing is
 /// ever left at `path` itself.
-public final class FileSink: ArchiveSink, RewindableArchiveSink {
+public final class FileSink: ArchiveSink, RewindableArchiveSink, LocalFileWritingSink {
     /// The final path.
     public let path: String
     /// The temporary path written to until ``finish()``.
@@ -182,7 +190,7 @@ public final class FileSink: ArchiveSink, RewindableArchiveSink {
 
     /// The device and inode of the file being written, so the archiver can leave it out when
     /// it lies inside the tree being archived.
-    package var fileIdentity: (device: UInt64, inode: UInt64)? {
+    package var writtenFileIdentity: (device: UInt64, inode: UInt64)? {
         guard let status = try? descriptor.status() else { return nil }
         return (status.device, status.inode)
     }
@@ -256,7 +264,7 @@ extension FileSink {
 }
 
 /// Writes the archive to standard output (for `cairn create -o -`).
-public final class StandardOutputSink: ArchiveSink {
+public final class StandardOutputSink: ArchiveSink, LocalFileWritingSink {
     private let descriptor = FileDescriptor.standardOutput
 
     public init() {}
@@ -272,7 +280,7 @@ public final class StandardOutputSink: ArchiveSink {
     /// The device and inode of standard output when it is a regular file (`cairn create -o - DIR
     /// > DIR/out.cairn`), so the archiver leaves it out of the tree as it does a ``FileSink``'s
     /// file (tar's check of its own archive); nil for a pipe, a terminal or a device.
-    package var fileIdentity: (device: UInt64, inode: UInt64)? {
+    package var writtenFileIdentity: (device: UInt64, inode: UInt64)? {
         guard let status = try? descriptor.status(), status.kind == .regular else { return nil }
         return (status.device, status.inode)
     }

@@ -80,7 +80,7 @@ public final class ArchiveFetcher: Sendable {
         if access(path + ".partial.seed", F_OK) == 0 { try? seeds.add(path: path + ".partial.seed") }
 
         var output = try FileSink(continuing: path, overwrite: options.overwrite)
-        if let identity = output.fileIdentity {
+        if let identity = output.writtenFileIdentity {
             // The partial file itself given as a seed: it is resumed, not copied from.
             for (index, seed) in seeds.seeds.enumerated().reversed() {
                 if let status = try? seed.descriptor?.status(), status.device == identity.device, status.inode == identity.inode {

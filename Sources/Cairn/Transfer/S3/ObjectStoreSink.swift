@@ -30,7 +30,7 @@ import Synchronization
 ///   threshold rises to the size of the blocks freed): about 50 MiB more peak RSS on a 314 MiB
 ///   archive. The `cairn` tool calls `mallopt(M_MMAP_THRESHOLD, 4 << 20)` at start; an app that
 ///   uploads large archives may do the same.
-public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, RewindableArchiveSink {
+public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, RewindableArchiveSink, LocalFileWritingSink {
     /// Where the archive goes.
     public let location: S3Location
     /// The local state file of the upload.
@@ -260,6 +260,9 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     /// The device and inode of the state file, which the archiver leaves out of the archive
     /// when it lies inside the tree being archived.
     package var stateFileIdentity: (device: UInt64, inode: UInt64) { ledger.journal.identity }
+
+    /// The state file: the one local file an upload writes.
+    package var writtenFileIdentity: (device: UInt64, inode: UInt64)? { stateFileIdentity }
 
     /// Bytes without commit points (an archive copied as it is, ``ArchiveTransfer``): parts are
     /// then cut at their size exactly, and a resume compares each part's SHA-256 instead of its
