@@ -16,7 +16,7 @@ struct BenchOptions {
                            [--profile] [--peers LIST] [--runs R] [--pause S] [--work DIR] [--out DIR]
                            [--only stages|end-to-end|transfer|upload] [--transfer-mib N]
                            [--upload-mib N]
-                           [--cairn PATH] [--keep]
+                           [--cairn PATH] [--keep] [--realtime]
 
           --targets        issue 9's target set: the corpus, the small files, /usr/share/man and
                            /usr/lib/python3 (the Swift toolchain's usr/lib/swift for a missing
@@ -58,6 +58,9 @@ struct BenchOptions {
           --upload-mib N   size of the upload case's generated corpus in MiB (default 512)
           --cairn PATH     the cairn executable (default: `cairn` next to cairn-bench)
           --keep           keep archives and extracted trees in the work directory
+          --realtime       run the harness and every tool it starts under SCHED_RR (priority 10,
+                           root or CAP_SYS_NICE), so other work on a shared machine waits while
+                           the tools are timed; Cairn and its peers alike
         """
 
     var sizeMiB = 1024
@@ -87,6 +90,8 @@ struct BenchOptions {
     var uploadMiB = 512
     var cairn: String?
     var keep = false
+    /// `--realtime`: ``Scheduling/enterRealtime()`` before anything runs.
+    var realtime = false
 
     struct UsageError: Error, CustomStringConvertible {
         var description: String
@@ -155,6 +160,7 @@ struct BenchOptions {
                 uploadMiB = n
             case "--cairn": cairn = try take()
             case "--keep": keep = true
+            case "--realtime": realtime = true
             case "--targets": targets = true
             case "--profile": profile = true
             case "--random-mib":

@@ -6,6 +6,7 @@ import Glibc
 /// - Returns: the exit status (0, or 1 when no `cairn` executable is found).
 /// - Throws: ``BenchError`` or a file-system error naming what failed.
 func runBenchmark(options: BenchOptions, arguments: [String]) throws -> Int32 {
+    if options.realtime { try Scheduling.enterRealtime() }
     var report = Report(
         date: Date(), machine: .current(), command: (["cairn-bench"] + arguments).joined(separator: " "), runs: options.runs)
     report.pauseSeconds = options.pauseSeconds

@@ -140,6 +140,8 @@ struct Report {
     var upload: UploadResult?
     var loadAtStart = Machine.loadAverage()
     var loadAtEnd = ""
+    /// How the harness and its tools were scheduled (``Scheduling/description``).
+    var scheduling = Scheduling.description
 
     /// `2026-12-01T101500Z`: the UTC time of the run, as used in the result file names.
     var fileTimestamp: String {
@@ -175,6 +177,7 @@ struct Report {
         lines.append(
             "- Load average (1/5/15 min) at start: \(loadAtStart); at end: \(loadAtEnd) (a shared machine: compare ratios, not absolutes)")
         lines.append("- Command: `\(command)`")
+        lines.append("- Scheduling: \(scheduling)")
         if !cases.isEmpty {
             lines.append(
                 "- Runs: \(runs) interleaved rounds per case (every tool once per round, A B C A B C …). Every figure is the "
@@ -436,7 +439,7 @@ struct Report {
         var object: [String: Any] = [
             "date": timestampString, "command": command, "runs": runs, "reported": "median and min-max over interleaved rounds",
             "verdictFromRounds": ["issue 9": TargetSpec.issue9Rounds, "issue 3": 3], "caseNotes": caseNotes, "cache": "warm cache: each tree read once before timing; page cache not dropped",
-            "settling": settlingMethod, "pauseSeconds": pauseSeconds,
+            "settling": settlingMethod, "pauseSeconds": pauseSeconds, "scheduling": scheduling,
             "machine": [
                 "nproc": machine.processors, "cpuModel": machine.cpuModel, "kernel": machine.kernel, "memoryMiB": machine.memoryMiB,
             ],

@@ -16,6 +16,10 @@ struct CasesTests {
         #expect(given.peers == [.tarLZ4, .borg], "in the report's order")
         #expect(given.smallFiles == 0 && given.pauseSeconds == 0)
         #expect(try BenchOptions(["--peers", "none"]).peers == [])
+        let realtime = try BenchOptions(["--realtime"])
+        #expect(!defaults.realtime && realtime.realtime)
+        // The test process is time-shared, and the report says so.
+        #expect(Scheduling.description.hasPrefix("time sharing"))
         #expect(throws: BenchOptions.UsageError.self) { try BenchOptions(["--peers", "zip"]) }
         #expect(throws: BenchOptions.UsageError.self) { try BenchOptions(["--runs", "0"]) }
         #expect(Peer.forCase(.corpus, chosen: nil, targets: false) == Peer.allCases)
