@@ -29,7 +29,9 @@ struct CheckedRecordStreamTests {
         func read(into buffer: UnsafeMutableRawBufferPointer) throws(CairnError) -> Int {
             let n = min(buffer.count, bytes.count - position, nextSize())
             guard n > 0, let base = buffer.baseAddress else { return 0 }
-            bytes[position..<(position + n)].withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: n) }
+            bytes[position..<(position + n)].withUnsafeBytes { source in
+                if let from = source.baseAddress { base.copyMemory(from: from, byteCount: n) }
+            }
             position += n
             return n
         }

@@ -87,6 +87,12 @@ package final class StreamVerifier {
         }
         started = true
         self.stream = stream
+        if checksOnEveryCore, !scanner.version.isVersion1 {
+            let records = CheckedRecordStream(
+                source: InputBlocks(counted), offset: stream.offset, leading: stream.takeBuffered(), trustingContentBelow: trustedBelow)
+            defer { records.cancel() }
+            return try await readPrefix(from: records, stream: stream)
+        }
         var pending: [RecordStream.Record] = []
         var pendingBytes = 0
         while true {
@@ -123,6 +129,39 @@ package final class StreamVerifier {
             chunks.cancel()
             return .unusable(verifiedUpTo: 0)
         }
+        trustedBelow = min(trustedBelow, verified)
+        return .continuing(at: verified)
+    }
+
+    /// ``readPrefix(from:)`` of a 2.0 archive, its records after the header checked on every core by
+    /// `records`: the same holding back until the next commit, and a record that fails its CRC-32
+    /// (a chunk record too) ends the prefix, as a cut does.
+    private nonisolated(nonsending) func readPrefix(from records: CheckedRecordStream, stream: RecordStream) async throws -> PrefixOutcome {
+        var pending: [CheckedRecordStream.Item] = []
+        var pendingBytes = 0
+        while true {
+            try Task.checkCancellation()
+            guard let item = try? await records.next(), item.record.crcFailure == nil else { break }
+            pendingBytes += item.record.header.framedLength
+            guard pendingBytes <= Self.pendingLimit else { break }
+            pending.append(item)
+            guard item.record.header.type == .commit || item.record.header.type == .footer else { continue }
+            do {
+                for held in pending { try await consume(held) }
+            } catch {
+                guard error is CairnError else { throw error }
+                return .unusable(verifiedUpTo: scanner.verifiedLength)
+            }
+            pending.removeAll(keepingCapacity: true)
+            pendingBytes = 0
+            if scanner.footer != nil { break }
+        }
+        let verified = scanner.verifiedLength
+        if scanner.footer != nil {
+            stream.continueReading(from: NoBytes(), at: verified)
+            return .complete(at: verified)
+        }
+        guard verified > 0 else { return .unusable(verifiedUpTo: 0) }
         trustedBelow = min(trustedBelow, verified)
         return .continuing(at: verified)
     }
