@@ -136,9 +136,13 @@ package final class CheckedRecordStream {
         return true
     }
 
-    /// Cancels the checks still running.
-    package func cancel() {
+    /// Cancels the checks still running and waits for them to end: none may outlive its
+    /// reader (a task still hashing while the process exits meets libcrypto torn down by `exit`,
+    /// and crashes; the fuzz corpus replay found it).
+    nonisolated(nonsending) package func close() async {
         for batch in pending { batch.task?.cancel() }
+        for batch in pending { _ = await batch.task?.value }
+        pending.removeAll()
     }
 
     /// The record `slice` as the scanner takes it.

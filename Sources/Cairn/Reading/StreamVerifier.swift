@@ -90,8 +90,15 @@ package final class StreamVerifier {
         if checksOnEveryCore, !scanner.version.isVersion1 {
             let records = CheckedRecordStream(
                 source: InputBlocks(counted), offset: stream.offset, leading: stream.takeBuffered(), trustingContentBelow: trustedBelow)
-            defer { records.cancel() }
-            return try await readPrefix(from: records, stream: stream)
+            let outcome: PrefixOutcome
+            do {
+                outcome = try await readPrefix(from: records, stream: stream)
+            } catch {
+                await records.close()
+                throw error
+            }
+            await records.close()
+            return outcome
         }
         var pending: [RecordStream.Record] = []
         var pendingBytes = 0
@@ -284,10 +291,10 @@ package final class StreamVerifier {
                         + "('cairn verify --partial' names that prefix for resuming)"
                 }
             }
-            checkedRecords?.cancel()
+            await checkedRecords?.close()
             try await chunks.finish()
         } catch {
-            checkedRecords?.cancel()
+            await checkedRecords?.close()
             chunks.cancel()
             throw error
         }
