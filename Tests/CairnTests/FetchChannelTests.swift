@@ -8,80 +8,130 @@ import Cairn
 /// The in-memory channel between a fetch's writer thread and its verifier.
 @Suite("Fetch channel")
 struct FetchChannelTests {
-    /// Seeded pieces of 1 B to 300 KiB, and one larger than the ring, sent from a thread while
-    /// this one reads in other seeded sizes: every byte arrives once, in order, across the
-    /// ring's wrap-arounds, then the end of input.
-    @Test("bytes arrive whole and in order across wrap-arounds, then end of input")
-    func bytesArriveInOrder() async throws {
-        try await onDedicatedThread {
-            var generator = SeededGenerator(seed: 0xC4A7)
-            let bytes = generator.bytes(3 * FetchChannel.capacity + 12_345)
-            var pieces: [Range<Int>] = []
-            var at = 0
-            while at < bytes.count {
-                let size = pieces.count == 3 ? FetchChannel.capacity + 17 : Int.random(in: 1...(300 << 10), using: &generator)
-                pieces.append(at..<min(bytes.count, at + size))
-                at += size
-            }
-            let channel = FetchChannel()
-            let sent = Mutex<String?>(nil)
-            let ranges = pieces
-            let writer = Thread {
-                do {
-                    for piece in ranges {
-                        try bytes[piece].withUnsafeBytes { try channel.send($0) }
-                    }
-                } catch {
-                    sent.withLock { $0 = "\(error)" }
-                }
-                channel.finishSending()
-            }
-            writer.start()
-            var received: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 1 << 20)
-            while true {
-                let want = Int.random(in: 1...buffer.count, using: &generator)
-                let n = try buffer.withUnsafeMutableBytes { (raw) throws(CairnError) in
-                    try channel.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<want]))
-                }
-                if n == 0 { break }
-                #expect(n <= want)
-                received += buffer[0..<n]
-            }
-            #expect(sent.withLock { $0 } == nil)
-            #expect(received.count == bytes.count)
-            #expect(received == bytes)
-        }
+    /// Sends `bytes` from a thread in seeded pieces of 1 B to 300 KiB gathered into the channel's
+    /// blocks, as the fetch's writer does; records a send error in `sent`.
+    private final class SendOutcome: Sendable {
+        let error = Mutex<String?>(nil)
     }
 
-    /// A verifier that stops: the blocked writer's send fails with the channel's own message,
-    /// and later reads see end of input at once, bytes still queued or not.
-    @Test("after stopReading a blocked send fails with readerStopped and reads see end of input")
-    func stopReadingReleasesTheWriter() async throws {
-        try await onDedicatedThread {
-            let channel = FetchChannel()
-            let outcome = Mutex<String?>(nil)
-            let done = DispatchSemaphore(value: 0)
-            let writer = Thread {
-                // Twice the ring: the send blocks once the ring is full.
-                let bytes = [UInt8](repeating: 7, count: 2 * FetchChannel.capacity)
-                do {
-                    try bytes.withUnsafeBytes { try channel.send($0) }
-                    outcome.withLock { $0 = "sent" }
-                } catch {
-                    outcome.withLock { $0 = (error as? CairnError)?.message ?? "\(error)" }
-                }
-                done.signal()
-            }
-            writer.start()
-            // The writer fills the ring and waits.
-            #expect(done.wait(timeout: .now() + 0.5) == .timedOut)
-            channel.stopReading()
-            #expect(done.wait(timeout: .now() + 10) == .success)
-            #expect(outcome.withLock { $0 } == FetchChannel.readerStopped)
-            var buffer = [UInt8](repeating: 0, count: 64)
-            let n = try buffer.withUnsafeMutableBytes { (raw) throws(CairnError) in try channel.read(into: raw) }
-            #expect(n == 0)
+    private static func startWriter(_ bytes: [UInt8], channel: FetchChannel, seed: UInt64, sent: SendOutcome) {
+        var generator = SeededGenerator(seed: seed)
+        var pieces: [Range<Int>] = []
+        var at = 0
+        while at < bytes.count {
+            let size = Int.random(in: 1...(300 << 10), using: &generator)
+            pieces.append(at..<min(bytes.count, at + size))
+            at += size
         }
+        let ranges = pieces
+        let writer = Thread {
+            do {
+                var block: ByteBlock?
+                for piece in ranges {
+                    var done = piece.lowerBound
+                    while done < piece.upperBound {
+                        let target = try block ?? channel.emptyBlock()
+                        block = target
+                        done += bytes[done..<piece.upperBound].withUnsafeBytes { target.append($0) }
+                        if target.room == 0 {
+                            try channel.send(target)
+                            block = nil
+                        }
+                    }
+                }
+                if let block { try channel.send(block) }
+            } catch {
+                sent.error.withLock { $0 = "\(error)" }
+            }
+            channel.finishSending()
+        }
+        writer.start()
+    }
+
+    /// Many more bytes than the channel holds at once: every byte arrives once and in order
+    /// through the blocks (given back as they are read, so the writer can go on), then the end.
+    @Test("blocks arrive whole and in order, reused, then end of input")
+    func blocksArriveInOrder() async throws {
+        var generator = SeededGenerator(seed: 0xC4A7)
+        let bytes = generator.bytes(2 * FetchChannel.blockLimit * FetchChannel.blockSize + 12_345)
+        let channel = FetchChannel()
+        let sent = SendOutcome()
+        Self.startWriter(bytes, channel: channel, seed: 0xC4A8, sent: sent)
+        var received: [UInt8] = []
+        var distinct = Set<ObjectIdentifier>()
+        while let block = await channel.nextBlock() {
+            #expect(block.end > block.start)
+            received += block.valid
+            distinct.insert(ObjectIdentifier(block))
+            channel.recycle(block)
+        }
+        #expect(sent.error.withLock { $0 } == nil)
+        #expect(received.count == bytes.count)
+        #expect(received == bytes)
+        #expect(distinct.count <= FetchChannel.blockLimit)
+    }
+
+    /// The prelude and header are read with `read(into:)`, the rest as blocks: the block that
+    /// read had begun comes next with what it had not read.
+    @Test("bytes read with read(into:) and then as blocks arrive once and in order")
+    func readThenBlocks() async throws {
+        var generator = SeededGenerator(seed: 0x51DE)
+        let bytes = generator.bytes(3 * FetchChannel.blockSize + 777)
+        let channel = FetchChannel()
+        let sent = SendOutcome()
+        Self.startWriter(bytes, channel: channel, seed: 0x51DF, sent: sent)
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 100)
+        for _ in 0..<3 {
+            let n = try await onDedicatedThread { [buffer] in
+                var copy = buffer
+                let n = try copy.withUnsafeMutableBytes { (raw) throws(CairnError) in try channel.read(into: raw) }
+                return Array(copy[0..<n])
+            }
+            received += n
+        }
+        buffer = []
+        while let block = await channel.nextBlock() {
+            received += block.valid
+            channel.recycle(block)
+        }
+        #expect(sent.error.withLock { $0 } == nil)
+        #expect(received == bytes)
+    }
+
+    /// A verifier that stops: the writer, waiting for a block while the verifier holds them
+    /// all, fails with the channel's own message, and later reads see end of input at once.
+    @Test("after stopReading a waiting writer fails with readerStopped and reads see end of input")
+    func stopReadingReleasesTheWriter() async throws {
+        let channel = FetchChannel()
+        let outcome = Mutex<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let writer = Thread {
+            do throws(CairnError) {
+                // More blocks than exist: the writer waits once the verifier holds them all.
+                for _ in 0...FetchChannel.blockLimit {
+                    let block = try channel.emptyBlock()
+                    block.end = block.capacity
+                    try channel.send(block)
+                }
+                outcome.withLock { $0 = "sent" }
+            } catch {
+                outcome.withLock { $0 = error.message }
+            }
+            done.signal()
+        }
+        writer.start()
+        let waited = try await onDedicatedThread { done.wait(timeout: .now() + 0.5) == .timedOut }
+        #expect(waited)
+        channel.stopReading()
+        let ended = try await onDedicatedThread { done.wait(timeout: .now() + 10) == .success }
+        #expect(ended)
+        #expect(outcome.withLock { $0 } == FetchChannel.readerStopped)
+        #expect(await channel.nextBlock() == nil)
+        let n = try await onDedicatedThread {
+            var buffer = [UInt8](repeating: 0, count: 64)
+            return try buffer.withUnsafeMutableBytes { (raw) throws(CairnError) in try channel.read(into: raw) }
+        }
+        #expect(n == 0)
     }
 }

@@ -334,17 +334,30 @@ package final class ArchiveReader {
         if let rawLength, prefix.rawLength != rawLength {
             throw CairnError(.corrupted, "chunk \(prefix.id) declares \(prefix.rawLength) bytes, expected \(rawLength)", offset: offset)
         }
+        try payload.withBytes { (raw) throws(CairnError) in
+            try decodeChunk(
+                prefix, stored: UnsafeRawBufferPointer(rebasing: raw[(bounds.lowerBound + ChunkRecordPrefix.length)..<bounds.upperBound]),
+                offset: offset, using: decompressor, into: destination)
+        }
+    }
+
+    /// Decodes a chunk record's stored bytes, whose prefix `prefix` has been decoded, into
+    /// `destination` and checks their SHA-256 against its id: the one content check of
+    /// ``decodeChunk(_:range:expected:rawLength:offset:using:into:)``, for a caller that holds the
+    /// record's bytes in its own memory.
+    ///
+    /// - Throws: as ``decodeChunk(_:range:expected:rawLength:offset:using:into:)``, naming `offset`
+    ///   (the record's).
+    package static func decodeChunk(
+        _ prefix: ChunkRecordPrefix, stored: UnsafeRawBufferPointer, offset: UInt64, using decompressor: ChunkDecompressor,
+        into destination: UnsafeMutableRawBufferPointer
+    ) throws(CairnError) {
         guard destination.count >= prefix.rawLength else {
             throw CairnError(.corrupted, "chunk \(prefix.id) is larger than expected", offset: offset)
         }
         let out = UnsafeMutableRawBufferPointer(rebasing: destination[0..<prefix.rawLength])
         do throws(CairnError) {
-            try payload.withBytes { (raw) throws(CairnError) in
-                try decompressor.decompress(
-                    codec: prefix.codec,
-                    stored: UnsafeRawBufferPointer(rebasing: raw[(bounds.lowerBound + ChunkRecordPrefix.length)..<bounds.upperBound]),
-                    rawLength: prefix.rawLength, into: out)
-            }
+            try decompressor.decompress(codec: prefix.codec, stored: stored, rawLength: prefix.rawLength, into: out)
         } catch {
             var e = error
             e.offset = offset

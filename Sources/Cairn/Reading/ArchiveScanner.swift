@@ -128,6 +128,12 @@ package final class ArchiveScanner {
         if version.isVersion1 { byteChain.update(bytes) } else { try recordChain.add(recordBytes: bytes) }
     }
 
+    /// Adds a record to the chain: in 2.0 the digest its reader computed, when it did.
+    private func hashChain(_ record: RecordStream.Record) throws(CairnError) {
+        guard verifiesChainDigests, !version.isVersion1, let digest = record.digest else { return try hashChain(record.framed) }
+        recordChain.add(digest)
+    }
+
     /// The chain digest at a commit or the footer; the chain is empty until primed.
     private func finalizeChain() throws(CairnError) -> Digest {
         version.isVersion1 ? try byteChain.finalize() : try recordChain.finalize()
@@ -157,7 +163,7 @@ package final class ArchiveScanner {
             throw CairnError(.corrupted, "the first record is not a header record", offset: record.offset)
         }
         header = try ArchiveHeader.decode(record.payload, offset: record.offset + UInt64(RecordFraming.headerLength))
-        try hashChain(record.framed)
+        try hashChain(record)
         awaitingCommit = ("header record", record.offset)
         previousType = .header
     }
@@ -166,9 +172,14 @@ package final class ArchiveScanner {
     ///
     /// - Throws: `.corrupted` "data after the footer" at the footer's end.
     package func requireEnd(of stream: RecordStream) throws(CairnError) {
-        guard try stream.isAtEnd() else {
-            throw CairnError(.corrupted, "data after the footer", offset: stream.offset)
-        }
+        try requireEnd(inputEnded: try stream.isAtEnd(), at: stream.offset)
+    }
+
+    /// After the footer, which ends at `offset`: whether the input ended there.
+    ///
+    /// - Throws: `.corrupted` "data after the footer" at `offset` unless `inputEnded`.
+    package func requireEnd(inputEnded: Bool, at offset: UInt64) throws(CairnError) {
+        guard inputEnded else { throw CairnError(.corrupted, "data after the footer", offset: offset) }
     }
 
     /// Checks one record, for a caller that needs no events.
@@ -196,7 +207,7 @@ package final class ArchiveScanner {
             }
             // Skippable records of later minors belong to the body (§3.3), which starts at commit 0.
             if record.header.isSkippable, nextCommitSequence > 0 {
-                try hashChain(record.framed)
+                try hashChain(record)
                 return
             }
             throw CairnError(
@@ -213,7 +224,7 @@ package final class ArchiveScanner {
             throw CairnError(.corrupted, "\(RecordType.withArticle(type.name)) record follows the manifest", offset: offset)
         }
         try checkOrder(type, offset: offset)
-        if record.isPayloadSkipped, (type != .chunk && type != .pack) || verifiesChainDigests {
+        if record.isPayloadSkipped, (type != .chunk && type != .pack) || verifiesChainDigests && (record.digest == nil || version.isVersion1) {
             throw CairnError(.invalidArgument, "internal error: a skipped payload where every byte must be read", offset: offset)
         }
         defer { previousType = type }
@@ -255,7 +266,7 @@ package final class ArchiveScanner {
             }
             totals.chunks += 1
             totals.storedBytes += UInt64(payloadCount - ChunkRecordPrefix.length)
-            try hashChain(record.framed)
+            try hashChain(record)
             try emit(.chunk(id: prefix.id, payload: emitsChunkPayloads ? record.payload : nil, offset: offset))
         case .entry:
             guard openFile == nil else {
@@ -276,7 +287,7 @@ package final class ArchiveScanner {
             if keepsRows { expected.entries.append(row) }
             entryCount += 1
             totals.entries += 1
-            try hashChain(record.framed)
+            try hashChain(record)
             try emit(.entry(index: index, entry: entry, offset: offset))
         case .chunkReferences:
             guard var file = openFile else {
@@ -302,7 +313,7 @@ package final class ArchiveScanner {
             openFile = file
             totals.references += references.count
             totals.contentBytes += references.reduce(0) { $0 + UInt64($1.length) }
-            try hashChain(record.framed)
+            try hashChain(record)
             try emit(.references(entryIndex: file.index, references))
         case .fileEnd:
             guard let file = openFile, var row = openRow else { throw CairnError(.corrupted, "file end outside a file", offset: offset) }
@@ -337,7 +348,7 @@ package final class ArchiveScanner {
             }
             awaitingCommit = ("file end", offset)
             openFile = nil
-            try hashChain(record.framed)
+            try hashChain(record)
             try emit(.fileEnd(index: file.index, size: file.bytes))
         case .commit:
             var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "commit record")
@@ -361,7 +372,7 @@ package final class ArchiveScanner {
                 throw CairnError(.corrupted, "commit \(commit.sequence) counts do not match the records before it", offset: offset)
             }
             primeChain(digest)
-            try hashChain(record.framed)
+            try hashChain(record)
             awaitingCommit = nil
             nextCommitSequence += 1
             totals.commits += 1
@@ -373,7 +384,7 @@ package final class ArchiveScanner {
             // A reference manifest was decoded from these very bytes (its digest is checked at
             // the footer): no need to decode it twice.
             if reference == nil { try decoded.add(type, payload: record.payload, offset: offset) }
-            try hashChain(record.framed)
+            try hashChain(record)
         case .manifest:
             try beginManifestRecord(record)
             if reference == nil {
@@ -381,7 +392,7 @@ package final class ArchiveScanner {
                     record.payload, offset: offset, storedLength: offset + UInt64(record.framed.count) - manifestOffset,
                     to: &manifestBody, decompressor: decompressor)
             }
-            try hashChain(record.framed)
+            try hashChain(record)
         case .pack:
             try consumePack(record, emit)
         case .footer:
@@ -487,7 +498,7 @@ package final class ArchiveScanner {
         expected.packs.append(packRow)
         totals.storedBytes += UInt64(prefix.contentStoredLength(payloadLength: payloadLength))
         awaitingCommit = ("pack", offset)
-        try hashChain(record.framed)
+        try hashChain(record)
         for event in events { try emit(event) }
     }
 

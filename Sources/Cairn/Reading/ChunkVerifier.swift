@@ -36,12 +36,12 @@ final class ChunkVerifier {
         group.append((record, offset))
         groupSize += record.count
         if groupSize >= groupBytes { try await submit() }
-        try await collectEnded()
+        try await collectFinished()
     }
 
     /// Collects the groups at the front whose tasks have ended, so ``checked(before:)`` counts
     /// them without waiting for the window to fill.
-    private nonisolated(nonsending) func collectEnded() async throws {
+    nonisolated(nonsending) func collectFinished() async throws {
         while let first = inFlight.first, first.ended.value.load(ordering: .acquiring) {
             try await collect(inFlight.removeFirst().task)
         }

@@ -117,6 +117,26 @@ package final class RecordStream {
         return out
     }
 
+    /// The bytes read from the input and not yet returned (they start at ``offset``), handed to
+    /// a reader that goes on from here with the same input; the stream is then empty.
+    package func takeBuffered() -> [UInt8] {
+        let out = Array(buffer[start..<end])
+        start = end
+        return out
+    }
+
+    /// The error for an input that ends inside the record header at `offset`.
+    package static func endedInsideHeader(at offset: UInt64) -> CairnError {
+        CairnError(.truncated, "the input ends inside a record header", offset: offset)
+    }
+
+    /// The error for an input that ends inside the record at `offset`, of `header`.
+    package static func endedInside(_ header: RecordCodec.Header, at offset: UInt64) -> CairnError {
+        CairnError(
+            .truncated, "the input ends inside \(RecordType.withArticle(header.type?.name ?? "unknown")) record of \(header.length) payload bytes",
+            offset: offset)
+    }
+
     /// Whether the input has no more bytes.
     package func isAtEnd() throws(CairnError) -> Bool {
         try !fill(1)
@@ -134,6 +154,11 @@ package final class RecordStream {
         package var isPayloadSkipped = false
         /// With ``RecordStream/toleratesDamagedChunks``: the CRC failure of this chunk record.
         package var crcFailure: CairnError?
+        /// The SHA-256 of the whole framed record, when its reader computed it (``CheckedRecordStream``,
+        /// which also checked its CRC and, for a chunk record, its content): the chain digest takes
+        /// it instead of hashing ``framed``, which may then be cut to the header and chunk prefix
+        /// (``isPayloadSkipped``).
+        package var digest: Digest?
         package var payload: [UInt8] {
             if isPayloadSkipped { return Array(framed[RecordFraming.headerLength...]) }
             return Array(framed[RecordFraming.headerLength..<(framed.count - RecordFraming.trailerLength)])
@@ -162,19 +187,14 @@ package final class RecordStream {
     ///   `.limitExceeded` or `.checksumMismatch` for a bad record; `.io` for read errors.
     package func next() throws(CairnError) -> Record? {
         guard try fill(1) else { return nil }
-        guard try fill(RecordFraming.headerLength) else {
-            throw CairnError(.truncated, "the input ends inside a record header", offset: offset)
-        }
+        guard try fill(RecordFraming.headerLength) else { throw Self.endedInsideHeader(at: offset) }
         let header = try buffer.withBytes { (raw) throws(CairnError) in
             try RecordCodec.parseHeader(UnsafeRawBufferPointer(rebasing: raw[start..<(start + RecordFraming.headerLength)]), offset: offset)
         }
         if let fileSize = skippingFileSize, let kept = try keptPrefixLength(of: header), header.length > kept {
             let prefixEnd = RecordFraming.headerLength + kept
             let (recordEnd, overflow) = offset.addingReportingOverflow(UInt64(header.framedLength))
-            guard !overflow, recordEnd <= fileSize, try fill(prefixEnd) else {
-                throw CairnError(
-                    .truncated, "the input ends inside \(RecordType.withArticle(header.type?.name ?? "unknown")) record of \(header.length) payload bytes", offset: offset)
-            }
+            guard !overflow, recordEnd <= fileSize, try fill(prefixEnd) else { throw Self.endedInside(header, at: offset) }
             let framed = Array(buffer[start..<(start + prefixEnd)])
             let record = Record(offset: offset, header: header, framed: framed, isPayloadSkipped: true)
             let buffered = end - start
@@ -189,11 +209,7 @@ package final class RecordStream {
             offset = recordEnd
             return record
         }
-        guard try fill(header.framedLength) else {
-            throw CairnError(
-                .truncated, "the input ends inside \(RecordType.withArticle(header.type?.name ?? "unknown")) record of \(header.length) payload bytes",
-                offset: offset)
-        }
+        guard try fill(header.framedLength) else { throw Self.endedInside(header, at: offset) }
         let framed = Array(buffer[start..<(start + header.framedLength)])
         var crcFailure: CairnError?
         do throws(CairnError) {

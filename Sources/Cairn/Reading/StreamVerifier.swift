@@ -26,6 +26,7 @@ package final class StreamVerifier {
     }
 
     private let path: String
+    private let checksOnEveryCore: Bool
     private let scanner = ArchiveScanner()
     private let chunks = ChunkVerifier()
     private var stream: RecordStream?
@@ -51,9 +52,14 @@ package final class StreamVerifier {
     ///     checked); their CRC-32 and the chain digests over their bytes still are, and those bind
     ///     them to the commits after them.
     ///   - onCommit: see ``onCommit``.
+    ///   - checkingOnEveryCore: read a 2.0 archive's records after its header with a
+    ///     ``CheckedRecordStream`` (their CRC-32s and digests on every core); false: one record at a
+    ///     time on this thread, as a 1.x archive is (tests compare the two).
     package init(
-        path: String, trustingContentBelow trusted: UInt64 = 0, onCommit: ((_ verified: UInt64, _ contentChecked: UInt64) -> Void)? = nil
+        path: String, trustingContentBelow trusted: UInt64 = 0, onCommit: ((_ verified: UInt64, _ contentChecked: UInt64) -> Void)? = nil,
+        checkingOnEveryCore: Bool = true
     ) {
+        self.checksOnEveryCore = checkingOnEveryCore
         self.path = path
         self.trustedBelow = trusted
         self.onCommit = onCommit
@@ -81,6 +87,19 @@ package final class StreamVerifier {
         }
         started = true
         self.stream = stream
+        if checksOnEveryCore, !scanner.version.isVersion1 {
+            let records = CheckedRecordStream(
+                source: InputBlocks(counted), offset: stream.offset, leading: stream.takeBuffered(), trustingContentBelow: trustedBelow)
+            let outcome: PrefixOutcome
+            do {
+                outcome = try await readPrefix(from: records, stream: stream)
+            } catch {
+                await records.close()
+                throw error
+            }
+            await records.close()
+            return outcome
+        }
         var pending: [RecordStream.Record] = []
         var pendingBytes = 0
         while true {
@@ -121,6 +140,39 @@ package final class StreamVerifier {
         return .continuing(at: verified)
     }
 
+    /// ``readPrefix(from:)`` of a 2.0 archive, its records after the header checked on every core by
+    /// `records`: the same holding back until the next commit, and a record that fails its CRC-32
+    /// (a chunk record too) ends the prefix, as a cut does.
+    private nonisolated(nonsending) func readPrefix(from records: CheckedRecordStream, stream: RecordStream) async throws -> PrefixOutcome {
+        var pending: [CheckedRecordStream.Item] = []
+        var pendingBytes = 0
+        while true {
+            try Task.checkCancellation()
+            guard let item = try? await records.next(), item.record.crcFailure == nil else { break }
+            pendingBytes += item.record.header.framedLength
+            guard pendingBytes <= Self.pendingLimit else { break }
+            pending.append(item)
+            guard item.record.header.type == .commit || item.record.header.type == .footer else { continue }
+            do {
+                for held in pending { try await consume(held) }
+            } catch {
+                guard error is CairnError else { throw error }
+                return .unusable(verifiedUpTo: scanner.verifiedLength)
+            }
+            pending.removeAll(keepingCapacity: true)
+            pendingBytes = 0
+            if scanner.footer != nil { break }
+        }
+        let verified = scanner.verifiedLength
+        if scanner.footer != nil {
+            stream.continueReading(from: NoBytes(), at: verified)
+            return .complete(at: verified)
+        }
+        guard verified > 0 else { return .unusable(verifiedUpTo: 0) }
+        trustedBelow = min(trustedBelow, verified)
+        return .continuing(at: verified)
+    }
+
     /// Verifies the archive read from `input` to its end: the whole archive, or after
     /// ``readPrefix(from:)`` returned ``PrefixOutcome/continuing(at:)``, the bytes after the
     /// prefix's last commit.
@@ -138,7 +190,8 @@ package final class StreamVerifier {
             stream = RecordStream(input: input)
             self.stream = stream
         }
-        return try await finish(reading: stream)
+        let blocks = checksOnEveryCore ? (input as? any ByteBlockSource) ?? InputBlocks(input) : nil
+        return try await finish(reading: stream, blocks: blocks)
     }
 
     /// The report of an archive that ``readPrefix(from:)`` found complete (``PrefixOutcome/complete(at:)``),
@@ -148,7 +201,7 @@ package final class StreamVerifier {
     /// - Throws: as ``verify(_:)``.
     nonisolated(nonsending) package func finish() async throws -> VerificationReport {
         guard let stream else { throw CairnError(.invalidArgument, "internal error: nothing was read", path: path) }
-        return try await finish(reading: stream)
+        return try await finish(reading: stream, blocks: nil)
     }
 
     /// Checks one record: its rules and chain digest, and queues its contents for checking.
@@ -167,29 +220,68 @@ package final class StreamVerifier {
         }
     }
 
+    /// Checks one record that ``CheckedRecordStream`` checked: its rules and chain digest (its
+    /// CRC-32, digest and content were checked before it came).
+    private nonisolated(nonsending) func consume(_ item: CheckedRecordStream.Item) async throws {
+        let record = item.record
+        let verifiedBefore = scanner.verifiedLength
+        try scanner.consume(record)
+        if let failure = item.contentFailure, contentFailures.count < chunks.limit { contentFailures.append(failure) }
+        if let onCommit, scanner.verifiedLength != verifiedBefore, scanner.damagedChunks.isEmpty, contentFailures.isEmpty {
+            // The prefix's chunks (read by readPrefix) may still be checked by the ChunkVerifier.
+            try await chunks.collectFinished()
+            guard chunks.failures.isEmpty else { return }
+            let end = record.offset + UInt64(record.header.framedLength)
+            let checked = max(chunks.checked(before: end), min(trustedBelow, end))
+            onCommit(scanner.verifiedLength, min(scanner.verifiedLength, checked))
+        }
+    }
+
+    /// Chunk contents found wrong by ``CheckedRecordStream``, in archive order (at most
+    /// ``ChunkVerifier/limit``).
+    private var contentFailures: [CairnError] = []
+
     /// Reads `stream` to its end (a footer already read: checks that nothing follows), waits for
-    /// the chunk checks, and reports.
-    private nonisolated(nonsending) func finish(reading stream: RecordStream) async throws -> VerificationReport {
+    /// the chunk checks, and reports. With `blocks` (the input `stream` reads, as blocks) and a
+    /// format 2.0 archive, the records after the header are read from `blocks` and checked on
+    /// every core by a ``CheckedRecordStream``; a 1.x archive's chain runs over every byte, on
+    /// this thread.
+    private nonisolated(nonsending) func finish(reading stream: RecordStream, blocks: (any ByteBlockSource)?) async throws
+        -> VerificationReport
+    {
         stream.toleratesDamagedChunks = true
         var structural: CairnError?
+        var checkedRecords: CheckedRecordStream?
+        func incomplete(at offset: UInt64) -> CairnError {
+            CairnError(
+                .truncated,
+                "the archive is incomplete: it ends without a footer; the first \(scanner.verifiedLength) bytes verify up to "
+                    + "the last commit ('cairn verify --partial' names that prefix for resuming)",
+                offset: offset)
+        }
         do {
             do {
                 if !started {
                     try scanner.start(stream)
                     started = true
                 }
-                while scanner.footer == nil, let record = try stream.next() {
-                    try Task.checkCancellation()
-                    try await consume(record)
-                }
-                if scanner.footer != nil {
-                    try scanner.requireEnd(of: stream)
+                if let blocks, !scanner.version.isVersion1, scanner.footer == nil {
+                    let records = CheckedRecordStream(
+                        source: blocks, offset: stream.offset, leading: stream.takeBuffered(), trustingContentBelow: trustedBelow)
+                    checkedRecords = records
+                    while scanner.footer == nil, let item = try await records.next() {
+                        try Task.checkCancellation()
+                        try await consume(item)
+                    }
+                    guard scanner.footer != nil else { throw incomplete(at: records.offset) }
+                    try scanner.requireEnd(inputEnded: try await records.isAtEnd(), at: records.offset)
                 } else {
-                    throw CairnError(
-                        .truncated,
-                        "the archive is incomplete: it ends without a footer; the first \(scanner.verifiedLength) bytes verify up to "
-                            + "the last commit ('cairn verify --partial' names that prefix for resuming)",
-                        offset: stream.offset)
+                    while scanner.footer == nil, let record = try stream.next() {
+                        try Task.checkCancellation()
+                        try await consume(record)
+                    }
+                    guard scanner.footer != nil else { throw incomplete(at: stream.offset) }
+                    try scanner.requireEnd(of: stream)
                 }
             } catch let error as CairnError {
                 structural = error
@@ -199,12 +291,14 @@ package final class StreamVerifier {
                         + "('cairn verify --partial' names that prefix for resuming)"
                 }
             }
+            await checkedRecords?.close()
             try await chunks.finish()
         } catch {
+            await checkedRecords?.close()
             chunks.cancel()
             throw error
         }
-        let damaged = (scanner.damagedChunks + chunks.failures).sorted { ($0.offset ?? 0) < ($1.offset ?? 0) }
+        let damaged = (scanner.damagedChunks + chunks.failures + contentFailures).sorted { ($0.offset ?? 0) < ($1.offset ?? 0) }
         if let problem = Extractor.verificationProblem(
             chunkFailures: Array(damaged.prefix(chunks.limit)), structural: structural, manifest: scanner.manifestSoFar,
             limit: chunks.limit)
