@@ -31,6 +31,38 @@ struct FetchPrefixTests {
         return (outcome, verifier.prefixBytesRead, verifier)
     }
 
+    @Test("the one hold-until-commit rule ends every cut prefix where verifyPrefix does: a 1.x archive, and a 2.0 one checked on every core or one record at a time")
+    func prefixRuleAcrossReaders() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-fetch-prefix-rule")
+        defer { work.remove() }
+        let version1 = try GoldenArchive.fixtureBytes()
+        let version2 = try await Self.archive(seed: 47, in: work, name: "b")
+        let path = work.appending("p.partial")
+        var generator = SeededGenerator(seed: 0x9_1E5C)
+        for (name, bytes) in [("1.x", version1), ("2.0", version2)] {
+            var cuts = [bytes.count - 1, bytes.count]
+            for _ in 0..<10 { cuts.append(Int.random(in: 1..<bytes.count, using: &generator)) }
+            for cut in cuts {
+                try RawFileSystem.writeFile(Array(path.utf8), Array(bytes[0..<cut]))
+                let expected = try await Extractor.verifyPrefix(atPath: path).verifiedLength
+                for onEveryCore in [true, false] {
+                    let input = try FileDescriptor.open(path, flags: O_RDONLY)
+                    defer { _ = try? input.close() }
+                    let outcome = try await StreamVerifier(path: path, checkingOnEveryCore: onEveryCore).readPrefix(from: input)
+                    switch outcome {
+                    case .continuing(let at), .complete(let at):
+                        #expect(at == expected, "\(name) cut at \(cut), on every core: \(onEveryCore)")
+                    case .unusable(let at):
+                        #expect(at == 0 && expected == 0, "\(name) cut at \(cut), on every core: \(onEveryCore): \(outcome)")
+                    }
+                    if cut == bytes.count, case .complete = outcome {} else if cut == bytes.count {
+                        Issue.record("\(name): the whole archive is complete, not \(outcome)")
+                    }
+                }
+            }
+        }
+    }
+
     @Test("a cut partial is read once, ends at the last commit verifyPrefix finds, and the bytes after it complete the same verification")
     func resumesAtTheLastCommit() async throws {
         let work = try TemporaryDirectory(prefix: "cairn-fetch-prefix")

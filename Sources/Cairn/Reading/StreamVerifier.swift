@@ -92,7 +92,7 @@ package final class StreamVerifier {
                 source: InputBlocks(counted), offset: stream.offset, leading: stream.takeBuffered(), trustingContentBelow: trustedBelow)
             let outcome: PrefixOutcome
             do {
-                outcome = try await readPrefix(from: records, stream: stream)
+                outcome = try await readCommitted(checkedOnEveryCore: true, stream: stream) { try? await records.next() }
             } catch {
                 await records.close()
                 throw error
@@ -100,21 +100,36 @@ package final class StreamVerifier {
             await records.close()
             return outcome
         }
-        var pending: [RecordStream.Record] = []
+        return try await readCommitted(checkedOnEveryCore: false, stream: stream) {
+            // A cut inside a record, or a damaged one: the prefix ends at the last commit.
+            (try? stream.next()).map { CheckedRecordStream.Item(record: $0) }
+        }
+    }
+
+    /// ``readPrefix(from:)``'s one rule, for records checked on every core (2.0) or one at a
+    /// time (1.x, whose chain runs over every byte): the records after a commit are held, up to
+    /// ``pendingLimit`` bytes, and consumed only once the next commit (or the footer) has arrived
+    /// whole; the prefix ends where `next` gives nothing (a cut, a bad record), at a record that
+    /// fails its CRC-32 (a chunk record too), or past the limit.
+    private nonisolated(nonsending) func readCommitted(
+        checkedOnEveryCore: Bool, stream: RecordStream, next: () async -> CheckedRecordStream.Item?
+    ) async throws -> PrefixOutcome {
+        var pending: [CheckedRecordStream.Item] = []
         var pendingBytes = 0
         while true {
             do { try Task.checkCancellation() } catch {
                 chunks.cancel()
                 throw error
             }
-            // A cut inside a record, or a damaged one: the prefix ends at the last commit.
-            guard let record = try? stream.next() else { break }
-            pendingBytes += record.framed.count
+            guard let item = await next(), item.record.crcFailure == nil else { break }
+            pendingBytes += item.record.header.framedLength
             guard pendingBytes <= Self.pendingLimit else { break }
-            pending.append(record)
-            guard record.header.type == .commit || record.header.type == .footer else { continue }
+            pending.append(item)
+            guard item.record.header.type == .commit || item.record.header.type == .footer else { continue }
             do {
-                for held in pending { try await consume(held) }
+                for held in pending {
+                    if checkedOnEveryCore { try await consume(held) } else { try await consume(held.record) }
+                }
             } catch {
                 chunks.cancel()
                 guard error is CairnError else { throw error }
@@ -136,39 +151,6 @@ package final class StreamVerifier {
             chunks.cancel()
             return .unusable(verifiedUpTo: 0)
         }
-        trustedBelow = min(trustedBelow, verified)
-        return .continuing(at: verified)
-    }
-
-    /// ``readPrefix(from:)`` of a 2.0 archive, its records after the header checked on every core by
-    /// `records`: the same holding back until the next commit, and a record that fails its CRC-32
-    /// (a chunk record too) ends the prefix, as a cut does.
-    private nonisolated(nonsending) func readPrefix(from records: CheckedRecordStream, stream: RecordStream) async throws -> PrefixOutcome {
-        var pending: [CheckedRecordStream.Item] = []
-        var pendingBytes = 0
-        while true {
-            try Task.checkCancellation()
-            guard let item = try? await records.next(), item.record.crcFailure == nil else { break }
-            pendingBytes += item.record.header.framedLength
-            guard pendingBytes <= Self.pendingLimit else { break }
-            pending.append(item)
-            guard item.record.header.type == .commit || item.record.header.type == .footer else { continue }
-            do {
-                for held in pending { try await consume(held) }
-            } catch {
-                guard error is CairnError else { throw error }
-                return .unusable(verifiedUpTo: scanner.verifiedLength)
-            }
-            pending.removeAll(keepingCapacity: true)
-            pendingBytes = 0
-            if scanner.footer != nil { break }
-        }
-        let verified = scanner.verifiedLength
-        if scanner.footer != nil {
-            stream.continueReading(from: NoBytes(), at: verified)
-            return .complete(at: verified)
-        }
-        guard verified > 0 else { return .unusable(verifiedUpTo: 0) }
         trustedBelow = min(trustedBelow, verified)
         return .continuing(at: verified)
     }
