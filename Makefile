@@ -1,7 +1,7 @@
 # Cairn: set-up, demo, tests and benchmarks on Debian/Ubuntu with Swift 6.3 installed.
 #
-#   make demo    install the libraries if missing, build release, run `cairn demo`
-#   make test    install the libraries and nginx if missing, run the test suite
+#   make demo    `make deps` (below), build release, run `cairn demo`
+#   make test    `make deps`, run the test suite
 #   make bench   also install the peer tools and perf, build release, run the benchmark harness
 #                on issue 9's target set (--targets --profile); it ends with the verdict table
 #   make deps    only install the libraries and nginx for the tests (apt-get update runs only when

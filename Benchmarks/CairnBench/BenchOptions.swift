@@ -93,6 +93,9 @@ struct BenchOptions {
     /// `--realtime`: ``Scheduling/enterRealtime()`` before anything runs.
     var realtime = false
 
+    /// The options that take no value.
+    static let switches: Set<String> = ["--keep", "--realtime", "--targets", "--profile", "--large-file"]
+
     struct UsageError: Error, CustomStringConvertible {
         var description: String
     }
@@ -116,6 +119,10 @@ struct BenchOptions {
                 guard index < arguments.count else { throw UsageError(description: "\(name) needs a value") }
                 defer { index += 1 }
                 return arguments[index]
+            }
+            // A switch takes no value: `--realtime=0` is refused, not read as `--realtime`.
+            if Self.switches.contains(name), inline != nil {
+                throw UsageError(description: "\(name) takes no value")
             }
             switch name {
             case "--size-mib":

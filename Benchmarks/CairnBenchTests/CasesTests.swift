@@ -18,6 +18,10 @@ struct CasesTests {
         #expect(try BenchOptions(["--peers", "none"]).peers == [])
         let realtime = try BenchOptions(["--realtime"])
         #expect(!defaults.realtime && realtime.realtime)
+        // A switch given a value is refused, not taken as on (`--realtime=0` once started a full run).
+        for option in ["--realtime=0", "--keep=no", "--targets=1", "--profile=", "--large-file=1"] {
+            #expect(throws: BenchOptions.UsageError.self, "\(option)") { try BenchOptions([option]) }
+        }
         // The test process is time-shared, and the report says so.
         #expect(Scheduling.description.hasPrefix("time sharing"))
         #expect(throws: BenchOptions.UsageError.self) { try BenchOptions(["--peers", "zip"]) }
