@@ -200,11 +200,7 @@ enum ExtractCommand {
             try input.finish()
         } catch {
             bar?.stop()
-            // Name the archive the error is about, as `verify -` and `extract FILE` do.
-            guard let url else {
-                if let failure = error as? CairnError, failure.offset != nil { throw failure.withPath("<stdin>") }
-                throw error
-            }
+            guard let url else { throw error }
             let failure = Extractor.ending(input, after: error, path: url)
             if let failure = failure as? CairnError { throw failure.withPath(url) }
             throw failure

@@ -473,6 +473,12 @@ extension Extractor {
     ) async throws -> VerificationReport {
         let staging = try StagingDirectory(for: destination, resume: options.resume, existingFiles: options.existingFiles)
         let extractor = try StreamExtractor(staging: staging, options: options, progress: progress)
-        return try await extractor.run(RecordStream(descriptor: descriptor))
+        do {
+            return try await extractor.run(RecordStream(descriptor: descriptor))
+        } catch let failure as CairnError where failure.offset != nil {
+            // An error at an offset of the stream names it (`<stdin>`, the URL), as `verify` does;
+            // one about an entry already names the entry.
+            throw failure.withPath(descriptor.path)
+        }
     }
 }
