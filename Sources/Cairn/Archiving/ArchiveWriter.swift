@@ -208,6 +208,9 @@ package final class ArchiveWriter {
     /// Bytes waiting to be taken.
     package var pendingOutputCount: Int { output.count }
 
+    /// Bytes written since the last ``takeOutput()``.
+    package var pendingOutputBytes: Int { output.count }
+
     /// Hands over the bytes produced so far.
     package func takeOutput() -> [UInt8] {
         let bytes = output

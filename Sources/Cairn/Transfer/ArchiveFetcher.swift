@@ -4,7 +4,7 @@ import Synchronization
 
 /// Downloads an archive from an `http://` or `https://` URL into a local file, verifying it as
 /// it arrives, resuming by itself, and taking what it can from local seed archives
-/// (`Spec/0003-command-line.md §13`, `Spec/0001-container-format.md §14`).
+/// (`Spec/0003-command-line.md §13`, `Spec/0001-container-format.md §13.6`).
 ///
 /// ```swift
 /// var options = FetchOptions()
@@ -25,9 +25,12 @@ import Synchronization
 ///   or bytes whose chain digests do not continue the partial's) restarts from zero, with the
 ///   old partial kept as a seed (`<path>.partial.seed`, removed once the fetch succeeds): two
 ///   archives are never spliced.
-/// - With seeds, the footer and manifest are read first and every record a seed holds is
-///   copied instead of downloaded (`Spec/0001 §13.6`); the result is byte-identical to the remote
-///   archive, which its chain digests prove.
+/// - With seeds, the footer and manifest are read first. From offset 0, with local seeds, the
+///   archive is written again by the reference writer (``ArchiveRebuilder``, `Spec/0001
+///   §13.6.1`): only the chunk records and packs no seed has are downloaded. Otherwise, or when
+///   that rebuild diverges or does not verify, every record a seed holds is copied and the rest
+///   downloaded (``DeltaPlan``, §13.6.2). The result is byte-identical to the remote archive,
+///   which the footer's chain digest proves.
 /// - Transient failures (`.network`, HTTP 408/429/5xx) are retried with exponential backoff,
 ///   up to ``FetchOptions/retries`` times per run.
 public final class ArchiveFetcher: Sendable {
@@ -131,6 +134,9 @@ public final class ArchiveFetcher: Sendable {
         // Set once a verification failed in this run: the recorded progress (contents checked
         // by an earlier run) is not trusted again.
         var distrustRecorded = false
+        // Set once an archive rebuilt by the writer (``ArchiveRebuilder``) diverged or did not
+        // verify: the rest of the run plans copies and downloads (``DeltaPlan``).
+        var rebuildFailed = false
         // The one way a fetch ends well: the partial file, verified whole, is put in place.
         nonisolated(nonsending) func complete(_ verified: VerificationReport) async throws -> FetchReport {
             try await output.finish()
@@ -197,6 +203,7 @@ public final class ArchiveFetcher: Sendable {
             let validator = start > 0 ? state?.validator : nil
             let job: FetchWriter.Job
             var planned: DeltaPlan?
+            var rebuilding = false
             if seeds.seeds.isEmpty || !rangesWork {
                 job = .rest(from: start)
             } else {
@@ -240,12 +247,23 @@ public final class ArchiveFetcher: Sendable {
                     try state?.save(for: path)
                 }
                 progress.totalUnitCount = Int64(clamping: remote.length)
+                if start == 0, !rebuildFailed, let rebuild = ArchiveRebuilder.Plan(remote: remote, seeds: seeds) {
+                    // Written again by the reference writer: only the header, what no seed has,
+                    // the manifest and the footer are downloaded (`Spec/0001 §13.6`).
+                    rebuilding = true
+                    options.onEvent?(
+                        .planned(
+                            fetchBytes: UInt64(remote.head.count) + rebuild.downloadBytes + UInt64(remote.tail.count),
+                            seedBytes: rebuild.seedBytes))
+                    job = .rebuild(rebuild, remote: remote)
+                } else {
                 let plan = DeltaPlan(
                     manifest: remote.manifest, manifestOffset: remote.footer.manifestOffset, start: start, seeds: seeds,
                     distrusted: distrusted)
                 planned = plan
                 options.onEvent?(.planned(fetchBytes: plan.fetchBytes + UInt64(remote.tail.count), seedBytes: plan.seedBytes))
                 job = .plan(plan, tail: remote.tail, length: remote.length)
+                }
             }
             progress.completedUnitCount = Int64(clamping: start)
 
@@ -293,6 +311,20 @@ public final class ArchiveFetcher: Sendable {
             }
             try Task.checkCancellation()
             let writerCause = writerError.flatMap { $0.message == FetchChannel.readerStopped ? nil : $0 }
+            if rebuilding, !rebuildFailed {
+                // A rebuild that diverged from the manifest, or whose bytes did not verify: the
+                // writer's rules or a seed's compressor made other bytes than the remote's. Start
+                // over with copies and downloads, the rebuilt partial file kept as a seed.
+                let failure = writerCause.map { $0.message.hasPrefix(ArchiveRebuilder.divergedMessage) ? $0 : nil } ?? (verifyError as? CairnError)
+                if let failure, failure.code != .network, failure.code != .httpStatus, failure.code != .sourceChanged {
+                    rebuildFailed = true
+                    report.rejectedCopies += 1
+                    options.onEvent?(.restarting(reason: "\(failure.message); copying and downloading records instead"))
+                    output = try await setAside(output, path: path, seeds: seeds)
+                    cachedRemote = nil
+                    continue
+                }
+            }
             if let cause = writerCause {
                 if cause.code == .sourceChanged {
                     guard restarts < 3 else { throw cause }

@@ -1,5 +1,6 @@
-/// How a seeded fetch rebuilds a remote archive: which byte ranges are copied from local seeds
-/// and which are downloaded (`Spec/0001-container-format.md §14`).
+/// How a seeded fetch rebuilds a remote archive by copying (`Spec/0001-container-format.md
+/// §13.6.2`): which byte ranges are copied from seeds and which are downloaded. Used when
+/// rebuilding by writing (``ArchiveRebuilder``) does not apply or failed, and to resume.
 ///
 /// The remote manifest names where every chunk record, pack record and entry record starts; a
 /// chunk record's length follows from its row. A range is copied when a seed has a record that
@@ -75,24 +76,8 @@ package struct DeltaPlan: Sendable {
         manifest: Manifest, manifestOffset: UInt64, start: UInt64, seeds: SeedIndex, distrusted: Set<UInt64> = [],
         mergeBelow: UInt64 = 1024
     ) {
-        // Every offset where a record is known to start, and the manifest (the end).
-        var starts: [UInt64] = [manifestOffset]
-        starts.reserveCapacity(manifest.chunks.count + manifest.packs.count + manifest.entries.count + 1)
-        for chunk in manifest.chunks where chunk.pack == nil { starts.append(chunk.offset) }
-        for pack in manifest.packs { starts.append(pack.offset) }
-        for row in manifest.entries where row.pack == nil { starts.append(row.recordOffset) }
-        starts.sort()
-
-        func nextStart(after offset: UInt64) -> UInt64 {
-            // The first known start greater than `offset` (binary search).
-            var low = 0
-            var high = starts.count
-            while low < high {
-                let mid = (low + high) / 2
-                if starts[mid] <= offset { low = mid + 1 } else { high = mid }
-            }
-            return low < starts.count ? starts[low] : manifestOffset
-        }
+        let starts = KnownStarts(manifest, manifestOffset: manifestOffset)
+        func nextStart(after offset: UInt64) -> UInt64 { starts.next(after: offset) }
 
         var copies: [Segment] = []
         var chunkCopies: Set<UInt64> = []

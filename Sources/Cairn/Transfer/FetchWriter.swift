@@ -14,6 +14,9 @@ package final class FetchWriter: @unchecked Sendable {
         case rest(from: UInt64)
         /// A seeded plan, then the manifest and footer already read (`tail`).
         case plan(DeltaPlan, tail: [UInt8], length: UInt64)
+        /// The whole archive written again from seeds by the reference writer
+        /// (``ArchiveRebuilder``), then the manifest and footer already read.
+        case rebuild(ArchiveRebuilder.Plan, remote: RemoteManifest)
     }
 
     private let client: HTTPClient
@@ -77,6 +80,14 @@ package final class FetchWriter: @unchecked Sendable {
         switch job {
         case .rest(let start):
             try fetch(from: start, to: nil)
+        case .rebuild(let plan, let remote):
+            let rebuilder = ArchiveRebuilder(
+                remote: remote, url: url, plan: plan, seeds: seeds,
+                download: { [self] (range) throws(CairnError) in try download(range, total: remote.length) },
+                deliver: { [self] (bytes) throws(CairnError) in try deliver(bytes) })
+            defer { seedBytes += rebuilder.seedBytes }
+            try rebuilder.run()
+            try remote.tail.withBytes { (raw) throws(CairnError) in try deliver(raw) }
         case .plan(let plan, let tail, let length):
             var index = 0
             let segments = plan.segments
@@ -121,7 +132,8 @@ package final class FetchWriter: @unchecked Sendable {
     /// content copied.
     package private(set) var tableOnlyCopies = 0
 
-    /// Downloads `range` into memory (a few KiB: the commit after a pack).
+    /// Downloads `range` into memory (a few KiB: the commit after a pack; up to 8 MiB of
+    /// records for a rebuild).
     private func download(_ range: Range<UInt64>, total: UInt64) throws(CairnError) -> [UInt8] {
         try RangeAnswer.download(client: client, url: url, range: range, validator: validator, total: total).body
     }

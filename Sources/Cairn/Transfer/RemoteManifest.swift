@@ -12,6 +12,8 @@ package struct RemoteManifest: Sendable {
     /// The archive's bytes from the manifest's offset to its end (manifest records and footer),
     /// appended as they are once everything before them is rebuilt.
     package var tail: [UInt8]
+    /// The archive's prelude and header record (from the opening read of its first block).
+    package var head: [UInt8]
 
     /// Reads the footer and manifest of the archive at `url`, with the checks of the seekable
     /// reader (`Spec/0001 §11.5`, §12.3).
@@ -50,8 +52,14 @@ package struct RemoteManifest: Sendable {
             throw CairnError(.truncated, "the manifest and footer could not be read whole", path: url, offset: footer.manifestOffset)
         }
         let tail = region + footerBytes
+        // The reader read the prelude and header through the block cache: no request.
+        var head = [UInt8](repeating: 0, count: Int(clamping: reader.bodyOffset))
+        let gotHead = try head.withMutableBytes { (raw) throws(CairnError) in try source.read(fromAbsoluteOffset: 0, into: raw) }
+        guard gotHead == head.count else {
+            throw CairnError(.truncated, "the header could not be read whole", path: url, offset: UInt64(gotHead))
+        }
         return RemoteManifest(
             length: source.size, validator: source.validator, version: reader.version, footer: footer, manifest: reader.manifest,
-            tail: tail)
+            tail: tail, head: head)
     }
 }

@@ -1,7 +1,7 @@
 import Glibc
 
 /// The records of local archives that a seeded fetch may copy instead of downloading
-/// (`Spec/0001-container-format.md §14`, rebuilding an archive from seeds).
+/// (`Spec/0001-container-format.md §13.6`, rebuilding an archive from seeds).
 ///
 /// A seed is any local file that starts like a Cairn archive: a complete archive (typically the
 /// previous export) or an incomplete one (an interrupted fetch of an archive that has since been
@@ -60,9 +60,21 @@ package final class SeedIndex {
         }
     }
 
+    /// A small file stored inline in a seed's pack: where its bytes are in the pack's content.
+    package struct PackedFile: Sendable {
+        /// The pack record holding it.
+        package var pack: PackLocation
+        /// Where its bytes start in the pack's decompressed content.
+        package var contentOffset: Int
+        package var length: Int
+    }
+
     package private(set) var seeds: [Seed] = []
     private var chunks: [Digest: ChunkLocation] = [:]
     private var packs: [Digest: [PackLocation]] = [:]
+    /// Inline files of local seeds' packs, by path (the first seen of each path).
+    private var packedFiles: [[UInt8]: PackedFile] = [:]
+    private let decompressor = ChunkDecompressor()
 
     package init() {}
 
@@ -106,8 +118,9 @@ package final class SeedIndex {
                 case .pack?:
                     var r = ByteReader(Array(payload.prefix(PackRecordPrefix.length)), baseOffset: record.offset, what: "pack record")
                     guard let prefix = try? PackRecordPrefix.decode(&r, payloadLength: record.header.length) else { continue }
-                    packs[prefix.contentDigest, default: []].append(
-                        PackLocation(seed: seedIndex, offset: record.offset, framedLength: record.header.framedLength, prefix: prefix))
+                    let location = PackLocation(seed: seedIndex, offset: record.offset, framedLength: record.header.framedLength, prefix: prefix)
+                    packs[prefix.contentDigest, default: []].append(location)
+                    indexFiles(of: location, payload: record.payload, payloadLength: record.header.length)
                 default:
                     continue
                 }
@@ -117,6 +130,30 @@ package final class SeedIndex {
             _ = try? descriptor.close()
             throw error.withPath(path)
         }
+    }
+
+    /// Indexes the inline files of a pack by path (its item table decoded; the content is not
+    /// read). A table that does not decode is left out: the seed is not trusted anyway.
+    private func indexFiles(of pack: PackLocation, payload: [UInt8], payloadLength: Int) {
+        guard
+            let decoded = try? PackContent.read(
+                payload: payload, payloadLength: payloadLength, offset: pack.offset, chunkCount: 1 << 62, readingContent: false,
+                using: decompressor)
+        else { return }
+        var position = 0
+        for item in decoded.items where item.entry.kind == .file && item.content == .inline {
+            let length = Int(item.entry.size)
+            if packedFiles[item.entry.pathBytes] == nil {
+                packedFiles[item.entry.pathBytes] = PackedFile(pack: pack, contentOffset: position, length: length)
+            }
+            position += length
+        }
+    }
+
+    /// The inline file of a local seed's pack at `path`, if one is `length` bytes long.
+    package func packedFile(path: [UInt8], length: Int) -> PackedFile? {
+        guard let found = packedFiles[path], found.length == length else { return nil }
+        return found
     }
 
     /// Adds a remote seed (an archive at an `http(s)://` URL or an `s3://` object), indexed from
@@ -191,6 +228,11 @@ package final class SeedIndex {
         packs = packs.mapValues { list in
             list.filter { $0.seed != index }.map { var p = $0; if p.seed > index { p.seed -= 1 }; return p }
         }.filter { !$0.value.isEmpty }
+        packedFiles = packedFiles.filter { $0.value.pack.seed != index }.mapValues {
+            var f = $0
+            if f.pack.seed > index { f.pack.seed -= 1 }
+            return f
+        }
     }
 
     /// Closes every seed.
@@ -202,5 +244,6 @@ package final class SeedIndex {
         seeds = []
         chunks = [:]
         packs = [:]
+        packedFiles = [:]
     }
 }

@@ -1,0 +1,193 @@
+import CairnTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Cairn
+
+/// A seeded fetch written again by the reference writer (`ArchiveRebuilder`,
+/// `Spec/0001 §13.6`), against nginx: what it downloads, a file whose entry record declares
+/// another size, and the fallback to copies and downloads when a rebuild diverges or does not
+/// verify.
+@Suite("Fetch: rebuilding from seeds")
+struct RebuildTests {
+    /// Small text files (packed) and large random ones (chunk records), lz4 as `cairn create` does by
+    /// default.
+    static func tree(seed: UInt64) -> TreeBuilder {
+        var generator = SeededGenerator(seed: seed)
+        var tree = TreeBuilder()
+        tree.directory("notes")
+        for index in 0..<60 {
+            let words = (0..<(200 + Int(generator.next() % 800))).map { _ in ["alpha", "beta", "gamma", "delta"][Int(generator.next() % 4)] }
+            tree.file("notes/n\(index).txt", Array(words.joined(separator: " ").utf8))
+        }
+        tree.directory("media")
+        for index in 0..<4 { tree.file("media/m\(index).bin", generator.bytes(300 << 10)) }
+        return tree
+    }
+
+    static func create(_ tree: TreeBuilder, at path: String, work: TemporaryDirectory, name: String) throws {
+        let source = work.appending("src-" + name)
+        try tree.materialize(at: source)
+        let created = try FetchCLI.run(["create", "-q", "-o", path, "."], in: source)
+        try #require(created.status == 0, "\(created.stderr)")
+    }
+
+    /// Fetches `url` into `out` with the library, collecting the events.
+    static func fetch(_ url: String, to out: String, seeds: [String]) async throws -> (FetchReport, [FetchEvent]) {
+        let events = Mutex<[FetchEvent]>([])
+        var options = FetchOptions(seeds: seeds)
+        options.onEvent = { event in events.withLock { $0.append(event) } }
+        let report = try await ArchiveFetcher(url: url, options: options).fetch(to: out)
+        return (report, events.withLock { $0 })
+    }
+
+    static func restartReasons(_ events: [FetchEvent]) -> [String] {
+        events.compactMap { if case .restarting(let reason) = $0 { return reason } else { return nil } }
+    }
+
+    @Test("a seeded fetch downloads the first block, the manifest, the footer and only the records no seed has; a pack whose files moved is rebuilt from the seed's packs; byte-identical")
+    func rebuildDownloadsOnlyWhatNoSeedHas() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-rebuild")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        var tree = Self.tree(seed: 31)
+        let old = work.appending("old.cairn")
+        try Self.create(tree, at: old, work: work, name: "old")
+        // One note grows past the packable size (it leaves its pack, whose other files stay), one
+        // large file changes in the middle, one file is added.
+        var generator = SeededGenerator(seed: 32)
+        var items = tree.items
+        for index in items.indices {
+            guard case .file(contents: var contents, mode: let mode, mtime: let mtime) = items[index].node else { continue }
+            if items[index].path == Array("notes/n7.txt".utf8) { contents += generator.bytes(70 << 10) }
+            if items[index].path == Array("media/m2.bin".utf8) {
+                contents.replaceSubrange((150 << 10)..<((150 << 10) + 16), with: generator.bytes(16))
+            }
+            items[index].node = .file(contents: contents, mode: mode, mtime: mtime)
+        }
+        tree = TreeBuilder()
+        for item in items { tree.add(item.path, item.node) }
+        tree.file("media/added.bin", generator.bytes(200 << 10))
+        try Self.create(tree, at: served + "/a.cairn", work: work, name: "new")
+        let expected = try FetchTests.bytes(served + "/a.cairn")
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+
+        let out = work.appending("copy.cairn")
+        let (report, events) = try await Self.fetch(server.url("a.cairn"), to: out, seeds: [old])
+        try FetchTests.expectSame(out, expected)
+        #expect(Self.restartReasons(events).isEmpty, "\(events)")
+        #expect(report.rejectedCopies == 0)
+        let fetched = server.accessLog().reduce(UInt64(0)) { $0 + $1.bodyBytesSent }
+        // The manifest, the footer and the chunk records no seed has, the first block (prelude
+        // and header) and the opening suffix request's slack before the manifest: no commit,
+        // entry, chunk-references, file-end or pack record.
+        let needed = try FetchFixture.changedBytes(archive: served + "/a.cairn", seed: old)
+        let remote = try Extractor(path: served + "/a.cairn")
+        let manifestLength = remote.reader.footer.manifestLength
+        remote.close()
+        let suffix = min(UInt64(expected.count), UInt64(Footer.framedLength) + HTTPArchiveSource.tailSlack)
+        let slack = suffix - min(suffix, UInt64(Footer.framedLength) + manifestLength)
+        let allowed = needed + HTTPArchiveSource.blockSize + slack
+        #expect(fetched <= allowed, "fetched \(fetched) bytes, needed \(needed) + \(allowed - needed), of \(expected.count)")
+        #expect(report.requestCount <= 6, "\(report.requestCount) requests")
+        #expect(report.seedBytes > UInt64(expected.count / 2), "\(report.seedBytes)")
+    }
+
+    @Test("files appended from a stream (their entry records declare size 0) are rebuilt too, without a fallback")
+    func streamedFilesRebuilt() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-rebuild-stream")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        var generator = SeededGenerator(seed: 41)
+        let first = generator.bytes(400 << 10)
+        let second = generator.bytes(300 << 10)
+        let time = Timestamp(nanosecondsSinceEpoch: 1_700_000_000_000_000_000)
+        for (name, files) in [("old", [first]), ("a", [first, second])] {
+            let archiver = try Archiver(writingTo: (name == "old" ? work.appending("old.cairn") : served + "/a.cairn"))
+            for (index, bytes) in files.enumerated() {
+                try await archiver.append(
+                    contentsOf: ArchiverTests.stream(bytes), pathInArchive: "stream\(index).bin", modificationTime: time)
+            }
+            _ = try await archiver.finish()
+        }
+        let expected = try FetchTests.bytes(served + "/a.cairn")
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+        let out = work.appending("copy.cairn")
+        let (report, events) = try await Self.fetch(server.url("a.cairn"), to: out, seeds: [work.appending("old.cairn")])
+        try FetchTests.expectSame(out, expected)
+        #expect(Self.restartReasons(events).isEmpty, "\(events)")
+        #expect(report.rejectedCopies == 0)
+    }
+
+    @Test("an archive another writer laid out (an entry record declaring a size the rebuild cannot know): the rebuild stops where it diverges, and copies and downloads give the archive byte-identical")
+    func divergedRebuildFallsBack() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-rebuild-diverge")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        var generator = SeededGenerator(seed: 51)
+        let content = generator.bytes(200 << 10)
+        // Written with the writer's calls, the entry declaring 12,345 bytes and holding 200 KiB
+        // (a file that grew while it was read).
+        let writer = try ArchiveWriter(header: ArchiveHeader(compression: .none))
+        var entry = ArchiveEntry(
+            pathBytes: Array("grew.bin".utf8), kind: .file, permissions: 0o644,
+            modificationTime: Timestamp(nanosecondsSinceEpoch: 1_700_000_000_000_000_000))
+        entry.size = 12_345
+        try writer.beginEntry(entry)
+        for start in stride(from: 0, to: content.count, by: 64 << 10) {
+            let piece = Array(content[start..<min(content.count, start + (64 << 10))])
+            let id = try SHA256.hash(piece)
+            try piece.withUnsafeBytes { try writer.appendChunk(id: id, rawLength: piece.count, codec: .none, stored: $0) }
+        }
+        try writer.endFile()
+        try writer.finish()
+        let archive = writer.takeOutput()
+        try RawFileSystem.writeFile(Array((served + "/a.cairn").utf8), archive)
+        let seed = work.appending("seed.cairn")
+        try RawFileSystem.writeFile(Array(seed.utf8), archive)
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+
+        let out = work.appending("copy.cairn")
+        let (report, events) = try await Self.fetch(server.url("a.cairn"), to: out, seeds: [seed])
+        try FetchTests.expectSame(out, archive)
+        let reasons = Self.restartReasons(events)
+        #expect(reasons.count == 1 && reasons[0].contains(ArchiveRebuilder.divergedMessage), "\(reasons)")
+        #expect(report.rejectedCopies == 1)
+        #expect(report.seedBytes >= UInt64(content.count), "the chunks still came from the seed: \(report.seedBytes)")
+    }
+
+    @Test("a rebuild from a seed whose chunk record has the right id and length but other bytes does not verify: copies and downloads give the archive byte-identical")
+    func unverifiedRebuildFallsBack() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-rebuild-unverified")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        try Self.create(Self.tree(seed: 61), at: served + "/a.cairn", work: work, name: "a")
+        let expected = try FetchTests.bytes(served + "/a.cairn")
+        // A byte of the last large file's stored data flipped: its record fails its CRC-32 and
+        // its chunk id no longer matches its bytes.
+        let reader = try Extractor(path: served + "/a.cairn")
+        let last = try #require(reader.reader.manifest.chunks.last { $0.pack == nil })
+        reader.close()
+        var seed = expected
+        seed[Int(last.offset) + 12 + 40 + 100] ^= 0x40
+        let seedPath = work.appending("seed.cairn")
+        try RawFileSystem.writeFile(Array(seedPath.utf8), seed)
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+
+        let out = work.appending("copy.cairn")
+        let (report, events) = try await Self.fetch(server.url("a.cairn"), to: out, seeds: [seedPath])
+        try FetchTests.expectSame(out, expected)
+        let reasons = Self.restartReasons(events)
+        #expect(reasons.first?.contains("copying and downloading records instead") == true, "\(reasons)")
+        #expect(report.rejectedCopies >= 1)
+    }
+}
