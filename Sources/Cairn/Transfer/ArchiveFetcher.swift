@@ -26,10 +26,10 @@ import Synchronization
 ///   old partial kept as a seed (`<path>.partial.seed`, removed once the fetch succeeds): two
 ///   archives are never spliced.
 /// - With seeds, the footer and manifest are read first. From offset 0, with local seeds, the
-///   archive is written again by the reference writer (``ArchiveRebuilder``, `Spec/0001
+///   archive is written again by the reference writer (`ArchiveRebuilder`, `Spec/0001
 ///   §13.6.1`): only the chunk records and packs no seed has are downloaded. Otherwise, or when
 ///   that rebuild diverges or does not verify, every record a seed holds is copied and the rest
-///   downloaded (``DeltaPlan``, §13.6.2). The result is byte-identical to the remote archive,
+///   downloaded (`DeltaPlan`, §13.6.2). The result is byte-identical to the remote archive,
 ///   which the footer's chain digest proves.
 /// - Transient failures (`.network`, HTTP 408/429/5xx) are retried with exponential backoff,
 ///   up to ``FetchOptions/retries`` times per run.
