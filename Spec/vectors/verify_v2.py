@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Recomputes the format 2.0 test vector of Spec/0001-container-format.md §15.2 from its bytes.
+"""Recomputes the format 2.0 and 2.1 test vectors of Spec/0001-container-format.md §15.2 and
+§15.3 from their bytes.
 
-Independent of the Swift code: it follows only the rules of Spec/0001 (version 2.0) and uses only
+Independent of the Swift code: it follows only the rules of Spec/0001 (versions 2.0 and 2.1) and uses only
 the Python standard library (zlib.crc32 for CRC-32, hashlib.sha256 for SHA-256). It parses every
 record of the archive given as hex (default: v2.hex beside this script), checks and recomputes
 
@@ -12,12 +13,14 @@ record of the archive given as hex (default: v2.hex beside this script), checks 
   - chunk records' ids (§7.1, codec 0 only), chunk references and file ends (§8),
   - the order of §9, every commit's counts (§10.1) and chain digest (§10.3),
   - the manifest records (§11.2), the manifest body (§11.3–§11.6) against the records,
+  - format 2.1: the manifest index (§11.8) just before the final commit, against the manifest records,
   - the footer (§12): manifest digest, counts, chain digest,
 
 and prints a record map, the chain digests and the resume tokens of every verified prefix (§10.5).
 Only codec 0 (none) is decoded: the vector is written with `--compression none`.
 
-Usage: python3 verify_v2.py [FILE.hex]     exit status 0 when every check passes.
+Usage: python3 verify_v2.py [FILE.hex]     exit status 0 when every check passes (default: v2.hex;
+Spec/vectors/v2.1.hex is the 2.1 vector).
 """
 
 import hashlib
@@ -32,7 +35,7 @@ MAX_CHUNK = 8 * 1024 * 1024
 MAX_SEGMENT = 4 * 1024 * 1024
 MAX_ITEMS = 65536
 NAMES = {1: "header", 2: "chunk", 3: "entry", 4: "chunk references", 5: "file end", 6: "commit",
-         10: "footer", 11: "pack", 12: "manifest"}
+         10: "footer", 11: "pack", 12: "manifest", 13: "manifest index"}
 KINDS = {1: "file", 2: "directory", 3: "symlink", 4: "hard link", 5: "FIFO", 6: "character device",
          7: "block device"}
 
@@ -200,6 +203,8 @@ def main():
     sequence = 0
     verified = [(0, bytes(32))]      # (verified length, chain digest) after each commit / footer
     manifest_start, manifest_body, manifest_hash = None, b"", hashlib.sha256()
+    manifest_records = []            # (framed length, d(m)) of each manifest record
+    mindex = None                    # 2.1: the manifest index (§11.8): offset, end, entries
     footer = None
     rows = []
     o = 12
@@ -220,13 +225,14 @@ def main():
         payload = framed[8:8 + length]
         d = sha(framed)
         name = NAMES.get(t)
-        if name is None or t in (7, 8, 9):
-            raise Bad(f"record at {o}: type {t} is not a 2.0 record type")
+        if name is None or t in (7, 8, 9) or (t == 13 and minor < 1):
+            raise Bad(f"record at {o}: type {t} is not a {major}.{minor} record type")
         if footer is not None:
             raise Bad("data after the footer")
         if manifest_start is not None and t not in (12, 10):
             raise Bad(f"{name} record at {o} follows the manifest")
-        if awaiting is not None and t != 6:
+        # §9: the manifest index is looked through by the order rules (§11.8).
+        if awaiting is not None and t not in (6, 13):
             raise Bad(f"{name} record at {o} where a commit must follow the {awaiting}")
         note = ""
         r = Reader(payload, o + 8, name)
@@ -378,6 +384,19 @@ def main():
             chain_prev, chain_link = digest, []
             awaiting = None
             verified.append((o + 12 + length, digest))
+        elif t == 13:
+            if flags != 1:
+                raise Bad(f"manifest index at {o} without the skippable flag")
+            if sequence == 0 or open_file is not None or manifest_start is not None:
+                raise Bad(f"manifest index at {o} before commit 0, inside a file or after the manifest")
+            if length < 4 or (length - 4) % 36:
+                r.fail("a manifest index payload is 36 bytes per manifest record and a u32 count")
+            n = u(payload, length - 4, 4)
+            if n != (length - 4) // 36:
+                r.fail(f"the count {n} does not match the payload length {length}")
+            mindex = {"offset": o, "end": o + 12 + length,
+                     "entries": [(u(payload, 36 * i, 4), payload[36 * i + 4:36 * i + 36]) for i in range(n)]}
+            note = f"manifest index: {n} manifest record(s)"
         elif t == 12:
             if open_file is not None:
                 raise Bad("manifest inside a file")
@@ -390,6 +409,7 @@ def main():
                 r.fail("bad manifest record prefix")
             manifest_body += section(payload, 8, length, codec, raw_len, "manifest segment")
             manifest_hash.update(framed)
+            manifest_records.append((len(framed), d))
             note = f"manifest segment: codec {codec}, {raw_len} body bytes"
         elif t == 10:
             if open_file is not None:
@@ -410,6 +430,13 @@ def main():
             if f[3:] != [len(entries), len(chunks), len(refs), totals["content"], totals["stored"]]:
                 r.fail("footer counts differ")
             check_manifest(manifest_body, manifest_start, chunks, packs, refs, entries)
+            if mindex is not None:
+                # §11.8: one commit record (the final one) between the index and the manifest,
+                # and the index lists every manifest record, in order.
+                if mindex["end"] + 100 != manifest_start:
+                    raise Bad(f"the manifest index at {mindex['offset']} is not just before the final commit")
+                if mindex["entries"] != manifest_records:
+                    raise Bad(f"the manifest index at {mindex['offset']} does not describe the manifest records")
             footer = f
             note = (f"manifest {manifest_start}+{f[1]}, manifest digest {f[2].hex()[:16]}…, "
                     f"chain {chain.hex()}")

@@ -158,7 +158,8 @@ struct HostileArchiveTests {
             manifest.encode(into: &encoded)
             result = Array(archive[0..<position]) + record + Array(archive[position..<manifestOffset])
             region = encoded
-            put64(UInt64(manifestOffset) + shift, into: &footer, at: 0)
+            let indexShift = try reindex(&result, manifest: encoded)
+            put64(UInt64(Int(manifestOffset) + Int(shift) + indexShift), into: &footer, at: 0)
             put64(UInt64(encoded.count), into: &footer, at: 8)
         }
         footer.replaceSubrange(16..<48, with: try SHA256.hash(region).bytes)
@@ -166,6 +167,17 @@ struct HostileArchiveTests {
         RecordCodec.append(.footer, payload: footer, to: &result)
         try rechain(&result)
         return result
+    }
+
+    /// Format 2.1: makes the manifest index in `prefix` (the archive before its manifest)
+    /// describe `manifest` instead, as a writer of that manifest would have written it.
+    ///
+    /// - Returns: how many bytes longer `prefix` became.
+    static func reindex(_ prefix: inout [UInt8], manifest: [UInt8]) throws -> Int {
+        guard let index = records(prefix).last(where: { $0.type == RecordType.manifestIndex.rawValue }) else { return 0 }
+        let framed = try ManifestIndex(manifestRecords: manifest).framed()
+        prefix.replaceSubrange(index.offset..<index.end, with: framed)
+        return framed.count - (index.end - index.offset)
     }
 
     /// A framed record of any type byte and flags.
@@ -359,7 +371,7 @@ struct HostileArchiveTests {
         case .manifestChunks, .manifestReferences, .manifestEntries, .manifest:
             at = manifestOffset
             bytes = try Self.inserting(empty, at: at, in: original, intoManifest: true)
-        case .pack:
+        case .pack, .manifestIndex:
             at = firstEntry.offset
             bytes = try Self.inserting(empty, at: at, in: original)
         }
@@ -593,7 +605,7 @@ struct HostileArchiveTests {
         let path = try Self.write(bytes, "v3.cairn", in: directory)
         let open = #expect(throws: CairnError.self) { _ = try Extractor(path: path) }
         #expect(open?.code == .unsupportedVersion)
-        #expect(open?.message.contains("3.0") == true, "\(String(describing: open))")
+        #expect(open?.message.contains("3.\(Prelude.minorVersion)") == true, "\(String(describing: open))")
         let verify = await Self.verifyError(path)
         #expect(verify?.code == .unsupportedVersion)
         let prefix = await #expect(throws: CairnError.self) { _ = try await Extractor.verifyPrefix(atPath: path) }
@@ -615,6 +627,70 @@ struct HostileArchiveTests {
         let extract = await Self.openAndExtract(path, in: directory)
         #expect(extract == nil, "\(String(describing: extract))")
         #expect(RawFileSystem.exists(Array(directory.appending("output/d/b.txt").utf8)))
+    }
+
+    // MARK: - The manifest index (§11.8)
+
+    /// What the seekable reader (open) and the streaming reader (verify) say of `bytes`: both must
+    /// say the same (one meaning).
+    static func openAndVerify(_ bytes: [UInt8], _ name: String, in directory: TemporaryDirectory) async throws
+        -> (open: CairnError?, verify: CairnError?)
+    {
+        let path = try write(bytes, name, in: directory)
+        var open: CairnError?
+        do {
+            let extractor = try Extractor(path: path)
+            extractor.close()
+        } catch {
+            open = error
+        }
+        return (open, await verifyError(path))
+    }
+
+    @Test("a manifest index without the skippable flag, before commit 0, or listing other bytes than a manifest record is corrupted for open and verify alike; one followed by other records than the final commit is ignored")
+    func manifestIndexRules() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let original = try Self.smallArchive()
+        let index = try #require(Self.records(original).first { $0.type == RecordType.manifestIndex.rawValue })
+        let payload = Array(original[(index.offset + 8)..<(index.offset + 8 + index.length)])
+        #expect(original[index.offset + 1] == 1, "written skippable")
+        #expect(Self.records(original).first { $0.offset == index.end }?.type == RecordType.commit.rawValue)
+
+        var unflagged = original
+        unflagged[index.offset + 1] = 0
+        Self.recomputeCRC(&unflagged, at: index.offset)
+        try Self.rechain(&unflagged)
+        let flag = try await Self.openAndVerify(unflagged, "unflagged.cairn", in: directory)
+        for error in [flag.open, flag.verify] {
+            #expect(error?.code == .corrupted && error?.offset == UInt64(index.offset), "\(String(describing: error))")
+            #expect(error?.message.contains("skippable") == true, "\(String(describing: error))")
+        }
+
+        var lying = original
+        lying[index.offset + 8 + 4] ^= 0x01  // the first manifest record's digest
+        Self.recomputeCRC(&lying, at: index.offset)
+        try Self.rechain(&lying)
+        let lie = try await Self.openAndVerify(lying, "lying.cairn", in: directory)
+        for error in [lie.open, lie.verify] {
+            #expect(error?.code == .corrupted, "\(String(describing: error))")
+            #expect(error?.message.contains("does not describe manifest record 0") == true, "\(String(describing: error))")
+        }
+
+        let firstCommit = try #require(Self.records(original).first { $0.type == RecordType.commit.rawValue }).offset
+        let early = try Self.inserting(Self.framed(type: 13, flags: 1, payload: payload), at: firstCommit, in: original)
+        let before = try await Self.openAndVerify(early, "early.cairn", in: directory)
+        for error in [before.open, before.verify] {
+            #expect(error?.code == .corrupted && error?.offset == UInt64(firstCommit), "\(String(describing: error))")
+            #expect(error?.message.contains("before the first commit") == true, "\(String(describing: error))")
+        }
+
+        // An index of a run that went on after it (its payload describes nothing here): stale.
+        let entry = try #require(Self.records(original).first { $0.type == RecordType.entry.rawValue }).offset
+        let stale = try Self.inserting(Self.framed(type: 13, flags: 1, payload: payload), at: entry, in: original)
+        let ignored = try await Self.openAndVerify(stale, "stale.cairn", in: directory)
+        #expect(ignored.open == nil && ignored.verify == nil, "\(String(describing: ignored))")
+        #expect(await Self.openAndExtract(try Self.write(stale, "stale2.cairn", in: directory), in: directory) == nil)
     }
 
     // MARK: - Unknown record types (§3.3, §11.5)
@@ -657,11 +733,15 @@ struct HostileArchiveTests {
         // 68 MiB of zeros in 4 MiB segments, zstd: a few KB stored.
         var bomb: [UInt8] = []
         Manifest.appendRecords(
-            body: [UInt8](repeating: 0, count: 68 << 20), compressor: ChunkCompressor(method: .zstd(level: 3)), to: &bomb)
+            body: [UInt8](repeating: 0, count: 68 << 20), compressor: ChunkCompressor(method: .zstd(level: 3)),
+            cutByContent: false, to: &bomb)
         #expect(bomb.count < 16 << 10, "\(bomb.count) bytes stored")
         Self.put64(UInt64(bomb.count), into: &footer, at: 8)
         footer.replaceSubrange(16..<48, with: try SHA256.hash(bomb).bytes)
-        var bytes = Array(original[0..<manifestOffset]) + bomb
+        var prefix = Array(original[0..<manifestOffset])
+        let shift = try Self.reindex(&prefix, manifest: bomb)
+        Self.put64(UInt64(manifestOffset + shift), into: &footer, at: 0)
+        var bytes = prefix + bomb
         RecordCodec.append(.footer, payload: footer, to: &bytes)
         try Self.rechain(&bytes)
         let path = try Self.write(bytes, "bomb.cairn", in: directory)
@@ -747,5 +827,5 @@ struct HostileArchiveTests {
 
 extension RecordType {
     /// The ten record types of format 1.0.
-    static let allKnown: [RecordType] = (1...10).compactMap { RecordType(rawValue: $0) }
+    static let allKnown: [RecordType] = (1...13).compactMap { RecordType(rawValue: $0) }
 }

@@ -30,6 +30,8 @@ struct ResumeTests {
             0, 12, bytes.count - 1, bytes.count,
             Int(inFile) + 1000, Int(inFile), Int(inFile) - 1,
             Int(layout.manifestOffset) + Int(layout.manifestLength) / 2, Int(layout.manifestOffset),
+            // Format 2.1: inside the manifest index, and between it and the final commit (§11.8).
+            Int(layout.manifestOffset) - 100, Int(layout.manifestOffset) - 120, Int(layout.manifestOffset) - 1,
             layout.footerOffset + 10, layout.footerOffset,
             Int(layout.commits[0]), Int(layout.commits[0]) - 1,
         ]

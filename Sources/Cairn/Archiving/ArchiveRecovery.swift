@@ -16,6 +16,8 @@ package struct ArchiveRecovery {
         package var framed: [UInt8]
         /// Manifest reference-table length at this commit.
         package var referenceCount: Int
+        /// This commit's link before it was finalized (format 2.x, not commit 0).
+        package var linkBefore: [Digest]?
     }
 
     package var header: ArchiveHeader
@@ -52,7 +54,7 @@ package struct ArchiveRecovery {
                     guard case .commit(let end, let commit) = event else { return }
                     let checkpoint = Checkpoint(
                         end: end, commit: commit, framed: record.framed,
-                        referenceCount: scanner.manifestSoFar.references.count)
+                        referenceCount: scanner.manifestSoFar.references.count, linkBefore: scanner.linkBeforeLastCommit)
                     last = checkpoint
                     if commit.openEntry == CommitRecord.noOpenEntry { boundary = checkpoint }
                 }
@@ -91,7 +93,8 @@ package struct ArchiveRecovery {
         return ArchiveWriter.RecoveredState(
             manifest: cut, chunkIDs: Array(chunkIDs.prefix(cut.chunks.count)), contentBytes: commit.contentBytes, storedBytes: commit.storedBytes,
             nextCommitSequence: commit.sequence + 1, chainDigest: commit.chainDigest, commitRecord: checkpoint.framed,
-            offset: checkpoint.end, openFile: open, boundary: boundary(at: open == nil ? checkpoint : lastBoundary))
+            offset: checkpoint.end, linkBeforeCommit: checkpoint.linkBefore, openFile: open,
+            boundary: boundary(at: open == nil ? checkpoint : lastBoundary))
     }
 
     /// The writer's item boundary at `checkpoint` (a commit with no file open).

@@ -62,23 +62,66 @@ package final class ArchiveWriter {
     /// Hands over the commit points produced since the last call, in order (with the bytes of
     /// ``takeOutput()``: every point ends at or before the bytes taken).
     package func takeCommitPoints() -> [CommitPoint] {
-        defer { pendingCommits.removeAll(keepingCapacity: true) }
-        return pendingCommits
+        let ready = pendingCommits.prefix { $0.end <= takenBytes }
+        defer { pendingCommits.removeFirst(ready.count) }
+        return Array(ready)
     }
 
     /// A commit record is written inside a file at least this often, in content bytes.
     package static let commitInterval: UInt64 = 4 * 1024 * 1024
 
     /// Starts an archive: the prelude, the header record and commit 0.
-    package init(header: ArchiveHeader) throws(CairnError) {
+    ///
+    /// - Parameters:
+    ///   - header: the header record's fields.
+    ///   - minorVersion: 1 (format 2.1, the default): the manifest index goes before the final
+    ///     commit (`Spec/0001 §11.8`). 0: format 2.0, without it (a seeded fetch rebuilding a 2.0
+    ///     archive, §13.6.1).
+    package init(header: ArchiveHeader, minorVersion: UInt16 = Prelude.minorVersion) throws(CairnError) {
         try header.validate()
         tableCompressor = ChunkCompressor(method: header.isCompressible ? header.compression : .none)
         manifestCompressible = header.isCompressible
+        writesManifestIndex = minorVersion >= 1
         output.reserveCapacity(1 << 20)
-        output.append(contentsOf: Prelude.bytes)
-        try chain.add(recordBytes: Prelude.bytes)
+        let prelude = Prelude.bytes(minor: minorVersion)
+        output.append(contentsOf: prelude)
+        try chain.add(recordBytes: prelude)
         try appendRecord(.header, payload: header.encoded())
         try commit()
+    }
+
+    /// Whether the manifest index is written before the final commit (format 2.1).
+    private let writesManifestIndex: Bool
+    /// The last commit record (not commit 0), while the manifest index may still be put before it:
+    /// its archive offset, and the chain as it was before the commit's link was finalized. It
+    /// is held back by ``takeOutput(holdingLastCommit:)`` while it ends the output, since only at
+    /// ``finish()`` is it known to be the final commit.
+    private var lastCommit: (start: UInt64, chainBefore: RecordChain)?
+
+    /// Whether ``lastCommit`` still ends the output and has not been taken.
+    private var lastCommitIsOpen: Bool {
+        guard let held = lastCommit else { return false }
+        return held.start >= takenBytes && held.start + UInt64(CommitRecord.framedLength) == offset
+    }
+
+    /// Puts `record` (a skippable record: the manifest index) before the last commit record, which
+    /// is written again with the chain digest that now covers it (its counts do not change, §3.3).
+    ///
+    /// - Returns: false when the last commit was taken already or records follow it.
+    /// - Throws: what hashing throws.
+    package func insertBeforeLastCommit(_ record: [UInt8]) throws(CairnError) -> Bool {
+        guard let held = lastCommit, lastCommitIsOpen, let point = pendingCommits.last,
+            point.end == held.start + UInt64(CommitRecord.framedLength)
+        else { return false }
+        output.removeSubrange(Int(held.start - takenBytes)...)
+        pendingCommits.removeLast()
+        commitSequence -= 1
+        chain = held.chainBefore
+        let start = output.count
+        output.append(contentsOf: record)
+        try hashRecord(from: start)
+        try commit()
+        return true
     }
 
     /// Appends a record built here and adds its digest to the chain.
@@ -149,8 +192,17 @@ package final class ArchiveWriter {
         package var chainDigest: Digest
         /// The commit record's bytes (the chain hash continues over them).
         package var commitRecord: [UInt8]
-        /// Offset just after the commit record; the writer continues there.
+        /// Offset just after the commit record.
         package var offset: UInt64
+        /// Format 2.1: the commit's link before it was finalized (``RecordChain/init(link:)``),
+        /// when the commit is not commit 0: with no file open the writer then starts at the
+        /// commit record again (``writerStart``).
+        package var linkBeforeCommit: [Digest]?
+        /// Where the writer's first byte goes: the start of the commit record when it is
+        /// written again (``chainBeforeCommit``), else ``offset``.
+        package var writerStart: UInt64 {
+            linkBeforeCommit == nil || openFile != nil ? offset : offset - UInt64(commitRecord.count)
+        }
         package var openFile: OpenFile?
         /// The last item boundary at or before this commit (this commit itself when no file is
         /// open), for ``rewindToBoundary()``.
@@ -158,12 +210,21 @@ package final class ArchiveWriter {
     }
 
     /// Continues an archive after a commit record: the next byte produced belongs at
-    /// `state.offset`. If the commit was inside a file, that file is open and takes chunks.
+    /// `state.writerStart`. If the commit was inside a file, that file is open and takes chunks.
     package init(recovering state: RecoveredState, header: ArchiveHeader) throws(CairnError) {
         tableCompressor = ChunkCompressor(method: header.isCompressible ? header.compression : .none)
         manifestCompressible = header.isCompressible
+        writesManifestIndex = true
         output.reserveCapacity(1 << 20)
         takenBytes = state.offset
+        // Format 2.1: the last commit is written again, so that the manifest index can go
+        // before it if nothing follows it (the resumed archive is the uninterrupted one's bytes).
+        if let link = state.linkBeforeCommit, state.writerStart < state.offset {
+            takenBytes = state.writerStart
+            output.append(contentsOf: state.commitRecord)
+            lastCommit = (state.writerStart, RecordChain(link: link))
+            pendingCommits.append(CommitPoint(end: state.offset, chainDigest: state.chainDigest))
+        }
         manifest = state.manifest
         guard state.chunkIDs.count == manifest.chunks.count else {
             throw CairnError(.notResumable, "internal error: \(state.chunkIDs.count) chunk ids for \(manifest.chunks.count) chunks")
@@ -208,14 +269,20 @@ package final class ArchiveWriter {
     /// Bytes waiting to be taken.
     package var pendingOutputCount: Int { output.count }
 
-    /// Bytes written since the last ``takeOutput()``.
-    package var pendingOutputBytes: Int { output.count }
-
     /// Hands over the bytes produced so far.
-    package func takeOutput() -> [UInt8] {
-        let bytes = output
-        takenBytes += UInt64(bytes.count)
+    ///
+    /// - Parameter holdingLastCommit: keep back a commit record that ends the output (format 2.1),
+    ///   so that ``finish()`` can put the manifest index before it if it is the final one; it is
+    ///   handed over with the next bytes. False: everything (an abandoned archive, a rebuild).
+    package func takeOutput(holdingLastCommit: Bool = true) -> [UInt8] {
+        let holding = holdingLastCommit && writesManifestIndex && lastCommitIsOpen && manifestStart == nil && !finished
+        var bytes = output
         output = []
+        if holding {
+            output = Array(bytes.suffix(CommitRecord.framedLength))
+            bytes.removeLast(CommitRecord.framedLength)
+        }
+        takenBytes += UInt64(bytes.count)
         // Room for as much as was just taken and a quarter more, so the next batch's records
         // (a batch is up to about 1.6 MiB) do not make the buffer double and copy itself.
         output.reserveCapacity(Swift.max(1 << 20, bytes.count + bytes.count / 4))
@@ -426,6 +493,7 @@ package final class ArchiveWriter {
         bytesSinceCommit = 0
         chain = RecordChain(continuingFrom: mark.chainDigest, commitRecordDigest: try SHA256.hash(mark.commitRecord))
         pendingCommits.removeAll { $0.end > mark.offset }
+        if let held = lastCommit, held.start + UInt64(CommitRecord.framedLength) != mark.offset { lastCommit = nil }
         if mark.offset >= takenBytes {
             output.removeSubrange(Int(mark.offset - takenBytes)...)
             return nil
@@ -438,6 +506,7 @@ package final class ArchiveWriter {
     /// Writes a commit record: extends the chain digest over the records since the previous
     /// commit record, and records the counts.
     private func commit() throws(CairnError) {
+        let before = writesManifestIndex && commitSequence > 0 ? chain.copy() : nil
         let digest = try chain.finalize()
         chain.prime(digest)
         let record = CommitRecord(
@@ -448,6 +517,7 @@ package final class ArchiveWriter {
         let start = output.count
         RecordCodec.append(.commit, payload: record.encoded(), to: &output)
         try hashRecord(from: start)
+        lastCommit = before.map { (takenBytes + UInt64(start), $0) }
         pendingCommits.append(CommitPoint(end: offset, chainDigest: digest))
         commitSequence += 1
         bytesSinceCommit = 0
@@ -472,7 +542,6 @@ package final class ArchiveWriter {
         if finished { return false }
         if manifestStart == nil {
             guard openEntry == nil else { throw CairnError(.invalidArgument, "a file entry is still open") }
-            manifestStart = offset
             // No chunk is added from here on: the dedup index goes before the manifest is
             // encoded (for 100,000 small files it is about 14 MiB of the peak).
             chunkIndex = ChunkIndex()
@@ -485,8 +554,15 @@ package final class ArchiveWriter {
             // the compressor's tables are allocated.
             LargeBuffers.returnFreeMemory()
             var records: [UInt8] = []
-            manifest.encode(into: &records, compressible: manifestCompressible)
+            manifest.encode(into: &records, compressible: manifestCompressible, minorVersion: writesManifestIndex ? 1 : 0)
             manifestRecords = records
+            // Format 2.1: the manifest index just before the final commit (§11.8), when that commit
+            // is still here to be written again (not after a resumed write's last commit).
+            if writesManifestIndex, !records.isEmpty {
+                let index = try ManifestIndex(manifestRecords: records)
+                if index.entries.count <= ManifestIndex.maximumCount { _ = try insertBeforeLastCommit(index.framed()) }
+            }
+            manifestStart = offset
         }
         // One manifest record per call, so the caller can take each before the next is copied.
         if manifestRecordStart < manifestRecords.count {

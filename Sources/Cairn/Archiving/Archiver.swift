@@ -134,16 +134,16 @@ public final class Archiver {
         resumed.staysOnOneFileSystem = selection.staysOnOneFileSystem
         resumed.collectsExtendedAttributes = selection.collectsExtendedAttributes
         resumed.snapshotsSQLiteDatabases = selection.snapshotsSQLiteDatabases
-        let sink = try FileSink(resuming: path, at: recovery.last.end, overwrite: overwrite)
+        let state = recovery.writerState(at: recovery.last)
+        let sink = try FileSink(resuming: path, at: recovery.last.end, writingFrom: state.writerStart, overwrite: overwrite)
         try self.init(sink: sink, configuration: resumed)
-        try adoptRecovery(recovery)
+        try adoptRecovery(recovery, state: state)
         isResumed = true
     }
 
     /// Replaces the fresh writer with one continuing `recovery`'s last commit, and tells the
     /// producer what is already committed.
-    private func adoptRecovery(_ recovery: ArchiveRecovery) throws(CairnError) {
-        let state = recovery.writerState(at: recovery.last)
+    private func adoptRecovery(_ recovery: ArchiveRecovery, state: ArchiveWriter.RecoveredState) throws(CairnError) {
         writer = try ArchiveWriter(recovering: state, header: recovery.header)
         for id in state.chunkIDs { _ = claims.claim(id, ordinal: 0) }
         var producer = ItemProducer.State()
@@ -327,7 +327,8 @@ public final class Archiver {
     nonisolated(nonsending) public func abandon() async {
         guard state == .open else { return }
         state = .failed
-        let bytes = writer.takeOutput()
+        // The last commit too: what was appended stays resumable.
+        let bytes = writer.takeOutput(holdingLastCommit: false)
         if !bytes.isEmpty { try? await send(bytes) }
         await sink.abandon()
     }

@@ -1,6 +1,7 @@
 /// The format 2.0 manifest (`Spec/0001-container-format.md §11`): one byte string, the *body*,
-/// split into manifest records (type 12) of at most 4 MiB each before compression, each
-/// compressed on its own (payload `codec u8 | reserved[3] | rawLength u32 | stored`).
+/// split into manifest records (type 12) of at most 4 MiB each before compression (the
+/// reference writer cuts them by content, ``segmentPolicy``), each compressed on its own
+/// (payload `codec u8 | reserved[3] | rawLength u32 | stored`).
 ///
 /// Body, in order (varints and columns as in ``EntryCodec``):
 /// 1. chunk table: `count` varint; per chunk a `form` u8, then for a chunk record (form 0)
@@ -19,7 +20,7 @@
 ///    previous file's;
 /// 7. per file entry with an entry record of its own, its content digest (§8.3).
 extension Manifest {
-    /// Raw bytes per manifest record before compression.
+    /// The most raw bytes a manifest record may hold (§11.2).
     package static let segmentLength = 4 * 1024 * 1024
     /// The largest body a reader accepts: 1 GiB at most, and no more than 64 MiB or 256 times
     /// the stored manifest, whichever is larger, so a small forged manifest cannot make a
@@ -101,12 +102,27 @@ extension Manifest {
         return w.bytes
     }
 
+    /// Where the reference writer cuts the body into segments (`Spec/0001 §11.2`): FastCDC
+    /// (`Spec/0002-chunking.md`) with a 256-byte minimum, 1 KiB average and 8 KiB maximum, so
+    /// that a change to the archive changes only the segments around the rows it touches, and a
+    /// seeded fetch finds every other manifest record in the previous export (§13.6.1).
+    package static let segmentPolicy = ChunkingPolicy.contentDefined(minimum: 256, average: 1024, maximum: 8192)
+
     /// Frames `body` as manifest records, each segment compressed with `compressor` (stored raw
     /// when that does not make it smaller, §7.3), appended to `out`.
-    package static func appendRecords(body: [UInt8], compressor: ChunkCompressor, to out: inout [UInt8]) {
+    ///
+    /// - Parameter cutByContent: true (format 2.1): cut where ``segmentPolicy`` cuts; false
+    ///   (format 2.0's writer): fixed segments of ``segmentLength`` bytes.
+    package static func appendRecords(body: [UInt8], compressor: ChunkCompressor, cutByContent: Bool = true, to out: inout [UInt8]) {
+        let chunker = Chunker(policy: segmentPolicy)
         var start = 0
         while start < body.count {
-            let end = min(body.count, start + segmentLength)
+            let length =
+                cutByContent
+                ? body.withUnsafeBytes { raw in
+                    chunker.nextChunkLength(in: UnsafeRawBufferPointer(rebasing: raw[start...]), isFinal: true) ?? (raw.count - start)
+                } : min(segmentLength, body.count - start)
+            let end = start + max(1, length)
             let recordStart = RecordCodec.beginRecord(.manifest, in: &out)
             let codecOffset = out.count
             out.append(contentsOf: [0, 0, 0, 0])
@@ -312,10 +328,12 @@ extension Manifest {
 extension Manifest {
     /// Appends the 2.0 manifest records (§11) to `out`, compressed as the reference writer
     /// compresses them: with zstd (``ArchiveWriter/manifestCompression``), or stored raw when
-    /// `compressible` is false (the header's `isCompressible`).
-    package func encode(into out: inout [UInt8], compressible: Bool = true) {
+    /// `compressible` is false (the header's `isCompressible`); segments cut by content for 2.1,
+    /// of fixed length for 2.0 (`minorVersion` 0).
+    package func encode(into out: inout [UInt8], compressible: Bool = true, minorVersion: UInt16 = Prelude.minorVersion) {
         let method = compressible ? ArchiveWriter.manifestCompression : .none
-        Manifest.appendRecords(body: encodedBody(), compressor: ChunkCompressor(method: method), to: &out)
+        Manifest.appendRecords(
+            body: encodedBody(), compressor: ChunkCompressor(method: method), cutByContent: minorVersion >= 1, to: &out)
     }
 }
 

@@ -13,16 +13,33 @@
 /// collision resistant, so two prefixes with the same `C_k` have the same record digests, hence
 /// the same records, hence the same bytes: a resume token still names a prefix (§10.5).
 package struct RecordChain {
-    private let hasher = SHA256()
+    private let hasher: SHA256
 
     /// A chain before the prelude: fed the 32 zero bytes `Z`.
-    package init() { hasher.update(Digest.zero.bytes) }
+    package init() {
+        hasher = SHA256()
+        hasher.update(Digest.zero.bytes)
+    }
+
+    private init(hasher: SHA256) { self.hasher = hasher }
+
+    /// A chain with the same link so far, continued apart from this one.
+    package func copy() -> RecordChain { RecordChain(hasher: hasher.copy()) }
 
     /// A chain continuing after a commit record with digest `previous` (C_k) whose own record
     /// digest is `commitRecordDigest`.
     package init(continuingFrom previous: Digest, commitRecordDigest: Digest) {
+        hasher = SHA256()
         hasher.update(previous.bytes)
         hasher.update(commitRecordDigest.bytes)
+    }
+
+    /// A chain fed `link` since it was primed: the previous chain digest C_(k−1), the previous
+    /// commit record's digest, then the digests of the records since (a resumed writer's last
+    /// link, §10.4).
+    package init(link: [Digest]) {
+        hasher = SHA256()
+        for digest in link { digest.withUnsafeBytes { hasher.update($0) } }
     }
 
     /// Starts the next link from `digest` (C_k), after ``finalize()``.

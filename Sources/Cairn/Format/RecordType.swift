@@ -15,6 +15,9 @@ package enum RecordType: UInt8, Sendable {
     case pack = 11
     /// Format 2.0: a compressed segment of the manifest (§11).
     case manifest = 12
+    /// Format 2.1: the framed length and digest of every manifest record, skippable, just
+    /// before the final commit (§11.8).
+    case manifestIndex = 13
 
     package var name: String {
         switch self {
@@ -30,6 +33,7 @@ package enum RecordType: UInt8, Sendable {
         case .footer: "footer"
         case .pack: "pack"
         case .manifest: "manifest"
+        case .manifestIndex: "manifest index"
         }
     }
 }
@@ -57,18 +61,21 @@ package enum Prelude {
     /// `89 43 41 49 52 4E 0D 0A`: a high byte first (catches 7-bit transfers), "CAIRN", CR LF
     /// (catches line-ending conversion).
     package static let magic: [UInt8] = [0x89, 0x43, 0x41, 0x49, 0x52, 0x4E, 0x0D, 0x0A]
-    /// The version writers write: 2.0.
+    /// The version writers write: 2.1 (2.0 with the manifest index, §2.3).
     package static let majorVersion: UInt16 = 2
-    package static let minorVersion: UInt16 = 0
+    package static let minorVersion: UInt16 = 1
     /// The major versions readers read.
     package static let readableMajorVersions: ClosedRange<UInt16> = 1...2
     package static let length = 12
 
-    package static var bytes: [UInt8] {
+    package static var bytes: [UInt8] { bytes(minor: minorVersion) }
+
+    /// The prelude of version 2.`minor` (a rebuild of a 2.0 archive writes 2.0's).
+    package static func bytes(minor: UInt16) -> [UInt8] {
         var w = ByteWriter(capacity: length)
         w.raw(magic)
         w.u16(majorVersion)
-        w.u16(minorVersion)
+        w.u16(minor)
         return w.bytes
     }
 

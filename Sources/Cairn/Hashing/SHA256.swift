@@ -41,6 +41,15 @@ package final class SHA256 {
         return context
     }
 
+    /// A hasher holding the same message so far (`EVP_MD_CTX_copy_ex`), to be continued apart.
+    package func copy() -> SHA256 {
+        let twin = SHA256()
+        if failed || context == nil || twin.context == nil || EVP_MD_CTX_copy_ex(twin.context, context) != 1 {
+            twin.failed = true
+        }
+        return twin
+    }
+
     /// Adds bytes to the current message.
     ///
     /// - Parameter buffer: The next bytes of the message; may be empty.

@@ -128,19 +128,22 @@ public final class FileSink: ArchiveSink, RewindableArchiveSink, LocalFileWritin
     }
 
     /// Reopens `<path>.partial` to continue it at `offset`: everything after `offset` is cut off
-    /// (`ftruncate(2)`) and writing continues there.
+    /// (`ftruncate(2)`) and writing continues there, or at `start` before it (a resumed 2.1
+    /// writer writes its last commit record again, §10.4).
     ///
-    /// - Parameter overwrite: whether ``finish()`` may replace an existing file at `path`.
+    /// - Parameters:
+    ///   - start: where the first byte written goes, at most `offset`; nil: `offset`.
+    ///   - overwrite: whether ``finish()`` may replace an existing file at `path`.
     /// - Throws: `.notFound` when there is no `<path>.partial`; `.busy` when another process is
     ///   writing it; `.io`.
-    package init(resuming path: String, at offset: UInt64, overwrite: Bool = false) throws(CairnError) {
+    package init(resuming path: String, at offset: UInt64, writingFrom start: UInt64? = nil, overwrite: Bool = false) throws(CairnError) {
         self.path = path
         self.partialPath = path + ".partial"
         self.overwrite = overwrite
         descriptor = try FileDescriptor.open(partialPath, flags: O_WRONLY | O_NOFOLLOW)
         try Self.lock(descriptor, path: partialPath)
         try descriptor.truncate(to: offset)
-        try descriptor.seek(to: offset)
+        try descriptor.seek(to: min(start ?? offset, offset))
     }
 
     /// Opens `<path>.partial` for a fetch to continue: created if missing, locked, and left as

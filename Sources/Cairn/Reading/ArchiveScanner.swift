@@ -61,6 +61,13 @@ package final class ArchiveScanner {
     private let byteChain = SHA256()
     /// Format 2.0: the chain over record digests (§10.3).
     private var recordChain = RecordChain()
+    /// Format 2.x: what the chain was fed since it was last primed (``RecordChain/init(link:)``).
+    private var link: [Digest] = []
+    /// Format 2.x: the last commit record's link, before it was finalized (not for commit 0), so
+    /// that a resumed writer can write that commit again (§10.4).
+    package private(set) var linkBeforeLastCommit: [Digest]?
+    /// The record digest of the last manifest index read.
+    private var indexDigest: Digest?
     /// Every chunk record seen: its index in the chunk table and its raw length.
     private var chunks: [Digest: (index: Int, length: Int)] = [:]
     /// The id of every chunk by index, packed ones included (zero for a packed chunk whose
@@ -125,13 +132,20 @@ package final class ArchiveScanner {
     /// Adds a record (or the prelude) to the chain: its bytes in 1.x, its digest in 2.0.
     private func hashChain(_ bytes: [UInt8]) throws(CairnError) {
         guard verifiesChainDigests else { return }
-        if version.isVersion1 { byteChain.update(bytes) } else { try recordChain.add(recordBytes: bytes) }
+        if version.isVersion1 {
+            byteChain.update(bytes)
+        } else {
+            let digest = try SHA256.hash(bytes)
+            recordChain.add(digest)
+            link.append(digest)
+        }
     }
 
     /// Adds a record to the chain: in 2.0 the digest its reader computed, when it did.
     private func hashChain(_ record: RecordStream.Record) throws(CairnError) {
         guard verifiesChainDigests, !version.isVersion1, let digest = record.digest else { return try hashChain(record.framed) }
         recordChain.add(digest)
+        link.append(digest)
     }
 
     /// The chain digest at a commit or the footer; the chain is empty until primed.
@@ -141,7 +155,12 @@ package final class ArchiveScanner {
 
     private func primeChain(_ digest: Digest) {
         guard verifiesChainDigests else { return }
-        if version.isVersion1 { byteChain.update(digest.bytes) } else { recordChain.prime(digest) }
+        if version.isVersion1 {
+            byteChain.update(digest.bytes)
+        } else {
+            recordChain.prime(digest)
+            link = [digest]
+        }
     }
 
     /// The manifest rebuilt from the records seen so far (entries, chunks and references,
@@ -223,7 +242,14 @@ package final class ArchiveScanner {
         if manifestHasher != nil, type != .footer, !Self.isManifest(type) {
             throw CairnError(.corrupted, "\(RecordType.withArticle(type.name)) record follows the manifest", offset: offset)
         }
+        if type == .manifestIndex {
+            // Skippable (§3.3, §11.8): the order rules look through it, as through a record a
+            // 2.0 reader does not know.
+            try consumeManifestIndex(record)
+            return
+        }
         try checkOrder(type, offset: offset)
+        try trackManifestIndex(type, record)
         if record.isPayloadSkipped, (type != .chunk && type != .pack) || verifiesChainDigests && (record.digest == nil || version.isVersion1) {
             throw CairnError(.invalidArgument, "internal error: a skipped payload where every byte must be read", offset: offset)
         }
@@ -353,6 +379,10 @@ package final class ArchiveScanner {
         case .commit:
             var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "commit record")
             let commit = try CommitRecord.decode(&r)
+            // Not when the link holds a manifest index: that commit is final already.
+            linkBeforeLastCommit =
+                verifiesChainDigests && !version.isVersion1 && !damagedSinceCommit && commit.sequence > 0
+                    && !link.contains(where: { $0 == indexDigest }) ? link : nil
             var digest = verifiesChainDigests ? try finalizeChain() : commit.chainDigest
             // The damage already reported explains the mismatch; continue from the record.
             if damagedSinceCommit { digest = commit.chainDigest }
@@ -395,6 +425,8 @@ package final class ArchiveScanner {
             try hashChain(record)
         case .pack:
             try consumePack(record, emit)
+        case .manifestIndex:
+            throw CairnError(.invalidArgument, "internal error: a manifest index read as a body record", offset: offset)
         case .footer:
             var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "footer")
             let footer = try Footer.decode(&r)
@@ -502,6 +534,64 @@ package final class ArchiveScanner {
         for event in events { try emit(event) }
     }
 
+    /// A manifest index (§11.8) and where it stands: it describes the manifest only when the next
+    /// record after it (looking through skippable ones) is a commit and the next after that
+    /// begins the manifest: the final commit. Anywhere else (an archive whose write was resumed
+    /// after its manifest had begun) it describes nothing and is dropped.
+    private var manifestIndex: (index: ManifestIndex, offset: UInt64, sawCommit: Bool, matched: Int)?
+
+    private func consumeManifestIndex(_ record: RecordStream.Record) throws(CairnError) {
+        let offset = record.offset
+        guard record.header.isSkippable else {
+            throw CairnError(.corrupted, "a manifest index record without the skippable flag", offset: offset)
+        }
+        guard nextCommitSequence > 0 else {
+            throw CairnError(.corrupted, "a manifest index record before the first commit", offset: offset)
+        }
+        guard openFile == nil else { throw CairnError(.corrupted, "a manifest index record inside a file", offset: offset) }
+        let index = try ManifestIndex.decode(record.payload, offset: offset + UInt64(RecordFraming.headerLength))
+        manifestIndex = (index, offset, false, 0)
+        try hashChain(record)
+        indexDigest = link.last
+    }
+
+    /// Follows a manifest index through the final commit and the manifest records, each of which
+    /// it must list by framed length and record digest, in order, all of them.
+    private func trackManifestIndex(_ type: RecordType, _ record: RecordStream.Record) throws(CairnError) {
+        guard var pending = manifestIndex else { return }
+        switch type {
+        case .commit where !pending.sawCommit:
+            pending.sawCommit = true
+            manifestIndex = pending
+        case .manifest where pending.sawCommit:
+            let entries = pending.index.entries
+            let digest: Digest
+            if let known = record.digest { digest = known } else { digest = try SHA256.hash(record.framed) }
+            guard pending.matched < entries.count, entries[pending.matched].framedLength == UInt32(truncatingIfNeeded: record.framed.count),
+                entries[pending.matched].digest == digest
+            else {
+                throw CairnError(
+                    .corrupted,
+                    pending.matched < entries.count
+                        ? "the manifest index at offset \(pending.offset) does not describe manifest record \(pending.matched)"
+                        : "the manifest index at offset \(pending.offset) lists \(entries.count) manifest records, the manifest has more",
+                    offset: record.offset)
+            }
+            pending.matched += 1
+            manifestIndex = pending
+        case .footer where pending.sawCommit:
+            guard pending.matched == pending.index.entries.count else {
+                throw CairnError(
+                    .corrupted,
+                    "the manifest index at offset \(pending.offset) lists \(pending.index.entries.count) manifest records, the manifest has \(pending.matched)",
+                    offset: record.offset)
+            }
+            manifestIndex = nil
+        default:
+            manifestIndex = nil
+        }
+    }
+
     /// The rules every manifest record shares, 1.x tables and 2.0 segments alike (§11): not inside a
     /// file; the first one right after the last commit; each hashed into the manifest digest.
     private func beginManifestRecord(_ record: RecordStream.Record) throws(CairnError) {
@@ -536,7 +626,7 @@ package final class ArchiveScanner {
     private static func isKnown(_ type: RecordType, in version: FormatVersion) -> Bool {
         switch type {
         case .manifestChunks, .manifestReferences, .manifestEntries: version.isVersion1
-        case .pack, .manifest: !version.isVersion1
+        case .pack, .manifest, .manifestIndex: !version.isVersion1
         default: true
         }
     }
