@@ -226,7 +226,7 @@ package final class ArchiveReader {
         return (Record(type: header.type, typeByte: header.typeByte, payload: payload, framed: whole), offset + UInt64(header.framedLength))
     }
 
-    private static func readFooter(_ fd: any ArchiveSource, fileSize: UInt64) throws(CairnError) -> Footer {
+    package static func readFooter(_ fd: any ArchiveSource, fileSize: UInt64) throws(CairnError) -> Footer {
         let length = UInt64(Footer.framedLength)
         guard fileSize >= UInt64(Prelude.length) + length else {
             throw CairnError(.truncated, "the archive is incomplete: it has no footer", offset: fileSize)

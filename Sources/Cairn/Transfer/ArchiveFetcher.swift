@@ -213,7 +213,9 @@ public final class ArchiveFetcher: Sendable {
                         remote = cachedRemote
                     } else {
                         remote = try RemoteManifest.fetch(
-                            client: client, url: requestURL, validator: validator, length: start > 0 ? state?.length : nil)
+                            client: client, url: requestURL, validator: validator, length: start > 0 ? state?.length : nil,
+                            seeds: seeds)
+                        report.seedBytes += remote.manifestSeedBytes
                     }
                 } catch where error.code == .sourceChanged || error.message.hasPrefix(HTTPArchiveSource.noRangesMessage) {
                     // No ranges, or range answers that are not what was asked: the seeds cannot
@@ -253,16 +255,21 @@ public final class ArchiveFetcher: Sendable {
                     rebuilding = true
                     options.onEvent?(
                         .planned(
-                            fetchBytes: UInt64(remote.head.count) + rebuild.downloadBytes + UInt64(remote.tail.count),
-                            seedBytes: rebuild.seedBytes))
+                            fetchBytes: UInt64(remote.head.count) + rebuild.downloadBytes + UInt64(remote.tail.count)
+                                - remote.manifestSeedBytes,
+                            seedBytes: rebuild.seedBytes + remote.manifestSeedBytes))
                     job = .rebuild(rebuild, remote: remote)
                 } else {
-                let plan = DeltaPlan(
-                    manifest: remote.manifest, manifestOffset: remote.footer.manifestOffset, start: start, seeds: seeds,
-                    distrusted: distrusted)
-                planned = plan
-                options.onEvent?(.planned(fetchBytes: plan.fetchBytes + UInt64(remote.tail.count), seedBytes: plan.seedBytes))
-                job = .plan(plan, tail: remote.tail, length: remote.length)
+                    let plan = DeltaPlan(
+                        manifest: remote.manifest, manifestOffset: remote.footer.manifestOffset,
+                        manifestIndexLength: UInt64(remote.manifestIndex?.count ?? 0), start: start, seeds: seeds,
+                        distrusted: distrusted)
+                    planned = plan
+                    options.onEvent?(
+                        .planned(
+                            fetchBytes: plan.fetchBytes + UInt64(remote.tail.count) - remote.manifestSeedBytes,
+                            seedBytes: plan.seedBytes + remote.manifestSeedBytes))
+                    job = .plan(plan, tail: remote.tail, length: remote.length)
                 }
             }
             progress.completedUnitCount = Int64(clamping: start)

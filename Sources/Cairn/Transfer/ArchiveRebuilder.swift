@@ -35,17 +35,17 @@ package final class ArchiveRebuilder {
         package var downloadBytes: UInt64 { downloads.reduce(0) { $0 + ($1.upperBound - $1.lowerBound) } }
 
         /// Two downloads at most this many bytes apart are one request (the bytes between, a few
-        /// commit or chunk-references records, are downloaded and dropped).
+        /// commit or chunk-references records, are downloaded and dropped; ``RangeCoalescer``).
         package static let mergeBelow: UInt64 = 1024
         /// The longest merged request, in bytes (a single longer record is one request).
         package static let longestRequest: UInt64 = 8 << 20
 
         /// Plans the rebuild of `remote` from `seeds`, or nil when a rebuild does not apply: an
-        /// archive of another version than this writer writes (2.0), a remote seed (copies from
-        /// it would be one request per chunk), or an archive without items.
+        /// archive of a version this writer cannot write (it writes 2.0 and 2.1), a remote seed
+        /// (copies from it would be one request per chunk), or an archive without items.
         package init?(remote: RemoteManifest, seeds: SeedIndex) {
-            guard remote.version == FormatVersion.current, !seeds.seeds.isEmpty, seeds.seeds.allSatisfy({ $0.remote == nil }),
-                !remote.manifest.entries.isEmpty
+            guard remote.version.major == Prelude.majorVersion, remote.version.minor <= Prelude.minorVersion,
+                !seeds.seeds.isEmpty, seeds.seeds.allSatisfy({ $0.remote == nil }), !remote.manifest.entries.isEmpty
             else { return nil }
             let manifest = remote.manifest
             var wanted: [Range<UInt64>] = []
@@ -58,7 +58,8 @@ package final class ArchiveRebuilder {
                     wanted.append(chunk.offset..<(chunk.offset + framed))
                 }
             }
-            let starts = KnownStarts(manifest, manifestOffset: remote.footer.manifestOffset)
+            let starts = KnownStarts(
+                manifest, manifestOffset: remote.footer.manifestOffset, manifestIndexLength: UInt64(remote.manifestIndex?.count ?? 0))
             for (packIndex, pack) in manifest.packs.enumerated() {
                 if let found = seeds.packs(contentDigest: pack.contentDigest, contentLength: pack.contentLength).first {
                     copied += UInt64(found.contentStoredLength)
@@ -73,18 +74,7 @@ package final class ArchiveRebuilder {
                 guard end > pack.offset + UInt64(CommitRecord.framedLength) else { return nil }
                 wanted.append(pack.offset..<(end - UInt64(CommitRecord.framedLength)))
             }
-            wanted.sort { $0.lowerBound < $1.lowerBound }
-            var merged: [Range<UInt64>] = []
-            for range in wanted {
-                if let last = merged.last, range.lowerBound >= last.upperBound, range.lowerBound - last.upperBound < Self.mergeBelow,
-                    range.upperBound - last.lowerBound <= Self.longestRequest
-                {
-                    merged[merged.count - 1] = last.lowerBound..<range.upperBound
-                } else {
-                    merged.append(range)
-                }
-            }
-            downloads = merged
+            downloads = RangeCoalescer.coalesce(wanted, gap: Self.mergeBelow, maximum: Self.longestRequest)
             seedBytes = copied
         }
     }
@@ -92,7 +82,8 @@ package final class ArchiveRebuilder {
     private let remote: RemoteManifest
     private let url: String
     private let seeds: SeedIndex
-    private lazy var knownStarts = KnownStarts(remote.manifest, manifestOffset: remote.footer.manifestOffset)
+    private lazy var knownStarts = KnownStarts(
+        remote.manifest, manifestOffset: remote.footer.manifestOffset, manifestIndexLength: UInt64(remote.manifestIndex?.count ?? 0))
     private var downloads: DownloadQueue
     private let deliver: (UnsafeRawBufferPointer) throws(CairnError) -> Void
     private let decompressor = ChunkDecompressor()
@@ -153,12 +144,20 @@ package final class ArchiveRebuilder {
                 try appendEntry(entry, row, to: writer)
                 entry += 1
             }
-            if writer.pendingOutputBytes >= 1 << 20 { try take(writer) }
+            if writer.pendingOutputCount >= 1 << 20 { try take(writer) }
+        }
+        // Format 2.1: the remote's manifest index goes before the final commit (§11.8), which is
+        // then written again over it.
+        if let index = remote.manifestIndex {
+            guard try writer.insertBeforeLastCommit(index) else {
+                throw diverged(at: writer.offset, "the manifest index has no final commit to go before")
+            }
         }
         guard writer.offset == remote.footer.manifestOffset else {
             throw diverged(at: writer.offset, "the records end at \(writer.offset), the manifest starts at \(remote.footer.manifestOffset)")
         }
-        try take(writer)
+        let bytes = writer.takeOutput(holdingLastCommit: false)
+        try bytes.withBytes { (raw) throws(CairnError) in try deliver(raw) }
     }
 
     /// A writer with the remote's header, whose prelude and header record must be the remote's
@@ -168,7 +167,7 @@ package final class ArchiveRebuilder {
         guard head.count > Prelude.length + RecordFraming.overhead else { throw diverged(at: 0, "no header record") }
         let payload = Array(head[(Prelude.length + RecordFraming.headerLength)..<(head.count - RecordFraming.trailerLength)])
         header = try ArchiveHeader.decode(payload, offset: UInt64(Prelude.length + RecordFraming.headerLength))
-        let writer = try ArchiveWriter(header: header)
+        let writer = try ArchiveWriter(header: header, minorVersion: remote.version.minor)
         let written = writer.takeOutput()
         guard written.count > head.count, written[0..<head.count].elementsEqual(head) else {
             throw diverged(at: UInt64(Prelude.length), "the header record would be written differently")
@@ -210,7 +209,7 @@ package final class ArchiveRebuilder {
                     id: chunk.id, rawLength: Int(chunk.rawLength), codec: chunk.codec, record: raw, storedLength: Int(chunk.storedLength),
                     recordDigest: digest)
             }
-            if writer.pendingOutputBytes >= 4 << 20 { try take(writer) }
+            if writer.pendingOutputCount >= 4 << 20 { try take(writer) }
         }
         let digest = try writer.endFile()
         guard digest == row.contentDigest else {
@@ -392,21 +391,7 @@ package final class ArchiveRebuilder {
     }
 
     private func seedRead(_ seed: Int, at offset: UInt64, count: Int) throws(CairnError) -> [UInt8] {
-        guard seed < seeds.seeds.count else { throw CairnError(.invalidArgument, "no seed \(seed)") }
-        var bytes = [UInt8](repeating: 0, count: count)
-        var done = 0
-        while done < count {
-            let n = try bytes.withMutableBytes { (raw) throws(CairnError) in
-                try seeds.seeds[seed].read(
-                    fromAbsoluteOffset: offset + UInt64(done), into: UnsafeMutableRawBufferPointer(rebasing: raw[done...]))
-            }
-            guard n > 0 else {
-                throw CairnError(
-                    .truncated, "the seed ended before the record it was to give", path: seeds.seeds[seed].path, offset: offset + UInt64(done))
-            }
-            done += n
-        }
-        return bytes
+        try seeds.read(seed: seed, at: offset, count: count)
     }
 
     private func diverged(at offset: UInt64, _ what: String) -> CairnError {
@@ -415,20 +400,26 @@ package final class ArchiveRebuilder {
 }
 
 /// Where records are known to start in a remote archive, from its manifest: every chunk record,
-/// pack and entry record, and the manifest itself (`Spec/0001 §13.6` step 3).
+/// pack and entry record, and the manifest itself (`Spec/0001 §13.6` step 3). Each known start
+/// but the first follows a record or a commit record; a pack is followed by its commit (§10.2),
+/// and in format 2.1 the last record before the final commit is followed by the manifest index
+/// first (§11.8), which is why the manifest counts as starting the index's length earlier.
 package struct KnownStarts {
     private var starts: [UInt64]
-    private let manifestOffset: UInt64
+    private let end: UInt64
 
-    package init(_ manifest: Manifest, manifestOffset: UInt64) {
-        var starts: [UInt64] = [manifestOffset]
+    /// - Parameter manifestIndexLength: the framed length of the manifest index before the final
+    ///   commit (0 when the archive has none).
+    package init(_ manifest: Manifest, manifestOffset: UInt64, manifestIndexLength: UInt64 = 0) {
+        let end = manifestOffset >= manifestIndexLength ? manifestOffset - manifestIndexLength : manifestOffset
+        var starts: [UInt64] = [end]
         starts.reserveCapacity(manifest.chunks.count + manifest.packs.count + manifest.entries.count + 1)
         for chunk in manifest.chunks where chunk.pack == nil { starts.append(chunk.offset) }
         for pack in manifest.packs { starts.append(pack.offset) }
         for row in manifest.entries where row.pack == nil { starts.append(row.recordOffset) }
         starts.sort()
         self.starts = starts
-        self.manifestOffset = manifestOffset
+        self.end = end
     }
 
     /// The first known start after `offset` (the manifest's offset when none is).
@@ -439,7 +430,7 @@ package struct KnownStarts {
             let mid = (low + high) / 2
             if starts[mid] <= offset { low = mid + 1 } else { high = mid }
         }
-        return low < starts.count ? starts[low] : manifestOffset
+        return low < starts.count ? starts[low] : end
     }
 }
 

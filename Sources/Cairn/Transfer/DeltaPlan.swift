@@ -66,6 +66,8 @@ package struct DeltaPlan: Sendable {
     /// - Parameters:
     ///   - manifest: the remote archive's manifest (decoded and checked against its footer).
     ///   - manifestOffset: where the remote manifest starts (the footer's field).
+    ///   - manifestIndexLength: the framed length of its manifest index (format 2.1, §11.8), 0
+    ///     when it has none.
     ///   - start: where the rebuilt prefix ends (a commit boundary of the partial file).
     ///   - seeds: the local seeds.
     ///   - distrusted: archive offsets of copies that failed verification before; they are
@@ -73,10 +75,10 @@ package struct DeltaPlan: Sendable {
     ///   - mergeBelow: a copy shorter than this many bytes between two downloads is downloaded
     ///     with them (a range request costs a few hundred bytes of headers and a round trip).
     package init(
-        manifest: Manifest, manifestOffset: UInt64, start: UInt64, seeds: SeedIndex, distrusted: Set<UInt64> = [],
-        mergeBelow: UInt64 = 1024
+        manifest: Manifest, manifestOffset: UInt64, manifestIndexLength: UInt64 = 0, start: UInt64, seeds: SeedIndex,
+        distrusted: Set<UInt64> = [], mergeBelow: UInt64 = 1024
     ) {
-        let starts = KnownStarts(manifest, manifestOffset: manifestOffset)
+        let starts = KnownStarts(manifest, manifestOffset: manifestOffset, manifestIndexLength: manifestIndexLength)
         func nextStart(after offset: UInt64) -> UInt64 { starts.next(after: offset) }
 
         var copies: [Segment] = []

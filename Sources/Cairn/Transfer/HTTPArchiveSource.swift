@@ -70,14 +70,17 @@ package final class HTTPArchiveSource: ArchiveSource {
     ///   the range are read and dropped (``RangeAnswer/download(client:url:range:validator:total:acceptingWholeObject:)``).
     ///   Off for plain HTTP, where such a server gets the error that names the commands that
     ///   need no ranges.
+    /// - Parameter tailSlack: bytes asked for before the footer (a seeded fetch, which finds the
+    ///   manifest records it lacks from the manifest index, asks for the footer alone).
     package init(
-        url: String, client: HTTPClient = HTTPClient(), retry: RetryPolicy = RetryPolicy(), acceptingWholeObject: Bool = false
+        url: String, client: HTTPClient = HTTPClient(), retry: RetryPolicy = RetryPolicy(), acceptingWholeObject: Bool = false,
+        tailSlack: UInt64 = HTTPArchiveSource.tailSlack
     ) throws(CairnError) {
         self.url = url
         self.client = client
         self.retry = retry
         self.acceptsWholeObject = acceptingWholeObject
-        let asked = UInt64(Footer.framedLength) + Self.tailSlack
+        let asked = UInt64(Footer.framedLength) + tailSlack
         var body: [UInt8] = []
         var dropped: UInt64 = 0
         var whole = false
@@ -225,13 +228,17 @@ package final class HTTPArchiveSource: ArchiveSource {
 
     /// Coalesces `ranges` into at most ``maximumRange``-byte requests (gaps up to
     /// ``coalescingGap`` are fetched and dropped), at most ``maximumParallelRequests`` at once.
-    package func read(ranges: [Range<UInt64>]) throws(CairnError) -> [[UInt8]] {
+    package func read(ranges: [Range<UInt64>]) throws(CairnError) -> [[UInt8]] { try read(ranges: ranges, gap: Self.coalescingGap) }
+
+    /// ``read(ranges:)`` merging only neighbours at most `gap` bytes apart (a seeded fetch, which
+    /// counts every byte).
+    package func read(ranges: [Range<UInt64>], gap: UInt64) throws(CairnError) -> [[UInt8]] {
         for range in ranges where range.upperBound > size {
             throw CairnError(.truncated, "a read runs past the archive's end (\(size) bytes)", path: url, offset: range.lowerBound)
         }
         // What the tail does not hold (a range straddling its start is fetched up to it).
         let wanted = ranges.compactMap { $0.lowerBound < tailOffset ? $0.lowerBound..<min($0.upperBound, tailOffset) : nil }
-        let requests = RangeCoalescer.coalesce(wanted, gap: Self.coalescingGap, maximum: Self.maximumRange)
+        let requests = RangeCoalescer.coalesce(wanted, gap: gap, maximum: Self.maximumRange)
         let fetched = try fetchAll(requests)
         return ranges.map { range in
             if range.isEmpty { return [] }

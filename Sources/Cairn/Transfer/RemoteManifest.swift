@@ -14,6 +14,11 @@ package struct RemoteManifest: Sendable {
     package var tail: [UInt8]
     /// The archive's prelude and header record (from the opening read of its first block).
     package var head: [UInt8]
+    /// Format 2.1: the framed manifest index record before the final commit (§11.8), when the
+    /// archive has one and it was read.
+    package var manifestIndex: [UInt8]? = nil
+    /// Bytes of the manifest copied from seeds' manifest records instead of downloaded.
+    package var manifestSeedBytes: UInt64 = 0
 
     /// Reads the footer and manifest of the archive at `url`, with the checks of the seekable
     /// reader (`Spec/0001 §11.5`, §12.3).
@@ -31,14 +36,7 @@ package struct RemoteManifest: Sendable {
         client: HTTPClient, url: String, validator: String?, length: UInt64?
     ) throws(CairnError) -> RemoteManifest {
         let source = try HTTPArchiveSource(url: url, client: client)
-        if let validator, let now = source.validator, now != validator {
-            source.close()
-            throw CairnError(.sourceChanged, "the archive at the URL changed (its validator is now \(now), was \(validator))", path: url)
-        }
-        if let length, source.size != length {
-            source.close()
-            throw CairnError(.sourceChanged, "the archive at the URL changed (it is now \(source.size) bytes, was \(length))", path: url)
-        }
+        try requireUnchanged(source, validator: validator, length: length)
         let reader = try ArchiveReader(source: source, keepingManifestRegion: true)
         defer { reader.close() }
         let footer = reader.footer
@@ -61,5 +59,139 @@ package struct RemoteManifest: Sendable {
         return RemoteManifest(
             length: source.size, validator: source.validator, version: reader.version, footer: footer, manifest: reader.manifest,
             tail: tail, head: head)
+    }
+
+    /// Whether the archive at the source is still the one `validator` and `length` name.
+    private static func requireUnchanged(_ source: HTTPArchiveSource, validator: String?, length: UInt64?) throws(CairnError) {
+        if let validator, let now = source.validator, now != validator {
+            source.close()
+            throw CairnError(.sourceChanged, "the archive at the URL changed (its validator is now \(now), was \(validator))", path: source.url)
+        }
+        if let length, source.size != length {
+            source.close()
+            throw CairnError(.sourceChanged, "the archive at the URL changed (it is now \(source.size) bytes, was \(length))", path: source.url)
+        }
+    }
+
+    /// Bytes of the archive's start read first: the prelude and the header record, which is
+    /// usually far shorter (a longer one is read on).
+    static let headRead: UInt64 = 1024
+
+    /// Reads the footer and manifest of the archive at `url` as ``fetch(client:url:validator:length:)``
+    /// does, taking the manifest records that local seeds hold from them (`Spec/0001 §13.6.1`
+    /// step 1): the opening request asks for the footer alone; then the prelude and header, the
+    /// count at the end of the manifest index (§11.8, the record that ends one commit record
+    /// before the manifest) and the index itself. The index names every manifest record by
+    /// framed length and record digest, and only those no seed has are downloaded. The assembled
+    /// manifest then goes through the seekable reader's checks (its SHA-256 against the footer's,
+    /// its table sizes against the footer's counts). An archive without an index (format 2.0),
+    /// or whose index is not usable, has its manifest downloaded whole.
+    ///
+    /// - Throws: as ``fetch(client:url:validator:length:)``.
+    package static func fetch(
+        client: HTTPClient, url: String, validator: String?, length: UInt64?, seeds: SeedIndex
+    ) throws(CairnError) -> RemoteManifest {
+        let source = try HTTPArchiveSource(url: url, client: client, tailSlack: 0)
+        try requireUnchanged(source, validator: validator, length: length)
+        defer { source.close() }
+        let size = source.size
+        do throws(CairnError) {
+            let footer = try ArchiveReader.readFooter(source, fileSize: size)
+            var head = try source.read(ranges: [0..<min(size, headRead)], gap: 0)[0]
+            if head.count >= Prelude.length + RecordFraming.headerLength {
+                let header = try head.withBytes { (raw) throws(CairnError) in
+                    try RecordCodec.parseHeader(UnsafeRawBufferPointer(rebasing: raw[Prelude.length...]), offset: UInt64(Prelude.length))
+                }
+                let end = UInt64(Prelude.length + header.framedLength)
+                guard end <= size else { throw CairnError(.truncated, "the header record runs past the archive's end", offset: 12) }
+                if end > UInt64(head.count) { head += try source.read(ranges: [UInt64(head.count)..<end], gap: 0)[0] }
+                head = Array(head[0..<Int(end)])
+            }
+            let manifestOffset = footer.manifestOffset
+            let manifestEnd = manifestOffset + footer.manifestLength
+            var index: (record: [UInt8], parsed: ManifestIndex)?
+            if manifestOffset >= UInt64(head.count) + UInt64(CommitRecord.framedLength) + ManifestIndex.framedLength(count: 1) {
+                index = try? readIndex(source, before: manifestOffset - UInt64(CommitRecord.framedLength), after: UInt64(head.count))
+            }
+            if let found = index, found.parsed.manifestLength != footer.manifestLength { index = nil }
+            var region: [UInt8] = []
+            var copied: UInt64 = 0
+            if let index {
+                var pieces: [[UInt8]?] = []
+                var wanted: [Range<UInt64>] = []
+                var position = manifestOffset
+                for entry in index.parsed.entries {
+                    let length = Int(entry.framedLength)
+                    if let found = seeds.manifestRecord(digest: entry.digest, framedLength: length),
+                        let bytes = try? seeds.read(seed: found.seed, at: found.offset, count: length)
+                    {
+                        pieces.append(bytes)
+                        copied += UInt64(length)
+                    } else {
+                        pieces.append(nil)
+                        wanted.append(position..<(position + UInt64(length)))
+                    }
+                    position += UInt64(length)
+                }
+                var downloaded = try source.read(ranges: wanted, gap: ArchiveRebuilder.Plan.mergeBelow).makeIterator()
+                region.reserveCapacity(Int(footer.manifestLength))
+                for piece in pieces {
+                    guard let bytes = piece ?? downloaded.next() else { break }
+                    region += bytes
+                }
+            }
+            if index != nil, let manifest = try? assemble(source, head: head, region: region, footer: footer) {
+                var remote = manifest
+                remote.manifestIndex = index?.record
+                remote.manifestSeedBytes = copied
+                return remote
+            }
+            // No usable index, or what it gave did not check: the manifest whole.
+            region = try source.read(ranges: [manifestOffset..<manifestEnd], gap: 0)[0]
+            var remote = try assemble(source, head: head, region: region, footer: footer)
+            remote.manifestIndex = index?.record
+            return remote
+        } catch {
+            throw error.withPath(url)
+        }
+    }
+
+    /// The manifest index record that ends at `end` (§11.8), read with two range requests (its
+    /// count, then the record), checked (framing, CRC-32, payload); nil when there is none.
+    private static func readIndex(_ source: HTTPArchiveSource, before end: UInt64, after start: UInt64) throws(CairnError)
+        -> (record: [UInt8], parsed: ManifestIndex)?
+    {
+        let countBytes = try source.read(ranges: [(end - 8)..<(end - 4)], gap: 0)[0]
+        let count = countBytes.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }.littleEndian
+        let length = ManifestIndex.framedLength(count: count)
+        guard count > 0, length <= UInt64(RecordFraming.overhead + FormatLimits.maximumRecordPayload), end >= start + length else {
+            return nil
+        }
+        let record = try source.read(ranges: [(end - length)..<end], gap: 0)[0]
+        let header = try record.withBytes { (raw) throws(CairnError) in try RecordCodec.parseHeader(raw, offset: end - length) }
+        guard header.typeByte == RecordType.manifestIndex.rawValue, header.isSkippable, UInt64(header.framedLength) == length else {
+            return nil
+        }
+        try record.withBytes { (raw) throws(CairnError) in try RecordCodec.checkCRC(raw, offset: end - length) }
+        let payload = Array(record[RecordFraming.headerLength..<(record.count - RecordFraming.trailerLength)])
+        return (record, try ManifestIndex.decode(payload, offset: end - length + UInt64(RecordFraming.headerLength)))
+    }
+
+    /// The manifest through the seekable reader's checks, from the pieces read.
+    private static func assemble(_ source: HTTPArchiveSource, head: [UInt8], region: [UInt8], footer: Footer) throws(CairnError)
+        -> RemoteManifest
+    {
+        let size = source.size
+        let footerOffset = size - UInt64(Footer.framedLength)
+        let footerBytes = try source.read(ranges: [footerOffset..<size], gap: 0)[0]
+        let sparse = SparseArchiveSource(
+            name: source.url, size: size, pieces: [(0, head), (footer.manifestOffset, region), (footerOffset, footerBytes)])
+        let reader = try ArchiveReader(source: sparse, verifyingStructure: false, keepingManifestRegion: true)
+        guard let kept = reader.manifestRegion else {
+            throw CairnError(.truncated, "the manifest could not be read whole", path: source.url, offset: footer.manifestOffset)
+        }
+        return RemoteManifest(
+            length: size, validator: source.validator, version: reader.version, footer: reader.footer, manifest: reader.manifest,
+            tail: kept + footerBytes, head: head)
     }
 }

@@ -74,6 +74,8 @@ package final class SeedIndex {
     private var packs: [Digest: [PackLocation]] = [:]
     /// Inline files of local seeds' packs, by path (the first seen of each path).
     private var packedFiles: [[UInt8]: PackedFile] = [:]
+    /// Manifest records of local seeds, by record digest (SHA-256 of the framed record).
+    private var manifestRecords: [Digest: ChunkLocation] = [:]
     private let decompressor = ChunkDecompressor()
 
     package init() {}
@@ -115,6 +117,11 @@ package final class SeedIndex {
                         chunks[prefix.id] = ChunkLocation(
                             seed: seedIndex, offset: record.offset, framedLength: record.header.framedLength, codec: prefix.codec)
                     }
+                case .manifest?:
+                    if let digest = try? SHA256.hash(record.framed), manifestRecords[digest] == nil {
+                        manifestRecords[digest] = ChunkLocation(
+                            seed: seedIndex, offset: record.offset, framedLength: record.header.framedLength, codec: .none)
+                    }
                 case .pack?:
                     var r = ByteReader(Array(payload.prefix(PackRecordPrefix.length)), baseOffset: record.offset, what: "pack record")
                     guard let prefix = try? PackRecordPrefix.decode(&r, payloadLength: record.header.length) else { continue }
@@ -148,6 +155,32 @@ package final class SeedIndex {
             }
             position += length
         }
+    }
+
+    /// A local seed's manifest record with this record digest and framed length (the same bytes,
+    /// unless SHA-256 collides).
+    package func manifestRecord(digest: Digest, framedLength: Int) -> ChunkLocation? {
+        guard let found = manifestRecords[digest], found.framedLength == framedLength else { return nil }
+        return found
+    }
+
+    /// Reads exactly `count` bytes of seed `seed` at `offset`.
+    ///
+    /// - Throws: `.truncated` naming the seed when it ends first; what reading throws.
+    package func read(seed: Int, at offset: UInt64, count: Int) throws(CairnError) -> [UInt8] {
+        guard seed < seeds.count else { throw CairnError(.invalidArgument, "internal error: no seed \(seed)") }
+        var bytes = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let n = try bytes.withMutableBytes { (raw) throws(CairnError) in
+                try seeds[seed].read(fromAbsoluteOffset: offset + UInt64(done), into: UnsafeMutableRawBufferPointer(rebasing: raw[done...]))
+            }
+            guard n > 0 else {
+                throw CairnError(.truncated, "the seed ended before the record it was to give", path: seeds[seed].path, offset: offset + UInt64(done))
+            }
+            done += n
+        }
+        return bytes
     }
 
     /// The inline file of a local seed's pack at `path`, if one is `length` bytes long.
@@ -233,6 +266,11 @@ package final class SeedIndex {
             if f.pack.seed > index { f.pack.seed -= 1 }
             return f
         }
+        manifestRecords = manifestRecords.filter { $0.value.seed != index }.mapValues {
+            var m = $0
+            if m.seed > index { m.seed -= 1 }
+            return m
+        }
     }
 
     /// Closes every seed.
@@ -245,5 +283,6 @@ package final class SeedIndex {
         chunks = [:]
         packs = [:]
         packedFiles = [:]
+        manifestRecords = [:]
     }
 }
