@@ -24,15 +24,27 @@ struct GoldenArchiveV2Tests {
 
     @Test("writing the golden archive again gives exactly the fixture's bytes (Spec §9: the writer is deterministic)")
     func writerReproducesFixture() throws {
-        let written = try GoldenArchiveV2.make()
+        try Self.expectReproduced(
+            try GoldenArchiveV2.make(), source: GoldenArchiveV2.sourceFixtureURL, fixture: GoldenArchiveV2.fixtureBytes,
+            pinnedDigest: GoldenArchiveV2.pinnedDigest)
+    }
+
+    /// Expects `written` to be the fixture's bytes, whose SHA-256 is `pinnedDigest`; with
+    /// `CAIRN_UPDATE_GOLDEN=1`, first writes it to `source` (the fixture beside the test source).
+    static func expectReproduced(
+        _ written: [UInt8], source: URL, fixture: () throws -> [UInt8], pinnedDigest: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         if ProcessInfo.processInfo.environment["CAIRN_UPDATE_GOLDEN"] == "1" {
-            try Data(written).write(to: GoldenArchiveV2.sourceFixtureURL)
+            try Data(written).write(to: source)
         }
-        let fixture = try GoldenArchiveV2.fixtureBytes()
-        #expect(written.count == fixture.count)
+        let fixture = try fixture()
+        #expect(written.count == fixture.count, sourceLocation: sourceLocation)
         let firstDifference = zip(written, fixture).enumerated().first { $0.element.0 != $0.element.1 }?.offset
-        #expect(written == fixture, "first difference at offset \(firstDifference.map(String.init) ?? "none")")
-        #expect(try SHA256.hash(fixture).hexString == GoldenArchiveV2.pinnedDigest, "regenerated? update pinnedDigest and the README")
+        #expect(written == fixture, "first difference at offset \(firstDifference.map(String.init) ?? "none")", sourceLocation: sourceLocation)
+        #expect(
+            try SHA256.hash(fixture).hexString == pinnedDigest, "regenerated? update pinnedDigest and the README",
+            sourceLocation: sourceLocation)
     }
 
     @Test("the fixture holds every item the 2.0 golden archive is meant to pin")
