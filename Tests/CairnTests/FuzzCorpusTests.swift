@@ -55,7 +55,7 @@ struct FuzzCorpusTests {
         let seeds = Set(try Self.files(in: corpus.path))
         for name in [
             "v2-none.cairn", "v2-lz4.cairn", "v2-zstd.cairn", "v2-zlib.cairn", "v2-fixed-zstd.cairn", "v2-not-compressible.cairn",
-            "v2-special.cairn", "v2-cut-mid-pack.cairn", "v2-incomplete.cairn.partial", "v2-golden.cairn", "v1-golden.cairn",
+            "v2-special.cairn", "v2-cut-mid-pack.cairn", "v2-incomplete.cairn.partial", "v2-golden.cairn", "v2.1-golden.cairn", "v1-golden.cairn",
             "entries-entry-record.bin", "entries-pack-payload.bin", "entries-pack-table.bin", "entries-manifest-segment.bin",
             "entries-manifest-body.bin",
         ] {
@@ -71,6 +71,10 @@ struct FuzzCorpusTests {
         #expect(
             try Data(contentsOf: corpus.appendingPathComponent("v2-golden.cairn"))
                 == Data(contentsOf: fixtures.appendingPathComponent("golden-v2.cairn")), "copy Fixtures/golden-v2.cairn to Corpus/v2-golden.cairn")
+        #expect(
+            try Data(contentsOf: corpus.appendingPathComponent("v2.1-golden.cairn"))
+                == Data(contentsOf: fixtures.appendingPathComponent("golden-v2.1.cairn")),
+            "copy Fixtures/golden-v2.1.cairn to Corpus/v2.1-golden.cairn")
         #expect(
             try Data(contentsOf: corpus.appendingPathComponent("v1-golden.cairn"))
                 == Data(contentsOf: fixtures.appendingPathComponent("golden-v1.cairn")))

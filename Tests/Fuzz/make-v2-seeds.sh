@@ -123,4 +123,5 @@ open(f"{corpus}/entries-manifest-body.bin", "wb").write(manifest[8:])
 EOF
 
 cp Tests/CairnTests/Fixtures/golden-v2.cairn "$CORPUS/v2-golden.cairn"
+cp Tests/CairnTests/Fixtures/golden-v2.1.cairn "$CORPUS/v2.1-golden.cairn"
 ls -l "$CORPUS"
