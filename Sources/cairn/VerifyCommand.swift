@@ -44,7 +44,7 @@ enum VerifyCommand {
                 ]))
         } else if !args.flag("-q", "--quiet") {
             Output.out(
-                "OK \(CairnError.hidingPassword(in: archive)): \(Output.entries(report.entryCount)), \(Output.count(report.chunkCount, "chunk")), \(Output.bytes(report.contentBytes)) of content verified "
+                "OK \(archive == "-" ? "<stdin>" : CairnError.hidingPassword(in: archive)): \(Output.entries(report.entryCount)), \(Output.count(report.chunkCount, "chunk")), \(Output.bytes(report.contentBytes)) of content verified "
                     + "(\(Output.bytes(report.archiveBytes)) read in \(String(format: "%.2f", seconds)) s, \(Output.rate(report.archiveBytes, seconds: seconds)))")
         }
         return .success

@@ -102,7 +102,7 @@ struct CommandLineTests {
         #expect(try CLI.run(["verify", archive]).status == 0)
     }
 
-    @Test("verify - reads the archive from standard input")
+    @Test("verify - reads the archive from standard input, and names it <stdin> as its errors do")
     func verifyStandardInput() throws {
         let work = try Scratch()
         _ = try SampleTree.make(in: work.path("src"))
@@ -110,7 +110,7 @@ struct CommandLineTests {
         #expect(try CLI.run(["create", "-q", "-o", archive, "tree"], in: work.path("src")).status == 0)
         let result = try CLI.run(["verify", "-"], standardInput: archive)
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.hasPrefix("OK"))
+        #expect(result.stdout.hasPrefix("OK <stdin>: "), "\(result.stdout)")
     }
 
     @Test("extract into a destination that already holds a top-level name exits 1 and changes nothing")
