@@ -237,31 +237,69 @@ struct RebuildTests {
         #expect(report.seedBytes >= UInt64(content.count), "the chunks still came from the seed: \(report.seedBytes)")
     }
 
-    @Test("a rebuild from a seed whose chunk record has the right id and length but other bytes does not verify: copies and downloads give the archive byte-identical")
-    func unverifiedRebuildFallsBack() async throws {
+    /// `a.cairn` of `tree(seed: 61)` served, and a seed that is that archive with one byte of its
+    /// last chunk record's stored data flipped; with `recomputingCRC`, the record's CRC-32 made
+    /// to hold again (only its chunk id then tells).
+    static func damagedSeedFetch(recomputingCRC: Bool) async throws -> (report: FetchReport, events: [FetchEvent]) {
         let work = try TemporaryDirectory(prefix: "cairn-rebuild-unverified")
         defer { work.remove() }
         let served = work.appending("www")
         try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
         try Self.create(Self.tree(seed: 61), at: served + "/a.cairn", work: work, name: "a")
         let expected = try FetchTests.bytes(served + "/a.cairn")
-        // A byte of the last large file's stored data flipped: its record fails its CRC-32 and
-        // its chunk id no longer matches its bytes.
         let reader = try Extractor(path: served + "/a.cairn")
         let last = try #require(reader.reader.manifest.chunks.last { $0.pack == nil })
         reader.close()
         var seed = expected
         seed[Int(last.offset) + 12 + 40 + 100] ^= 0x40
+        if recomputingCRC { HostileArchiveTests.recomputeCRC(&seed, at: Int(last.offset)) }
         let seedPath = work.appending("seed.cairn")
         try RawFileSystem.writeFile(Array(seedPath.utf8), seed)
         let server = try NginxServer(root: served)
         defer { server.stop() }
-
         let out = work.appending("copy.cairn")
         let (report, events) = try await Self.fetch(server.url("a.cairn"), to: out, seeds: [seedPath])
         try FetchTests.expectSame(out, expected)
+        return (report, events)
+    }
+
+    @Test("a seed chunk record that fails its CRC-32 is downloaded instead when it is read: no second attempt, result identical")
+    func damagedSeedRecordDownloaded() async throws {
+        let (report, events) = try await Self.damagedSeedFetch(recomputingCRC: false)
+        #expect(Self.restartReasons(events).isEmpty, "\(events)")
+        #expect(report.rejectedCopies == 1)
+    }
+
+    @Test("a rebuild from a seed whose chunk record has the right id, length and CRC-32 but other bytes does not verify: copies and downloads give the archive byte-identical")
+    func unverifiedRebuildFallsBack() async throws {
+        let (report, events) = try await Self.damagedSeedFetch(recomputingCRC: true)
         let reasons = Self.restartReasons(events)
         #expect(reasons.first?.contains("copying and downloading records instead") == true, "\(reasons)")
         #expect(report.rejectedCopies >= 1)
+    }
+
+    @Test("a remote seed with five damaged chunk records (copies, not a rebuild): each is downloaded when its CRC-32 fails, in one attempt; result identical")
+    func damagedRemoteSeedRecordsDownloaded() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-delta-damaged")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        try Self.create(Self.tree(seed: 71), at: served + "/a.cairn", work: work, name: "a")
+        let expected = try FetchTests.bytes(served + "/a.cairn")
+        let reader = try Extractor(path: served + "/a.cairn")
+        let records = reader.reader.manifest.chunks.filter { $0.pack == nil && $0.storedLength > 200 }
+        reader.close()
+        try #require(records.count >= 5, "\(records.count) chunk records")
+        var seed = expected
+        for chunk in records.prefix(5) { seed[Int(chunk.offset) + 12 + 40 + 100] ^= 0x40 }
+        try RawFileSystem.writeFile(Array((served + "/seed.cairn").utf8), seed)
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+        let out = work.appending("copy.cairn")
+        let (report, events) = try await Self.fetch(server.url("a.cairn"), to: out, seeds: [server.url("seed.cairn")])
+        try FetchTests.expectSame(out, expected)
+        #expect(Self.restartReasons(events).isEmpty, "\(events)")
+        #expect(report.rejectedCopies == 5)
+        #expect(report.seedBytes > UInt64(expected.count / 2), "\(report.seedBytes)")
     }
 }

@@ -311,6 +311,7 @@ public final class ArchiveFetcher: Sendable {
             channel.stopReading()
             let writerError = await completion.wait()
             report.seedBytes += writer.seedBytes
+            report.rejectedCopies += writer.damagedSeedRecords
 
             // 4. Done, or why not.
             if let verified, verifyError == nil, writerError == nil {
@@ -548,7 +549,8 @@ public struct FetchReport: Sendable, Equatable {
     /// Transient failures retried.
     public var retries = 0
     /// Seed records that turned out to differ from the remote's (by its CRC-32 before writing,
-    /// or by verification after), and were downloaded instead.
+    /// or by verification after) or to be damaged in the seed (their own framing or CRC-32 when
+    /// read), and were downloaded instead.
     public var rejectedCopies = 0
     /// Bytes at the start of the partial file whose chunk contents an earlier run had checked,
     /// and this one did not decompress and hash again (their CRC-32 and chain digests it did);

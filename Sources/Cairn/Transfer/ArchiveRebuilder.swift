@@ -239,12 +239,18 @@ package final class ArchiveRebuilder {
         return framed(streamed) == length ? streamed : row.entry
     }
 
-    /// A chunk record's bytes: from a seed, or downloaded.
+    /// Seed chunk records that failed their framing or CRC-32 when read, and were downloaded.
+    private(set) var damagedSeedRecords = 0
+
+    /// A chunk record's bytes: from a seed, when they are that record intact there, or downloaded.
     private func chunkRecord(_ chunk: Manifest.ChunkRow) throws(CairnError) -> [UInt8] {
         let framed = RecordFraming.overhead + ChunkRecordPrefix.length + Int(chunk.storedLength)
         if let found = seeds.chunk(id: chunk.id, codec: chunk.codec, framedLength: framed) {
-            seedBytes += UInt64(framed)
-            return try seedRead(found.seed, at: found.offset, count: framed)
+            if let bytes = try seeds.checkedRecord(seed: found.seed, at: found.offset, framedLength: framed) {
+                seedBytes += UInt64(framed)
+                return bytes
+            }
+            damagedSeedRecords += 1
         }
         return try downloads.bytes(chunk.offset..<(chunk.offset + UInt64(framed)))
     }

@@ -23,6 +23,10 @@ package struct DeltaPlan: Sendable {
         case fetch(Range<UInt64>)
         /// Copy these archive bytes from seed `seed`, starting at `from` in it.
         case copy(seed: Int, from: UInt64, to: Range<UInt64>)
+        /// Copy one whole record (a chunk record) from seed `seed` at `from`, when its framing
+        /// and CRC-32 hold there (``SeedIndex/checkedRecord(seed:at:framedLength:)``); a seed
+        /// record that fails them is downloaded instead, before anything is written.
+        case copyRecord(seed: Int, from: UInt64, to: Range<UInt64>)
         /// Copy records from seed `seed` but the last one's CRC-32, which the next segment (a
         /// download) starts with: the writer reads that first and copies only when it equals
         /// the seed's own CRC (the 4 bytes after `to` in the seed). Otherwise, for a pack, the
@@ -36,7 +40,7 @@ package struct DeltaPlan: Sendable {
         package var range: Range<UInt64> {
             switch self {
             case .fetch(let range): return range
-            case .copy(_, _, let range), .copyCheckingCRC(_, _, let range, _): return range
+            case .copy(_, _, let range), .copyRecord(_, _, let range), .copyCheckingCRC(_, _, let range, _): return range
             }
         }
 
@@ -86,7 +90,7 @@ package struct DeltaPlan: Sendable {
         for chunk in manifest.chunks where chunk.pack == nil && chunk.offset >= start && !distrusted.contains(chunk.offset) {
             let framed = RecordFraming.overhead + ChunkRecordPrefix.length + Int(chunk.storedLength)
             guard let found = seeds.chunk(id: chunk.id, codec: chunk.codec, framedLength: framed) else { continue }
-            copies.append(.copy(seed: found.seed, from: found.offset, to: chunk.offset..<(chunk.offset + UInt64(framed))))
+            copies.append(.copyRecord(seed: found.seed, from: found.offset, to: chunk.offset..<(chunk.offset + UInt64(framed))))
             chunkCopies.insert(chunk.offset)
         }
         for pack in manifest.packs where pack.offset >= start {
@@ -142,7 +146,7 @@ package struct DeltaPlan: Sendable {
         let tailLength = UInt64(RecordFraming.trailerLength + CommitRecord.framedLength)
         var bridged: [Segment] = []
         for (index, segment) in planned.enumerated() {
-            guard case .fetch(let gap) = segment, index > 0, case .copy(let seed, let before, let previous) = planned[index - 1],
+            guard case .fetch(let gap) = segment, index > 0, case .copyRecord(let seed, let before, let previous) = planned[index - 1],
                 chunkCopies.contains(previous.lowerBound)
             else {
                 bridged.append(segment)

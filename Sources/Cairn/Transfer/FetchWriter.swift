@@ -85,7 +85,10 @@ package final class FetchWriter: @unchecked Sendable {
                 remote: remote, url: url, plan: plan, seeds: seeds,
                 download: { [self] (range) throws(CairnError) in try download(range, total: remote.length) },
                 deliver: { [self] (bytes) throws(CairnError) in try deliver(bytes) })
-            defer { seedBytes += rebuilder.seedBytes }
+            defer {
+                seedBytes += rebuilder.seedBytes
+                damagedSeedRecords += rebuilder.damagedSeedRecords
+            }
             try rebuilder.run()
             try remote.tail.withBytes { (raw) throws(CairnError) in try deliver(raw) }
         case .plan(let plan, let tail, let length):
@@ -98,6 +101,9 @@ package final class FetchWriter: @unchecked Sendable {
                 case .copy(let seed, let from, let range):
                     try prefetchRemoteCopies(at: index, of: segments)
                     try copy(seed: seed, from: from, count: range.upperBound - range.lowerBound)
+                case .copyRecord(let seed, let from, let range):
+                    try prefetchRemoteCopies(at: index, of: segments)
+                    try copyRecord(seed: seed, from: from, to: range, total: length)
                 case .copyCheckingCRC(let seed, let from, let range, let contentStart):
                     let count = range.upperBound - range.lowerBound
                     guard index + 1 < segments.count, case .fetch(let next) = segments[index + 1], next.lowerBound == range.upperBound,
@@ -131,6 +137,27 @@ package final class FetchWriter: @unchecked Sendable {
     /// Packs whose CRC-32 differed from the seed's: their item tables were downloaded, their
     /// content copied.
     package private(set) var tableOnlyCopies = 0
+    /// Seed records that failed their framing or CRC-32 when copied, and were downloaded instead.
+    package private(set) var damagedSeedRecords = 0
+
+    /// Copies the record at `from` of seed `seed` to `range`, or downloads `range` when the
+    /// seed's bytes there are not that record intact (``SeedIndex/checkedRecord(seed:at:framedLength:)``).
+    private func copyRecord(seed: Int, from: UInt64, to range: Range<UInt64>, total: UInt64) throws(CairnError) {
+        let count = Int(range.upperBound - range.lowerBound)
+        var bytes: [UInt8]?
+        if seed == prefetchedSeed, let fetched = prefetched.removeValue(forKey: from) {
+            bytes = fetched.count == count && SeedIndex.isWholeRecord(fetched, offset: from) ? fetched : nil
+        } else {
+            bytes = try seeds.checkedRecord(seed: seed, at: from, framedLength: count)
+        }
+        guard let bytes else {
+            damagedSeedRecords += 1
+            try fetch(from: range.lowerBound, to: range.upperBound, total: total)
+            return
+        }
+        try bytes.withBytes { (raw) throws(CairnError) in try deliver(raw) }
+        seedBytes += UInt64(count)
+    }
 
     /// Downloads `range` into memory (a few KiB: the commit after a pack; up to 8 MiB of
     /// records for a rebuild).
@@ -196,17 +223,27 @@ package final class FetchWriter: @unchecked Sendable {
     /// (up to ``prefetchBytes``) in one go: the source merges neighbours into ranges of up to
     /// 8 MiB and runs 4 at once, instead of one request per chunk record.
     private func prefetchRemoteCopies(at index: Int, of segments: [DeltaPlan.Segment]) throws(CairnError) {
-        guard case .copy(let seed, let from, _) = segments[index], seed < seeds.seeds.count,
+        let first: (seed: Int, from: UInt64)
+        switch segments[index] {
+        case .copy(let seed, let from, _), .copyRecord(let seed, let from, _): first = (seed, from)
+        default: return
+        }
+        let (seed, from) = first
+        guard seed < seeds.seeds.count,
             let remote = seeds.seeds[seed].remote, !(seed == prefetchedSeed && prefetched[from] != nil)
         else { return }
         var ranges: [Range<UInt64>] = []
         var total: UInt64 = 0
         for segment in segments[index...] {
             guard total < Self.prefetchBytes, ranges.count < 1024 else { break }
-            if case .copy(let other, let start, let range) = segment, other == seed {
+            switch segment {
+            case .copy(let other, let start, let range), .copyRecord(let other, let start, let range):
+                guard other == seed else { continue }
                 let count = range.upperBound - range.lowerBound
                 ranges.append(start..<(start + count))
                 total += count
+            default:
+                continue
             }
         }
         let bytes = try remote.read(ranges: ranges)

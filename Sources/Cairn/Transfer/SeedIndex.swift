@@ -183,6 +183,30 @@ package final class SeedIndex {
         return bytes
     }
 
+    /// The record of `framedLength` bytes at `offset` of seed `seed`, when it is one: its
+    /// framing (§3.2) gives that length and its CRC-32 holds. Nil otherwise (a seed damaged since
+    /// it was indexed, or a torn copy): the caller downloads the record instead, so a damaged
+    /// seed costs a download, not a failed verification and another attempt.
+    ///
+    /// - Throws: what reading the seed throws (a seed shorter than the record is nil).
+    package func checkedRecord(seed: Int, at offset: UInt64, framedLength: Int) throws(CairnError) -> [UInt8]? {
+        let bytes: [UInt8]
+        do throws(CairnError) {
+            bytes = try read(seed: seed, at: offset, count: framedLength)
+        } catch where error.code == .truncated {
+            return nil
+        }
+        return Self.isWholeRecord(bytes, offset: offset) ? bytes : nil
+    }
+
+    /// Whether `bytes` are exactly one record whose CRC-32 holds.
+    package static func isWholeRecord(_ bytes: [UInt8], offset: UInt64) -> Bool {
+        bytes.withUnsafeBytes { raw in
+            guard let header = try? RecordCodec.parseHeader(raw, offset: offset), header.framedLength == raw.count else { return false }
+            return (try? RecordCodec.checkCRC(raw, offset: offset)) != nil
+        }
+    }
+
     /// The inline file of a local seed's pack at `path`, if one is `length` bytes long.
     package func packedFile(path: [UInt8], length: Int) -> PackedFile? {
         guard let found = packedFiles[path], found.length == length else { return nil }
