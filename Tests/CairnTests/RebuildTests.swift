@@ -99,6 +99,40 @@ struct RebuildTests {
         #expect(report.seedBytes > UInt64(expected.count / 2), "\(report.seedBytes)")
     }
 
+    @Test("a small file appended to and one added (packs no seed has, downloaded) and a large file changed: the rebuild downloads those packs and goes on, with no fallback; byte-identical")
+    func rebuildDownloadsPacksNoSeedHas() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-rebuild-packs")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        var tree = Self.tree(seed: 81)
+        let old = work.appending("old.cairn")
+        try Self.create(tree, at: old, work: work, name: "old")
+        var generator = SeededGenerator(seed: 82)
+        var items = tree.items
+        for index in items.indices {
+            guard case .file(contents: var contents, mode: let mode, mtime: let mtime) = items[index].node else { continue }
+            if items[index].path == Array("notes/n3.txt".utf8) { contents += Array(" appended".utf8) }
+            if items[index].path == Array("media/m1.bin".utf8) {
+                contents.replaceSubrange((100 << 10)..<((100 << 10) + 16), with: generator.bytes(16))
+            }
+            items[index].node = .file(contents: contents, mode: mode, mtime: mtime)
+        }
+        tree = TreeBuilder()
+        for item in items { tree.add(item.path, item.node) }
+        tree.file("notes/new.txt", Array("a new note, in no seed".utf8))
+        try Self.create(tree, at: served + "/a.cairn", work: work, name: "new")
+        let expected = try FetchTests.bytes(served + "/a.cairn")
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+        let out = work.appending("copy.cairn")
+        let (report, events) = try await Self.fetch(server.url("a.cairn"), to: out, seeds: [old])
+        try FetchTests.expectSame(out, expected)
+        #expect(Self.restartReasons(events).isEmpty, "\(events)")
+        #expect(report.rejectedCopies == 0)
+        #expect(report.fetchedBytes < UInt64(expected.count / 4), "\(report.fetchedBytes) of \(expected.count)")
+    }
+
     @Test("format 2.1: the manifest index says which manifest records the seed holds; only the others are downloaded, and the result is byte-identical")
     func manifestRecordsComeFromTheSeed() async throws {
         let work = try TemporaryDirectory(prefix: "cairn-rebuild-manifest")

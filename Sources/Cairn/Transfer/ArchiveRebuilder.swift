@@ -268,8 +268,9 @@ package final class ArchiveRebuilder {
         var codec = ChunkCodec.none
         var content: [UInt8]?
         var downloaded: [UInt8]?
-        if let found = seeds.packs(contentDigest: pack.contentDigest, contentLength: pack.contentLength).first {
-            let record = try seedRead(found.seed, at: found.offset, count: found.framedLength)
+        if let found = seeds.packs(contentDigest: pack.contentDigest, contentLength: pack.contentLength).first,
+            let record = try seeds.checkedRecord(seed: found.seed, at: found.offset, framedLength: found.framedLength)
+        {
             stored = Array(record[found.contentStart..<(found.framedLength - RecordFraming.trailerLength)])
             codec = found.prefix.contentCodec
             seedBytes += UInt64(stored.count)
@@ -331,7 +332,9 @@ package final class ArchiveRebuilder {
             items.append(ArchiveWriter.PackInput(entry: row.entry, chunk: chunk))
         }
         if pack.contentLength == 0 { (stored, codec) = ([], .none) }
-        if downloaded != nil { try take(writer) }
+        // Everything before the pack goes out first, the held commit of the previous item too,
+        // so that what the writer makes next starts with the pack and compares with the download.
+        if downloaded != nil { try take(writer, holdingLastCommit: false) }
         do throws(CairnError) {
             _ = try writer.appendPack(
                 items,
@@ -390,8 +393,8 @@ package final class ArchiveRebuilder {
         return raw
     }
 
-    private func take(_ writer: ArchiveWriter) throws(CairnError) {
-        let bytes = writer.takeOutput()
+    private func take(_ writer: ArchiveWriter, holdingLastCommit: Bool = true) throws(CairnError) {
+        let bytes = writer.takeOutput(holdingLastCommit: holdingLastCommit)
         guard !bytes.isEmpty else { return }
         try bytes.withBytes { (raw) throws(CairnError) in try deliver(raw) }
     }
