@@ -336,4 +336,73 @@ struct RebuildTests {
         #expect(report.rejectedCopies == 5)
         #expect(report.seedBytes > UInt64(expected.count / 2), "\(report.seedBytes)")
     }
+
+    @Test("copies, not a rebuild: a local seed whose pack has another item table and a content section changed under a valid CRC-32: the section copy fails the remote pack's CRC-32, is distrusted with it, and downloaded; one retry, result identical")
+    func damagedPackSectionCopyDistrusted() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-delta-pack-section")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        var tree = Self.tree(seed: 91)
+        let seedPath = work.appending("seed.cairn")
+        try Self.create(tree, at: seedPath, work: work, name: "old")
+        // Every note's time changes: the packs' item tables differ, their contents do not.
+        var items = tree.items
+        for index in items.indices {
+            guard case .file(contents: let contents, mode: let mode, mtime: let mtime) = items[index].node,
+                items[index].path.starts(with: Array("notes/".utf8))
+            else { continue }
+            items[index].node = .file(contents: contents, mode: mode, mtime: mtime + 1_000_000_000)
+        }
+        tree = TreeBuilder()
+        for item in items { tree.add(item.path, item.node) }
+        try Self.create(tree, at: served + "/a.cairn", work: work, name: "new")
+        let expected = try FetchTests.bytes(served + "/a.cairn")
+        // One byte of the content section of the seed's pack of notes flipped (the content is
+        // last, just before the CRC-32).
+        var seed = try FetchTests.bytes(seedPath)
+        let reader = try Extractor(path: seedPath)
+        let pack = try #require(reader.reader.manifest.packs.first { $0.contentLength > 0 })
+        reader.close()
+        let length = (0..<4).reduce(0) { $0 | Int(seed[Int(pack.offset) + 4 + $1]) << (8 * $1) }
+        seed[Int(pack.offset) + 8 + length - 10] ^= 0x40
+        // Its CRC-32 made to hold again: the seed's own framing does not tell, only the remote's
+        // pack CRC (a rebuild's partial file set aside as a seed can hold such a pack).
+        HostileArchiveTests.recomputeCRC(&seed, at: Int(pack.offset))
+        try RawFileSystem.writeFile(Array(seedPath.utf8), seed)
+        // A remote seed too, so that the fetch copies instead of rebuilding (§13.6.1 needs local seeds).
+        try RawFileSystem.writeFile(Array((served + "/other.cairn").utf8), try FetchTests.bytes(seedPath))
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+        let out = work.appending("copy.cairn")
+        let (report, events) = try await Self.fetch(server.url("a.cairn"), to: out, seeds: [seedPath, server.url("other.cairn")])
+        try FetchTests.expectSame(out, expected)
+        let reasons = Self.restartReasons(events)
+        #expect(reasons.count == 1 && reasons.first?.contains("bytes copied from seeds did not verify") == true, "\(reasons)")
+        #expect(report.rejectedCopies >= 1, "\(events) \(report)")
+    }
+
+    @Test("a remote whose manifest index is damaged: the seeded fetch downloads the manifest whole, and fails naming the index and its offset, as verify does, not the pack before it")
+    func damagedRemoteIndexNamed() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-rebuild-bad-index")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        let seed = work.appending("old.cairn")
+        try Self.create(Self.tree(seed: 101), at: seed, work: work, name: "old")
+        var bytes = try FetchTests.bytes(seed)
+        let index = try #require(HostileArchiveTests.records(bytes).last { $0.type == RecordType.manifestIndex.rawValue })
+        bytes[index.offset + 8 + 6] ^= 0x01  // a digest byte; the CRC-32 is left as it was
+        try RawFileSystem.writeFile(Array((served + "/a.cairn").utf8), bytes)
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+        let verify = await #expect(throws: CairnError.self) { _ = try await Extractor.verifyArchive(atPath: served + "/a.cairn") }
+        let fetch = await #expect(throws: CairnError.self) {
+            _ = try await Self.fetch(server.url("a.cairn"), to: work.appending("copy.cairn"), seeds: [seed])
+        }
+        #expect(verify?.offset == UInt64(index.offset), "\(String(describing: verify))")
+        #expect(fetch?.offset == UInt64(index.offset), "\(String(describing: fetch))")
+        #expect(fetch?.message.contains("manifest index") == true, "\(String(describing: fetch))")
+        #expect(!RawFileSystem.exists(Array(work.appending("copy.cairn").utf8)))
+    }
 }

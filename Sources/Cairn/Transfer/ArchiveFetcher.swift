@@ -187,11 +187,9 @@ public final class ArchiveFetcher: Sendable {
             try output.truncate(to: start)
             let trusted = verifier.trustedBelow
             if let failed = failedCopies {
-                // The copies between the last verified commit and the failure are the suspects.
-                for segment in failed.segments where segment.isCopy {
-                    let at = segment.range.lowerBound
-                    if at >= start, at <= failed.offset { distrusted.insert(at) }
-                }
+                // The copies between the last verified commit and the failing record's end are the
+                // suspects (``DeltaPlan/suspects(after:failingAt:)``).
+                for segment in failed.segments { distrusted.insert(segment.range.lowerBound) }
                 failedCopies = nil
             }
             if firstAttempt { report.resumedFrom = start }
@@ -262,7 +260,7 @@ public final class ArchiveFetcher: Sendable {
                 } else {
                     let plan = DeltaPlan(
                         manifest: remote.manifest, manifestOffset: remote.footer.manifestOffset,
-                        manifestIndexLength: UInt64(remote.manifestIndex?.count ?? 0), start: start, seeds: seeds,
+                        manifestIndexLength: remote.manifestIndexLength, start: start, seeds: seeds,
                         distrusted: distrusted)
                     planned = plan
                     options.onEvent?(
@@ -364,10 +362,7 @@ public final class ArchiveFetcher: Sendable {
             // looked the same is downloaded next time; with none to blame, a resumed fetch may
             // have continued another archive (same URL, no usable validator): start over once.
             let offset = failure.offset ?? .max
-            let suspects = (planned?.segments ?? []).filter { segment in
-                segment.isCopy && segment.range.lowerBound >= start && segment.range.lowerBound <= offset
-                    && !distrusted.contains(segment.range.lowerBound)
-            }
+            let suspects = (planned?.suspects(after: start, failingAt: offset) ?? []).filter { !distrusted.contains($0.range.lowerBound) }
             if !suspects.isEmpty {
                 failedCopies = (offset, suspects)
                 options.onEvent?(.restarting(reason: "bytes copied from seeds did not verify (\(failure)); downloading them"))

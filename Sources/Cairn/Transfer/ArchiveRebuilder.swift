@@ -59,7 +59,7 @@ package final class ArchiveRebuilder {
                 }
             }
             let starts = KnownStarts(
-                manifest, manifestOffset: remote.footer.manifestOffset, manifestIndexLength: UInt64(remote.manifestIndex?.count ?? 0))
+                manifest, manifestOffset: remote.footer.manifestOffset, manifestIndexLength: remote.manifestIndexLength)
             for (packIndex, pack) in manifest.packs.enumerated() {
                 if let found = seeds.packs(contentDigest: pack.contentDigest, contentLength: pack.contentLength).first {
                     copied += UInt64(found.contentStoredLength)
@@ -70,8 +70,7 @@ package final class ArchiveRebuilder {
                     continue
                 }
                 // A pack is followed by its commit (§10.2), then the next known record.
-                let end = starts.next(after: pack.offset)
-                guard end > pack.offset + UInt64(CommitRecord.framedLength) else { return nil }
+                guard let end = starts.next(after: pack.offset), end > pack.offset + UInt64(CommitRecord.framedLength) else { return nil }
                 wanted.append(pack.offset..<(end - UInt64(CommitRecord.framedLength)))
             }
             downloads = RangeCoalescer.coalesce(wanted, gap: Self.mergeBelow, maximum: Self.longestRequest)
@@ -83,7 +82,7 @@ package final class ArchiveRebuilder {
     private let url: String
     private let seeds: SeedIndex
     private lazy var knownStarts = KnownStarts(
-        remote.manifest, manifestOffset: remote.footer.manifestOffset, manifestIndexLength: UInt64(remote.manifestIndex?.count ?? 0))
+        remote.manifest, manifestOffset: remote.footer.manifestOffset, manifestIndexLength: remote.manifestIndexLength)
     private var downloads: DownloadQueue
     private let deliver: (UnsafeRawBufferPointer) throws(CairnError) -> Void
     private let decompressor = ChunkDecompressor()
@@ -225,8 +224,7 @@ package final class ArchiveRebuilder {
     private func declared(_ row: Manifest.EntryRow) -> ArchiveEntry {
         guard row.entry.kind == .file, row.entry.size > 0 else { return row.entry }
         let manifest = remote.manifest
-        let next = knownStarts.next(after: row.recordOffset)
-        guard row.referenceCount > 0, row.firstReference < UInt64(manifest.references.count) else { return row.entry }
+        guard let next = knownStarts.next(after: row.recordOffset), row.referenceCount > 0, row.firstReference < UInt64(manifest.references.count) else { return row.entry }
         let first = Int(manifest.references[Int(row.firstReference)])
         guard first < manifest.chunks.count, manifest.chunks[first].pack == nil, manifest.chunks[first].offset == next else {
             return row.entry
@@ -283,7 +281,9 @@ package final class ArchiveRebuilder {
             (stored, codec, content) = (built.stored, built.codec, raw)
             seedBytes += UInt64(raw.count)
         } else {
-            let next = knownStarts.next(after: pack.offset)
+            guard let next = knownStarts.next(after: pack.offset), next > pack.offset + UInt64(CommitRecord.framedLength) else {
+                throw diverged(at: pack.offset, "where pack \(index) ends is not known")
+            }
             let record = try downloads.bytes(pack.offset..<(next - UInt64(CommitRecord.framedLength)))
             guard record.count > RecordFraming.overhead + PackRecordPrefix.length else {
                 throw diverged(at: pack.offset, "the downloaded pack \(index) is too short")
@@ -412,16 +412,18 @@ package final class ArchiveRebuilder {
 /// pack and entry record, and the manifest itself (`Spec/0001 §13.6` step 3). Each known start
 /// but the first follows a record or a commit record; a pack is followed by its commit (§10.2),
 /// and in format 2.1 the last record before the final commit is followed by the manifest index
-/// first (§11.8), which is why the manifest counts as starting the index's length earlier.
+/// first (§11.8), which is why the manifest counts as starting the index's length earlier. When
+/// that length is not known (a 2.1 archive whose index could not be read), neither is where the
+/// last record before the final commit ends: ``next(after:)`` then answers nil for it.
 package struct KnownStarts {
     private var starts: [UInt64]
-    private let end: UInt64
+    private let end: UInt64?
 
     /// - Parameter manifestIndexLength: the framed length of the manifest index before the final
-    ///   commit (0 when the archive has none).
-    package init(_ manifest: Manifest, manifestOffset: UInt64, manifestIndexLength: UInt64 = 0) {
-        let end = manifestOffset >= manifestIndexLength ? manifestOffset - manifestIndexLength : manifestOffset
-        var starts: [UInt64] = [end]
+    ///   commit: 0 when the archive has none, nil when it is not known.
+    package init(_ manifest: Manifest, manifestOffset: UInt64, manifestIndexLength: UInt64?) {
+        let end = manifestIndexLength.map { manifestOffset >= $0 ? manifestOffset - $0 : manifestOffset }
+        var starts: [UInt64] = end.map { [$0] } ?? []
         starts.reserveCapacity(manifest.chunks.count + manifest.packs.count + manifest.entries.count + 1)
         for chunk in manifest.chunks where chunk.pack == nil { starts.append(chunk.offset) }
         for pack in manifest.packs { starts.append(pack.offset) }
@@ -431,8 +433,9 @@ package struct KnownStarts {
         self.end = end
     }
 
-    /// The first known start after `offset` (the manifest's offset when none is).
-    package func next(after offset: UInt64) -> UInt64 {
+    /// The first known start after `offset`: the manifest's offset, less the index's length, when
+    /// none is; nil when that is not known either.
+    package func next(after offset: UInt64) -> UInt64? {
         var low = 0
         var high = starts.count
         while low < high {

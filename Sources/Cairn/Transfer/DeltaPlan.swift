@@ -53,6 +53,17 @@ package struct DeltaPlan: Sendable {
 
     /// Segments covering `start ..< end` without gaps, in order.
     package var segments: [Segment]
+    private let knownStarts: KnownStarts
+    private let manifestOffset: UInt64
+
+    /// The copies to distrust when the rebuilt bytes after `start` failed verification at the
+    /// record at `offset`: every copy from `start` up to the end of that record (the next known
+    /// start), so that a copy of a pack's content section, which starts inside the record whose
+    /// CRC-32 fails, is among them.
+    package func suspects(after start: UInt64, failingAt offset: UInt64) -> [Segment] {
+        let limit = knownStarts.next(after: offset) ?? manifestOffset
+        return segments.filter { $0.isCopy && $0.range.lowerBound >= start && $0.range.lowerBound < max(limit, offset + 1) }
+    }
 
     /// Bytes the plan downloads.
     package var fetchBytes: UInt64 {
@@ -71,7 +82,7 @@ package struct DeltaPlan: Sendable {
     ///   - manifest: the remote archive's manifest (decoded and checked against its footer).
     ///   - manifestOffset: where the remote manifest starts (the footer's field).
     ///   - manifestIndexLength: the framed length of its manifest index (format 2.1, §11.8), 0
-    ///     when it has none.
+    ///     when it has none, nil when it is not known (the last pack is then downloaded).
     ///   - start: where the rebuilt prefix ends (a commit boundary of the partial file).
     ///   - seeds: the local seeds.
     ///   - distrusted: archive offsets of copies that failed verification before; they are
@@ -79,11 +90,12 @@ package struct DeltaPlan: Sendable {
     ///   - mergeBelow: a copy shorter than this many bytes between two downloads is downloaded
     ///     with them (a range request costs a few hundred bytes of headers and a round trip).
     package init(
-        manifest: Manifest, manifestOffset: UInt64, manifestIndexLength: UInt64 = 0, start: UInt64, seeds: SeedIndex,
+        manifest: Manifest, manifestOffset: UInt64, manifestIndexLength: UInt64?, start: UInt64, seeds: SeedIndex,
         distrusted: Set<UInt64> = [], mergeBelow: UInt64 = 1024
     ) {
         let starts = KnownStarts(manifest, manifestOffset: manifestOffset, manifestIndexLength: manifestIndexLength)
-        func nextStart(after offset: UInt64) -> UInt64 { starts.next(after: offset) }
+        knownStarts = starts
+        self.manifestOffset = manifestOffset
 
         var copies: [Segment] = []
         var chunkCopies: Set<UInt64> = []
@@ -96,8 +108,8 @@ package struct DeltaPlan: Sendable {
         for pack in manifest.packs where pack.offset >= start {
             let candidates = seeds.packs(contentDigest: pack.contentDigest, contentLength: pack.contentLength)
             guard !candidates.isEmpty else { continue }
-            let span = nextStart(after: pack.offset) - pack.offset
-            guard span > UInt64(CommitRecord.framedLength) else { continue }
+            guard let next = starts.next(after: pack.offset), next > pack.offset + UInt64(CommitRecord.framedLength) else { continue }
+            let span = next - pack.offset
             let recordLength = span - UInt64(CommitRecord.framedLength)
             if !distrusted.contains(pack.offset), let whole = candidates.first(where: { UInt64($0.framedLength) == recordLength }) {
                 // All but the CRC: the download that follows (the commit) starts with the remote's

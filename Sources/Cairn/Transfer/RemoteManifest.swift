@@ -20,46 +20,10 @@ package struct RemoteManifest: Sendable {
     /// Bytes of the manifest copied from seeds' manifest records instead of downloaded.
     package var manifestSeedBytes: UInt64 = 0
 
-    /// Reads the footer and manifest of the archive at `url`, with the checks of the seekable
-    /// reader (`Spec/0001 §11.5`, §12.3).
-    ///
-    /// - Parameters:
-    ///   - validator: when resuming, the validator recorded for the partial file;
-    ///   - length: when resuming, the archive length recorded for it. The archive must still
-    ///     have both, or it changed.
-    /// - Throws: `.sourceChanged` naming the URL when the archive is not the one `validator` and
-    ///   `length` name, or a range answer does not match its request; `.invalidArgument` whose
-    ///   message starts with ``HTTPArchiveSource/noRangesMessage`` when the server ignores
-    ///   ranges; what ``ArchiveReader/init(source:verifyingStructure:)`` throws for a footer or
-    ///   manifest that fails its checks; `.network` and `.httpStatus` (transient ones retried).
-    package static func fetch(
-        client: HTTPClient, url: String, validator: String?, length: UInt64?
-    ) throws(CairnError) -> RemoteManifest {
-        let source = try HTTPArchiveSource(url: url, client: client)
-        try requireUnchanged(source, validator: validator, length: length)
-        let reader = try ArchiveReader(source: source, keepingManifestRegion: true)
-        defer { reader.close() }
-        let footer = reader.footer
-        // The manifest as the reader read it, and the footer from the opening suffix request:
-        // nothing is asked for twice.
-        var footerBytes = [UInt8](repeating: 0, count: Footer.framedLength)
-        let got = try footerBytes.withMutableBytes { (raw) throws(CairnError) in
-            try source.read(fromAbsoluteOffset: source.size - UInt64(Footer.framedLength), into: raw)
-        }
-        guard let region = reader.manifestRegion, got == Footer.framedLength else {
-            throw CairnError(.truncated, "the manifest and footer could not be read whole", path: url, offset: footer.manifestOffset)
-        }
-        let tail = region + footerBytes
-        // The reader read the prelude and header through the block cache: no request.
-        var head = [UInt8](repeating: 0, count: Int(clamping: reader.bodyOffset))
-        let gotHead = try head.withMutableBytes { (raw) throws(CairnError) in try source.read(fromAbsoluteOffset: 0, into: raw) }
-        guard gotHead == head.count else {
-            throw CairnError(.truncated, "the header could not be read whole", path: url, offset: UInt64(gotHead))
-        }
-        return RemoteManifest(
-            length: source.size, validator: source.validator, version: reader.version, footer: footer, manifest: reader.manifest,
-            tail: tail, head: head)
-    }
+    /// The framed length of the manifest index before the final commit (§11.8): 0 for a 2.0
+    /// archive; nil for a 2.1 archive whose index was not read, where the last record before the
+    /// final commit therefore has no known end (``KnownStarts``).
+    package var manifestIndexLength: UInt64? { version.minor == 0 ? 0 : manifestIndex.map { UInt64($0.count) } }
 
     /// Whether the archive at the source is still the one `validator` and `length` name.
     private static func requireUnchanged(_ source: HTTPArchiveSource, validator: String?, length: UInt64?) throws(CairnError) {
@@ -77,17 +41,28 @@ package struct RemoteManifest: Sendable {
     /// usually far shorter (a longer one is read on).
     static let headRead: UInt64 = 1024
 
-    /// Reads the footer and manifest of the archive at `url` as ``fetch(client:url:validator:length:)``
-    /// does, taking the manifest records that local seeds hold from them (`Spec/0001 §13.6.1`
-    /// step 1): the opening request asks for the footer alone; then the prelude and header, the
-    /// count at the end of the manifest index (§11.8, the record that ends one commit record
-    /// before the manifest) and the index itself. The index names every manifest record by
-    /// framed length and record digest, and only those no seed has are downloaded. The assembled
-    /// manifest then goes through the seekable reader's checks (its SHA-256 against the footer's,
-    /// its table sizes against the footer's counts). An archive without an index (format 2.0),
-    /// or whose index is not usable, has its manifest downloaded whole.
+    /// Reads the footer and manifest of the archive at `url`, with the checks of the seekable
+    /// reader (`Spec/0001 §11.5`, §12.3), taking the manifest records that local seeds hold from
+    /// them (§13.6 step 1): the opening request asks for the footer alone; then the prelude and
+    /// header; for a 2.1 archive the count at the end of the manifest index (§11.8, the record
+    /// that ends one commit record before the manifest) and the index itself. The index names
+    /// every manifest record by framed length and record digest, and only those no seed has are
+    /// downloaded. The assembled manifest then goes through the seekable reader's checks (its
+    /// SHA-256 against the footer's, its table sizes against the footer's counts). An archive
+    /// without an index (format 2.0), or whose index is not usable, has its manifest downloaded
+    /// whole.
     ///
-    /// - Throws: as ``fetch(client:url:validator:length:)``.
+    /// - Parameters:
+    ///   - validator: when resuming, the validator recorded for the partial file;
+    ///   - length: when resuming, the archive length recorded for it. The archive must still
+    ///     have both, or it changed.
+    ///   - seeds: the indexed seeds whose manifest records may be copied.
+    /// - Throws: `.sourceChanged` naming the URL when the archive is not the one `validator` and
+    ///   `length` name, or a range answer does not match its request; `.invalidArgument` whose
+    ///   message starts with ``HTTPArchiveSource/noRangesMessage`` when the server ignores
+    ///   ranges; what ``ArchiveReader/init(source:verifyingStructure:keepingManifestRegion:)``
+    ///   throws for a footer or manifest that fails its checks; `.network` and `.httpStatus`
+    ///   (transient ones retried).
     package static func fetch(
         client: HTTPClient, url: String, validator: String?, length: UInt64?, seeds: SeedIndex
     ) throws(CairnError) -> RemoteManifest {
@@ -110,8 +85,13 @@ package struct RemoteManifest: Sendable {
             let manifestOffset = footer.manifestOffset
             let manifestEnd = manifestOffset + footer.manifestLength
             var index: (record: [UInt8], parsed: ManifestIndex)?
-            if manifestOffset >= UInt64(head.count) + UInt64(CommitRecord.framedLength) + ManifestIndex.framedLength(count: 1) {
-                index = try? readIndex(source, before: manifestOffset - UInt64(CommitRecord.framedLength), after: UInt64(head.count))
+            // Only a 2.1 archive has an index (a 2.0 one is not probed); one that cannot be read
+            // or checked (a failed request included) leaves the manifest to be downloaded whole.
+            let minor = head.count >= Prelude.length ? UInt16(head[10]) | UInt16(head[11]) << 8 : 0
+            if minor >= 1, manifestOffset >= UInt64(head.count) + UInt64(CommitRecord.framedLength) + ManifestIndex.framedLength(count: 1) {
+                index = try? readIndex(
+                    source, before: manifestOffset - UInt64(CommitRecord.framedLength), after: UInt64(head.count),
+                    records: footer.manifestLength / UInt64(RecordFraming.overhead + 9))
             }
             if let found = index, found.parsed.manifestLength != footer.manifestLength { index = nil }
             var region: [UInt8] = []
@@ -157,14 +137,18 @@ package struct RemoteManifest: Sendable {
     }
 
     /// The manifest index record that ends at `end` (§11.8), read with two range requests (its
-    /// count, then the record), checked (framing, CRC-32, payload); nil when there is none.
-    private static func readIndex(_ source: HTTPArchiveSource, before end: UInt64, after start: UInt64) throws(CairnError)
-        -> (record: [UInt8], parsed: ManifestIndex)?
+    /// count, then the record), checked (framing, CRC-32, payload); nil when there is none or its
+    /// count is more than `records`, the most manifest records the manifest's length allows
+    /// (every framed manifest record is at least 21 bytes).
+    private static func readIndex(_ source: HTTPArchiveSource, before end: UInt64, after start: UInt64, records: UInt64)
+        throws(CairnError) -> (record: [UInt8], parsed: ManifestIndex)?
     {
         let countBytes = try source.read(ranges: [(end - 8)..<(end - 4)], gap: 0)[0]
         let count = countBytes.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }.littleEndian
         let length = ManifestIndex.framedLength(count: count)
-        guard count > 0, length <= UInt64(RecordFraming.overhead + FormatLimits.maximumRecordPayload), end >= start + length else {
+        guard count > 0, UInt64(count) <= records, length <= UInt64(RecordFraming.overhead + FormatLimits.maximumRecordPayload),
+            end >= start + length
+        else {
             return nil
         }
         let record = try source.read(ranges: [(end - length)..<end], gap: 0)[0]
