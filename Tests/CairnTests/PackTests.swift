@@ -146,6 +146,41 @@ struct PackTests {
         #expect(Xattr.get(directory.appending("out/tree/f199"), "user.big") == value)
     }
 
+    @Test("a file removed from 3,000 sequentially named small files of 50 B to 2 KB changes at most the pack it was in and the next one (content-defined pack ends, Spec/0001 §10.2)")
+    func packEndsResynchronise() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var generator = SeededGenerator(seed: 111)
+        var tree = TreeBuilder()
+        tree.directory("docs")
+        var names: [String] = []
+        for index in 0..<3000 {
+            let name = "docs/d\(index / 100)/file" + String(String(index % 100 + 1000).dropFirst()) + ".txt"
+            if index % 100 == 0 { tree.directory("docs/d\(index / 100)") }
+            names.append(name)
+            tree.file(name, generator.bytes(Int.random(in: 50...2000, using: &generator)))
+        }
+        try tree.materialize(at: directory.appending("old"))
+        for (number, removed) in [names[150], names[1520]].enumerated() {
+            let source = directory.appending("new-\(number)")
+            try tree.materialize(at: source)
+            #expect(unlink(source + "/" + removed) == 0)
+            var digests: [Set<Digest>] = []
+            for (name, root) in [("old", directory.appending("old")), ("new", source)] {
+                let path = directory.appending(name + "-\(number).cairn")
+                let archiver = try Archiver(writingTo: path)
+                try await archiver.appendItem(at: URL(fileURLWithPath: root + "/docs"))
+                _ = try await archiver.finish()
+                let extractor = try Extractor(path: path)
+                digests.append(Set(extractor.reader.manifest.packs.map(\.contentDigest)))
+                extractor.close()
+            }
+            #expect(digests[0].count >= 6, "\(digests[0].count) packs")
+            let changed = digests[1].subtracting(digests[0]).count
+            #expect(changed <= 2, "removing \(removed): \(changed) of \(digests[1].count) packs differ")
+        }
+    }
+
     static func bigXattrsWork() -> Bool {
         let path = "/dev/shm/cairn-xattr-probe-\(getpid())"
         guard (try? RawFileSystem.writeFile(Array(path.utf8), [])) != nil else { return false }
