@@ -405,4 +405,23 @@ struct RebuildTests {
         #expect(fetch?.message.contains("manifest index") == true, "\(String(describing: fetch))")
         #expect(!RawFileSystem.exists(Array(work.appending("copy.cairn").utf8)))
     }
+
+    @Test("the 2.1 vector (a streamed 6-byte file: declared size 0 and 6 encode alike) rebuilt from itself: its entry record is downloaded to tell, and there is no fallback")
+    func smallStreamedFileRebuilt() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-rebuild-vector")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        let vector = try SpecVectorTests.vector("v2.1.hex")
+        try RawFileSystem.writeFile(Array((served + "/v.cairn").utf8), vector)
+        let seed = work.appending("seed.cairn")
+        try RawFileSystem.writeFile(Array(seed.utf8), vector)
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+        let out = work.appending("copy.cairn")
+        let (report, events) = try await Self.fetch(server.url("v.cairn"), to: out, seeds: [seed])
+        try FetchTests.expectSame(out, vector)
+        #expect(Self.restartReasons(events).isEmpty, "\(events)")
+        #expect(report.rejectedCopies == 0)
+    }
 }

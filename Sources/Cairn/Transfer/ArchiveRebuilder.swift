@@ -181,7 +181,7 @@ package final class ArchiveRebuilder {
         guard writer.offset == row.recordOffset else {
             throw diverged(at: writer.offset, "entry \(index) would start at \(writer.offset), its row says \(row.recordOffset)")
         }
-        try writer.beginEntry(declared(row))
+        try writer.beginEntry(try declared(row))
         guard row.entry.kind == .file else { return }
         let first = Int(clamping: row.firstReference)
         let count = Int(clamping: row.referenceCount)
@@ -220,8 +220,10 @@ package final class ArchiveRebuilder {
     /// the entry began (`Spec/0001 §6.4`), the manifest the size read: the same unless the file
     /// changed while it was read, or came from a stream (declared 0). When the record is
     /// followed by a chunk record the manifest places, the record's length is known, and a
-    /// declared size of 0 is taken if the read size does not give that length.
-    private func declared(_ row: Manifest.EntryRow) -> ArchiveEntry {
+    /// declared size of 0 is taken if the read size does not give that length. When both give it
+    /// (sizes under 128 encode in one byte, as 0 does), the entry record is downloaded (a few
+    /// dozen bytes) and its declared size taken, if it is one of the two.
+    private func declared(_ row: Manifest.EntryRow) throws(CairnError) -> ArchiveEntry {
         guard row.entry.kind == .file, row.entry.size > 0 else { return row.entry }
         let manifest = remote.manifest
         guard let next = knownStarts.next(after: row.recordOffset), row.referenceCount > 0, row.firstReference < UInt64(manifest.references.count) else { return row.entry }
@@ -231,10 +233,17 @@ package final class ArchiveRebuilder {
         }
         let length = next - row.recordOffset
         func framed(_ entry: ArchiveEntry) -> UInt64 { UInt64(RecordFraming.overhead + EntryCodec.encode(entry).count) }
-        guard framed(row.entry) != length else { return row.entry }
         var streamed = row.entry
         streamed.size = 0
-        return framed(streamed) == length ? streamed : row.entry
+        guard framed(streamed) == length else { return row.entry }
+        guard framed(row.entry) == length else { return streamed }
+        let record = try downloads.bytes(row.recordOffset..<next)
+        guard SeedIndex.isWholeRecord(record, offset: row.recordOffset) else { return row.entry }
+        var r = ByteReader(
+            Array(record[RecordFraming.headerLength..<(record.count - RecordFraming.trailerLength)]),
+            baseOffset: row.recordOffset + UInt64(RecordFraming.headerLength), what: "entry record")
+        guard let entry = try? EntryCodec.decodeRecord(&r), entry.size == 0 else { return row.entry }
+        return streamed
     }
 
     /// Seed chunk records that failed their framing or CRC-32 when read, and were downloaded.
