@@ -335,6 +335,10 @@ struct RebuildTests {
         #expect(Self.restartReasons(events).isEmpty, "\(events)")
         #expect(report.rejectedCopies == 5)
         #expect(report.seedBytes > UInt64(expected.count / 2), "\(report.seedBytes)")
+        // The report counts the remote seed's requests too: what nginx sent, every request.
+        let log = server.accessLog(waitingFor: report.requestCount)
+        #expect(log.count == report.requestCount)
+        #expect(report.fetchedBytes == log.reduce(UInt64(0)) { $0 + $1.bodyBytesSent }, "\(report)")
     }
 
     @Test("copies, not a rebuild: a local seed whose pack has another item table and a content section changed under a valid CRC-32: the section copy fails the remote pack's CRC-32, is distrusted with it, and downloaded; one retry, result identical")

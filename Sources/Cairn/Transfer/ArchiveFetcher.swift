@@ -143,8 +143,10 @@ public final class ArchiveFetcher: Sendable {
             FetchState.remove(for: path)
             unlink(oldPartial)
             report.archiveBytes = verified.archiveBytes
-            report.fetchedBytes = client.bytesReceived
-            report.requestCount = client.requestCount
+            // Remote seeds' requests too (each seed has its own client).
+            let seedClients = seeds.seeds.compactMap { $0.remote?.client }
+            report.fetchedBytes = client.bytesReceived + seedClients.reduce(0) { $0 + $1.bytesReceived }
+            report.requestCount = client.requestCount + seedClients.reduce(0) { $0 + $1.requestCount }
             report.restarts = restarts
             if restarts > 0 { report.resumedFrom = 0 }  // it started over: nothing was continued
             report.retries = retries
@@ -531,9 +533,11 @@ public struct FetchReport: Sendable, Equatable {
     /// Bytes of the archive.
     public var archiveBytes: UInt64 = 0
     /// Body bytes received over HTTP in this run (every request, including the footer and
-    /// manifest of a seeded fetch and bytes of failed attempts).
+    /// manifest of a seeded fetch, remote seeds' requests and bytes of failed attempts).
     public var fetchedBytes: UInt64 = 0
-    /// Bytes copied from seeds.
+    /// Bytes copied from seeds, over every attempt of this run (as ``fetchedBytes`` counts the
+    /// bytes of failed attempts too): after an attempt that did not verify, more than the
+    /// archive's size.
     public var seedBytes: UInt64 = 0
     /// The verified prefix of an earlier run this run continued from (0 for a fresh fetch).
     public var resumedFrom: UInt64 = 0
