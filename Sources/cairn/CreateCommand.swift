@@ -160,6 +160,14 @@ enum CreateCommand {
                         resuming: output, configuration: configuration,
                         expecting: Self.expectation(args, configuration: configuration, sources: operands), overwrite: force)
                     if !args.flag("-q", "--quiet") { Output.err("cairn: resuming \(output).partial") }
+                } catch where error.code == .unsupportedVersion {
+                    // Another format's partial file: kept unless --force says to start over.
+                    guard force else {
+                        var refusal = error
+                        refusal.message += ", or start over with --force"
+                        throw refusal
+                    }
+                    Output.err("cairn: \(output).partial cannot be continued (\(error.message)); starting over (--force)")
                 } catch {
                     // Different sources or options: refuse, never mix two runs in one archive.
                     guard error.code == .notResumable, error.additionalErrors.isEmpty else {

@@ -51,6 +51,28 @@ struct CreateSafetyTests {
         #expect(try CreateCLI.run(["verify", "a.cairn"], in: work.path).status == 0)
     }
 
+    @Test("create --resume of a format 2.0 FILE.partial exits 1 naming the version and leaves it; with --force it starts over")
+    func olderFormatPartialIsKept() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-create-v20-partial")
+        defer { work.remove() }
+        try Self.tree(seed: 3).materialize(at: work.appending("src"))
+        // The 2.0 golden archive cut after its second commit: committed work of a 2.0 cairn.
+        let golden = try GoldenArchiveV2.fixtureBytes()
+        let commits = try GoldenArchiveV2.records(golden).filter { $0.type == RecordType.commit.rawValue }
+        let cut = commits[1].offset + 12 + commits[1].length
+        let partial = Array(golden[0..<cut])
+        try RawFileSystem.writeFile(Array(work.appending("a.cairn.partial").utf8), partial)
+        let refused = try CreateCLI.run(["create", "-q", "--resume", "-o", "a.cairn", "src"], in: work.path)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("format 2.0") && refused.stderr.contains("--force"), "\(refused.stderr)")
+        #expect(try Self.contents(work.appending("a.cairn.partial")) == partial)
+        #expect(!FileManager.default.fileExists(atPath: work.appending("a.cairn")))
+        let forced = try CreateCLI.run(["create", "--resume", "--force", "-o", "a.cairn", "src"], in: work.path)
+        #expect(forced.status == 0, "\(forced.stderr)")
+        #expect(forced.stderr.contains("starting over"), "\(forced.stderr)")
+        #expect(try CreateCLI.run(["verify", "a.cairn"], in: work.path).status == 0)
+    }
+
     @Test("create over an existing FILE.partial exits 1 saying --resume or --force and leaves it; --force starts over")
     func existingPartialIsRefused() throws {
         let work = try TemporaryDirectory(prefix: "cairn-create-partial")

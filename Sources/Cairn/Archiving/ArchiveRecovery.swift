@@ -36,7 +36,8 @@ package struct ArchiveRecovery {
 
     /// Scans the archive readable from `descriptor` (positioned at its start).
     ///
-    /// - Throws: `.notResumable` when not even the header and the first commit are valid.
+    /// - Throws: `.notResumable` when not even the header and the first commit are valid;
+    ///   `.unsupportedVersion` for an archive of another version than this writer writes.
     package static func scan(_ descriptor: FileDescriptor, path: String) throws -> ArchiveRecovery {
         let stream = RecordStream(descriptor: descriptor)
         let scanner = ArchiveScanner()
@@ -64,8 +65,12 @@ package struct ArchiveRecovery {
             stopReason = error
         }
         guard scanner.version == .current else {
+            // Not `.notResumable` (which `create --resume` answers by starting over): the file
+            // may hold hours of committed work that another cairn can still finish.
             throw CairnError(
-                .notResumable, "the archive is format \(scanner.version); only format \(FormatVersion.current) archives can be resumed",
+                .unsupportedVersion,
+                "the archive is format \(scanner.version); this version continues only format \(FormatVersion.current) archives: "
+                    + "finish it with the cairn that began it",
                 path: path)
         }
         guard let header = scanner.header, let last, let boundary else {

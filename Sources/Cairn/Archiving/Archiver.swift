@@ -97,7 +97,8 @@ public final class Archiver {
     ///   - overwrite: whether ``finish()`` may replace an existing file at `path`.
     /// - Throws: `.notFound` when there is no `<path>.partial`; `.notResumable` when it has no
     ///   valid commit, or when something in `expected` differs (the message names each
-    ///   difference, which are also in ``CairnError/additionalErrors``); `.busy`; `.io`.
+    ///   difference, which are also in ``CairnError/additionalErrors``); `.unsupportedVersion`
+    ///   when it is of another format version than this library writes (2.0, say); `.busy`; `.io`.
     public convenience init(
         resuming path: String, configuration: Configuration = Configuration(),
         expecting expected: ResumeExpectation = ResumeExpectation(), overwrite: Bool = false
