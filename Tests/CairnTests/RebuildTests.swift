@@ -46,29 +46,42 @@ struct RebuildTests {
         events.compactMap { if case .restarting(let reason) = $0 { return reason } else { return nil } }
     }
 
+    /// `tree` with each file passed through `edit(path, &contents, &mtime)`, in the same order.
+    static func editing(_ tree: TreeBuilder, _ edit: (String, inout [UInt8], inout Int64) -> Void) -> TreeBuilder {
+        var edited = TreeBuilder()
+        for item in tree.items {
+            guard case .file(contents: var contents, mode: let mode, mtime: var mtime) = item.node else {
+                edited.add(item.path, item.node)
+                continue
+            }
+            edit(String(decoding: item.path, as: UTF8.self), &contents, &mtime)
+            edited.add(item.path, .file(contents: contents, mode: mode, mtime: mtime))
+        }
+        return edited
+    }
+
+    /// A `www` directory in `work` for nginx to serve.
+    static func servedDirectory(in work: TemporaryDirectory) throws -> String {
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        return served
+    }
+
     @Test("a seeded fetch downloads the first block, the manifest, the footer and only the records no seed has; a pack whose files moved is rebuilt from the seed's packs; byte-identical")
     func rebuildDownloadsOnlyWhatNoSeedHas() async throws {
         let work = try TemporaryDirectory(prefix: "cairn-rebuild")
         defer { work.remove() }
-        let served = work.appending("www")
-        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        let served = try Self.servedDirectory(in: work)
         var tree = Self.tree(seed: 31)
         let old = work.appending("old.cairn")
         try Self.create(tree, at: old, work: work, name: "old")
         // One note grows past the packable size (it leaves its pack, whose other files stay), one
         // large file changes in the middle, one file is added.
         var generator = SeededGenerator(seed: 32)
-        var items = tree.items
-        for index in items.indices {
-            guard case .file(contents: var contents, mode: let mode, mtime: let mtime) = items[index].node else { continue }
-            if items[index].path == Array("notes/n7.txt".utf8) { contents += generator.bytes(70 << 10) }
-            if items[index].path == Array("media/m2.bin".utf8) {
-                contents.replaceSubrange((150 << 10)..<((150 << 10) + 16), with: generator.bytes(16))
-            }
-            items[index].node = .file(contents: contents, mode: mode, mtime: mtime)
+        tree = Self.editing(tree) { path, contents, _ in
+            if path == "notes/n7.txt" { contents += generator.bytes(70 << 10) }
+            if path == "media/m2.bin" { contents.replaceSubrange((150 << 10)..<((150 << 10) + 16), with: generator.bytes(16)) }
         }
-        tree = TreeBuilder()
-        for item in items { tree.add(item.path, item.node) }
         tree.file("media/added.bin", generator.bytes(200 << 10))
         try Self.create(tree, at: served + "/a.cairn", work: work, name: "new")
         let expected = try FetchTests.bytes(served + "/a.cairn")
@@ -103,23 +116,15 @@ struct RebuildTests {
     func rebuildDownloadsPacksNoSeedHas() async throws {
         let work = try TemporaryDirectory(prefix: "cairn-rebuild-packs")
         defer { work.remove() }
-        let served = work.appending("www")
-        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        let served = try Self.servedDirectory(in: work)
         var tree = Self.tree(seed: 81)
         let old = work.appending("old.cairn")
         try Self.create(tree, at: old, work: work, name: "old")
         var generator = SeededGenerator(seed: 82)
-        var items = tree.items
-        for index in items.indices {
-            guard case .file(contents: var contents, mode: let mode, mtime: let mtime) = items[index].node else { continue }
-            if items[index].path == Array("notes/n3.txt".utf8) { contents += Array(" appended".utf8) }
-            if items[index].path == Array("media/m1.bin".utf8) {
-                contents.replaceSubrange((100 << 10)..<((100 << 10) + 16), with: generator.bytes(16))
-            }
-            items[index].node = .file(contents: contents, mode: mode, mtime: mtime)
+        tree = Self.editing(tree) { path, contents, _ in
+            if path == "notes/n3.txt" { contents += Array(" appended".utf8) }
+            if path == "media/m1.bin" { contents.replaceSubrange((100 << 10)..<((100 << 10) + 16), with: generator.bytes(16)) }
         }
-        tree = TreeBuilder()
-        for item in items { tree.add(item.path, item.node) }
         tree.file("notes/new.txt", Array("a new note, in no seed".utf8))
         try Self.create(tree, at: served + "/a.cairn", work: work, name: "new")
         let expected = try FetchTests.bytes(served + "/a.cairn")
@@ -137,8 +142,7 @@ struct RebuildTests {
     func manifestRecordsComeFromTheSeed() async throws {
         let work = try TemporaryDirectory(prefix: "cairn-rebuild-manifest")
         defer { work.remove() }
-        let served = work.appending("www")
-        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        let served = try Self.servedDirectory(in: work)
         // Many small files (a manifest of many segments), and one large file whose middle changes
         // with its length kept, so that no later row moves.
         var generator = SeededGenerator(seed: 51)
@@ -208,8 +212,7 @@ struct RebuildTests {
     func streamedFilesRebuilt() async throws {
         let work = try TemporaryDirectory(prefix: "cairn-rebuild-stream")
         defer { work.remove() }
-        let served = work.appending("www")
-        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        let served = try Self.servedDirectory(in: work)
         var generator = SeededGenerator(seed: 41)
         let first = generator.bytes(400 << 10)
         let second = generator.bytes(300 << 10)
@@ -236,8 +239,7 @@ struct RebuildTests {
     func divergedRebuildFallsBack() async throws {
         let work = try TemporaryDirectory(prefix: "cairn-rebuild-diverge")
         defer { work.remove() }
-        let served = work.appending("www")
-        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        let served = try Self.servedDirectory(in: work)
         var generator = SeededGenerator(seed: 51)
         let content = generator.bytes(200 << 10)
         // Written with the writer's calls, the entry declaring 12,345 bytes and holding 200 KiB
@@ -277,8 +279,7 @@ struct RebuildTests {
     static func damagedSeedFetch(recomputingCRC: Bool) async throws -> (report: FetchReport, events: [FetchEvent]) {
         let work = try TemporaryDirectory(prefix: "cairn-rebuild-unverified")
         defer { work.remove() }
-        let served = work.appending("www")
-        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        let served = try Self.servedDirectory(in: work)
         try Self.create(Self.tree(seed: 61), at: served + "/a.cairn", work: work, name: "a")
         let expected = try FetchTests.bytes(served + "/a.cairn")
         let reader = try Extractor(path: served + "/a.cairn")
@@ -316,8 +317,7 @@ struct RebuildTests {
     func damagedRemoteSeedRecordsDownloaded() async throws {
         let work = try TemporaryDirectory(prefix: "cairn-delta-damaged")
         defer { work.remove() }
-        let served = work.appending("www")
-        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        let served = try Self.servedDirectory(in: work)
         try Self.create(Self.tree(seed: 71), at: served + "/a.cairn", work: work, name: "a")
         let expected = try FetchTests.bytes(served + "/a.cairn")
         let reader = try Extractor(path: served + "/a.cairn")
@@ -345,21 +345,14 @@ struct RebuildTests {
     func damagedPackSectionCopyDistrusted() async throws {
         let work = try TemporaryDirectory(prefix: "cairn-delta-pack-section")
         defer { work.remove() }
-        let served = work.appending("www")
-        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        let served = try Self.servedDirectory(in: work)
         var tree = Self.tree(seed: 91)
         let seedPath = work.appending("seed.cairn")
         try Self.create(tree, at: seedPath, work: work, name: "old")
         // Every note's time changes: the packs' item tables differ, their contents do not.
-        var items = tree.items
-        for index in items.indices {
-            guard case .file(contents: let contents, mode: let mode, mtime: let mtime) = items[index].node,
-                items[index].path.starts(with: Array("notes/".utf8))
-            else { continue }
-            items[index].node = .file(contents: contents, mode: mode, mtime: mtime + 1_000_000_000)
+        tree = Self.editing(tree) { path, _, mtime in
+            if path.hasPrefix("notes/") { mtime += 1_000_000_000 }
         }
-        tree = TreeBuilder()
-        for item in items { tree.add(item.path, item.node) }
         try Self.create(tree, at: served + "/a.cairn", work: work, name: "new")
         let expected = try FetchTests.bytes(served + "/a.cairn")
         // One byte of the content section of the seed's pack of notes flipped (the content is
@@ -390,8 +383,7 @@ struct RebuildTests {
     func damagedRemoteIndexNamed() async throws {
         let work = try TemporaryDirectory(prefix: "cairn-rebuild-bad-index")
         defer { work.remove() }
-        let served = work.appending("www")
-        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        let served = try Self.servedDirectory(in: work)
         let seed = work.appending("old.cairn")
         try Self.create(Self.tree(seed: 101), at: seed, work: work, name: "old")
         var bytes = try FetchTests.bytes(seed)
@@ -414,8 +406,7 @@ struct RebuildTests {
     func smallStreamedFileRebuilt() async throws {
         let work = try TemporaryDirectory(prefix: "cairn-rebuild-vector")
         defer { work.remove() }
-        let served = work.appending("www")
-        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        let served = try Self.servedDirectory(in: work)
         let vector = try SpecVectorTests.vector("v2.1.hex")
         try RawFileSystem.writeFile(Array((served + "/v.cairn").utf8), vector)
         let seed = work.appending("seed.cairn")
