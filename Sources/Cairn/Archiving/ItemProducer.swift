@@ -137,8 +137,9 @@ struct ItemProducer {
     private var packEndsAfterLast = false
     /// Content-defined pack ends (`Spec/0001 §10.2`): once a pack's content and metadata reach
     /// this many bytes, it ends after the first item whose path's FNV-1a hash is a multiple of
-    /// ``packCutDivisor``; so an item added or removed moves the ends of its own pack only,
-    /// and a seeded fetch finds every other pack unchanged in the previous export.
+    /// ``packCutDivisor``; so an item added or removed usually moves the ends of its own pack
+    /// only, and a seeded fetch finds the other packs unchanged in the previous export (a
+    /// change that moves a pack's start by many items can shift several, §10.2).
     package static let packCutMinimum = 256 << 10
     package static let packCutDivisor: UInt64 = 8
 
