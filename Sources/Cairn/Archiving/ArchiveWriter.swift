@@ -81,8 +81,8 @@ package final class ArchiveWriter {
         try header.validate()
         tableCompressor = ChunkCompressor(method: header.isCompressible ? header.compression : .none)
         manifestCompressible = header.isCompressible
-        writesManifestIndex = minorVersion >= 1
         output.reserveCapacity(1 << 20)
+        self.minorVersion = minorVersion
         let prelude = Prelude.bytes(minor: minorVersion)
         output.append(contentsOf: prelude)
         try chain.add(recordBytes: prelude)
@@ -90,8 +90,10 @@ package final class ArchiveWriter {
         try commit()
     }
 
+    /// The minor version written (the prelude's), which decides the manifest's form.
+    private let minorVersion: UInt16
     /// Whether the manifest index is written before the final commit (format 2.1).
-    private let writesManifestIndex: Bool
+    private var writesManifestIndex: Bool { Prelude.hasManifestIndex(minor: minorVersion) }
     /// The last commit record (not commit 0), while the manifest index may still be put before it:
     /// its archive offset, and the chain as it was before the commit's link was finalized. It
     /// is held back by ``takeOutput(holdingLastCommit:)`` while it ends the output, since only at
@@ -214,7 +216,7 @@ package final class ArchiveWriter {
     package init(recovering state: RecoveredState, header: ArchiveHeader) throws(CairnError) {
         tableCompressor = ChunkCompressor(method: header.isCompressible ? header.compression : .none)
         manifestCompressible = header.isCompressible
-        writesManifestIndex = true
+        minorVersion = Prelude.minorVersion
         output.reserveCapacity(1 << 20)
         takenBytes = state.offset
         // Format 2.1: the last commit is written again, so that the manifest index can go
@@ -554,7 +556,7 @@ package final class ArchiveWriter {
             // the compressor's tables are allocated.
             LargeBuffers.returnFreeMemory()
             var records: [UInt8] = []
-            manifest.encode(into: &records, compressible: manifestCompressible, minorVersion: writesManifestIndex ? 1 : 0)
+            manifest.encode(into: &records, compressible: manifestCompressible, minorVersion: minorVersion)
             manifestRecords = records
             // Format 2.1: the manifest index just before the final commit (§11.8), when that commit
             // is still here to be written again (not after a resumed write's last commit).

@@ -333,7 +333,7 @@ extension Manifest {
     package func encode(into out: inout [UInt8], compressible: Bool = true, minorVersion: UInt16 = Prelude.minorVersion) {
         let method = compressible ? ArchiveWriter.manifestCompression : .none
         Manifest.appendRecords(
-            body: encodedBody(), compressor: ChunkCompressor(method: method), cutByContent: minorVersion >= 1, to: &out)
+            body: encodedBody(), compressor: ChunkCompressor(method: method), cutByContent: Prelude.hasManifestIndex(minor: minorVersion), to: &out)
     }
 }
 

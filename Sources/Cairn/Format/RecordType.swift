@@ -79,6 +79,11 @@ package enum Prelude {
         return w.bytes
     }
 
+    /// Whether format 2.`minor` has the manifest index before the final commit and manifest
+    /// segments cut by content (`Spec/0001 §11.1`, §11.8): 2.1 and later. The one place that
+    /// says which versions those belong to.
+    package static func hasManifestIndex(minor: UInt16) -> Bool { minor >= 1 }
+
     /// Checks a prelude and returns its version.
     package static func parse(_ bytes: [UInt8]) throws(CairnError) -> FormatVersion {
         guard bytes.count >= length else {

@@ -388,7 +388,7 @@ package final class ArchiveRebuilder {
         for file in files {
             let key = file.pack.offset &+ UInt64(file.pack.seed) << 56
             if contents[key] == nil {
-                let record = try seedRead(file.pack.seed, at: file.pack.offset, count: file.pack.framedLength)
+                let record = try seeds.read(seed: file.pack.seed, at: file.pack.offset, count: file.pack.framedLength)
                 let stored = record[file.pack.contentStart..<(file.pack.framedLength - RecordFraming.trailerLength)]
                 contents[key] = try Array(stored).withBytes { (bytes) throws(CairnError) in
                     try decompressor.decompress(codec: file.pack.prefix.contentCodec, stored: bytes, rawLength: file.pack.prefix.contentRawLength)
@@ -406,10 +406,6 @@ package final class ArchiveRebuilder {
         let bytes = writer.takeOutput(holdingLastCommit: holdingLastCommit)
         guard !bytes.isEmpty else { return }
         try bytes.withBytes { (raw) throws(CairnError) in try deliver(raw) }
-    }
-
-    private func seedRead(_ seed: Int, at offset: UInt64, count: Int) throws(CairnError) -> [UInt8] {
-        try seeds.read(seed: seed, at: offset, count: count)
     }
 
     private func diverged(at offset: UInt64, _ what: String) -> CairnError {

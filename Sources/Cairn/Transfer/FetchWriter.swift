@@ -115,7 +115,8 @@ package final class FetchWriter: @unchecked Sendable {
                     }
                     // Read what follows first: it starts with the remote record's CRC-32.
                     let following = try download(next, total: length)
-                    let seedCRC = try seedBytes(seed: seed, at: from + count, count: RecordFraming.trailerLength)
+                    // A seed that ends first has no CRC to compare: nothing matches.
+                    let seedCRC = (try? seeds.read(seed: seed, at: from + count, count: RecordFraming.trailerLength)) ?? []
                     if Array(following.prefix(RecordFraming.trailerLength)) == seedCRC {
                         try copy(seed: seed, from: from, count: count)
                     } else if contentStart < count {
@@ -163,15 +164,6 @@ package final class FetchWriter: @unchecked Sendable {
     /// records for a rebuild).
     private func download(_ range: Range<UInt64>, total: UInt64) throws(CairnError) -> [UInt8] {
         try RangeAnswer.download(client: client, url: url, range: range, validator: validator, total: total).body
-    }
-
-    private func seedBytes(seed: Int, at offset: UInt64, count: Int) throws(CairnError) -> [UInt8] {
-        guard seed < seeds.seeds.count else { throw CairnError(.invalidArgument, "no seed \(seed)") }
-        var bytes = [UInt8](repeating: 0, count: count)
-        let n = try bytes.withMutableBytes { (raw) throws(CairnError) in
-            try seeds.seeds[seed].read(fromAbsoluteOffset: offset, into: raw)
-        }
-        return Array(bytes.prefix(n))
     }
 
     /// Appends new bytes to the partial file and sends them to the verifier, gathered into the

@@ -23,7 +23,9 @@ package struct RemoteManifest: Sendable {
     /// The framed length of the manifest index before the final commit (§11.8): 0 for a 2.0
     /// archive; nil for a 2.1 archive whose index was not read, where the last record before the
     /// final commit therefore has no known end (``KnownStarts``).
-    package var manifestIndexLength: UInt64? { version.minor == 0 ? 0 : manifestIndex.map { UInt64($0.count) } }
+    package var manifestIndexLength: UInt64? {
+        Prelude.hasManifestIndex(minor: version.minor) ? manifestIndex.map { UInt64($0.count) } : 0
+    }
 
     /// Whether the archive at the source is still the one `validator` and `length` name.
     private static func requireUnchanged(_ source: HTTPArchiveSource, validator: String?, length: UInt64?) throws(CairnError) {
@@ -87,8 +89,8 @@ package struct RemoteManifest: Sendable {
             var index: (record: [UInt8], parsed: ManifestIndex)?
             // Only a 2.1 archive has an index (a 2.0 one is not probed); one that cannot be read
             // or checked (a failed request included) leaves the manifest to be downloaded whole.
-            let minor = head.count >= Prelude.length ? UInt16(head[10]) | UInt16(head[11]) << 8 : 0
-            if minor >= 1, manifestOffset >= UInt64(head.count) + UInt64(CommitRecord.framedLength) + ManifestIndex.framedLength(count: 1) {
+            let version = try? Prelude.parse(head)
+            if let version, Prelude.hasManifestIndex(minor: version.minor), manifestOffset >= UInt64(head.count) + UInt64(CommitRecord.framedLength) + ManifestIndex.framedLength(count: 1) {
                 index = try? readIndex(
                     source, before: manifestOffset - UInt64(CommitRecord.framedLength), after: UInt64(head.count),
                     records: footer.manifestLength / UInt64(RecordFraming.overhead + 9))
