@@ -55,7 +55,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CairnMigrationTests",
-            dependencies: ["CairnMigration", "CairnMigrationTesting", "CairnTestSupport", "cairn-migration-sample"],
+            dependencies: ["CairnMigration", "CairnMigrationTesting", "CairnTestSupport", "cairn-migration-sample", "CSQLite"],
             resources: [.copy("Fixtures")]
         ),
     ]
