@@ -29,7 +29,7 @@ let package = Package(
         .executableTarget(name: "cairn", dependencies: ["Cairn", "CairnCorpus"]),
         .executableTarget(
             name: "cairn-bench",
-            dependencies: ["Cairn", "CairnCorpus", "CairnTestSupport", "CZlib", "CLZ4", "CCrypto", "CZstd"],
+            dependencies: ["Cairn", "CairnCorpus", "CairnTestSupport", "CZlib", "CLZ4", "CCrypto", "CZstd", "CSQLite"],
             path: "Benchmarks/CairnBench"
         ),
         .executableTarget(
