@@ -117,15 +117,23 @@ fuzz-smoke: fuzz-build
 	      -timeout=60 -artifact_prefix=$(FUZZ_WORK)/ $(FUZZ_WORK)/$$t Tests/Fuzz/Corpus || exit 1; \
 	done
 
-# Symbol graphs from the compiler, then the toolchain's docc (no plugin needed); warnings fail.
+# Symbol graphs, then the toolchain's docc (no plugin needed); warnings fail. The graphs come from
+# `swift package dump-symbol-graph`, which extracts them from the built modules every time: the
+# compiler's -emit-symbol-graph writes them only when it compiles, so a second `make docs` (the
+# modules up to date) found none for CairnMigration. Each module's graphs (`<Module>.symbols.json`,
+# `<Module>@<Other>.symbols.json`) go to their own directory, for one docc run per module.
 DOCS_TARGETS := Cairn CairnMigration
 docs: deps
 	@rm -rf $(SCRATCH)/symbol-graphs $(SCRATCH)/docs
 	@mkdir -p $(SCRATCH)/docs
-	@set -e; for target in $(DOCS_TARGETS); do \
+	@set -eo pipefail; graphs=$$($(SWIFT) package --scratch-path $(SCRATCH) dump-symbol-graph | tee /dev/stderr | sed -n 's/^Files written to //p'); \
+	test -d "$$graphs" || { echo "make docs: swift package dump-symbol-graph wrote no symbol graphs" >&2; exit 1; }; \
+	for target in $(DOCS_TARGETS); do \
 	  mkdir -p $(SCRATCH)/symbol-graphs/$$target; \
-	  $(SWIFT) build --scratch-path $(SCRATCH) --target $$target \
-	    -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc $(CURDIR)/$(SCRATCH)/symbol-graphs/$$target; \
+	  cp "$$graphs/$$target.symbols.json" $(SCRATCH)/symbol-graphs/$$target/; \
+	  for extension in "$$graphs/$$target"@*.symbols.json; do \
+	    if [ -e "$$extension" ]; then cp "$$extension" $(SCRATCH)/symbol-graphs/$$target/; fi; \
+	  done; \
 	  docc convert Sources/$$target/$$target.docc \
 	    --additional-symbol-graph-dir $(SCRATCH)/symbol-graphs/$$target \
 	    --fallback-display-name $$target --fallback-bundle-identifier org.cairn.$$target \

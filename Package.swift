@@ -29,7 +29,7 @@ let package = Package(
         .executableTarget(name: "cairn", dependencies: ["Cairn", "CairnCorpus"]),
         .executableTarget(
             name: "cairn-bench",
-            dependencies: ["Cairn", "CairnCorpus", "CairnTestSupport", "CZlib", "CLZ4", "CCrypto", "CZstd"],
+            dependencies: ["Cairn", "CairnCorpus", "CairnTestSupport", "CZlib", "CLZ4", "CCrypto", "CZstd", "CSQLite"],
             path: "Benchmarks/CairnBench"
         ),
         .executableTarget(
@@ -55,7 +55,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CairnMigrationTests",
-            dependencies: ["CairnMigration", "CairnMigrationTesting", "CairnTestSupport", "cairn-migration-sample"],
+            dependencies: ["CairnMigration", "CairnMigrationTesting", "CairnTestSupport", "cairn-migration-sample", "CSQLite"],
             resources: [.copy("Fixtures")]
         ),
     ]

@@ -8,14 +8,16 @@ struct BenchOptions {
         case transfer
         /// Issue 12's object-storage case alone (``UploadBenchmark``); never part of `all`.
         case upload
+        /// Issue 23's checkpoint case alone (``CheckpointStallBenchmark``); never part of `all`.
+        case checkpoint
     }
 
     static let usage = """
         usage: cairn-bench [--targets] [--size-mib N] [--seed S] [--corpus DIR] [--small-files N]
                            [--tree PATH]... [--random-mib N] [--large-file] [--large-file-mib N]
                            [--profile] [--peers LIST] [--runs R] [--pause S] [--work DIR] [--out DIR]
-                           [--only stages|end-to-end|transfer|upload] [--transfer-mib N]
-                           [--upload-mib N]
+                           [--only stages|end-to-end|transfer|upload|checkpoint] [--transfer-mib N]
+                           [--upload-mib N] [--checkpoint-mib N]
                            [--cairn PATH] [--keep] [--realtime]
 
           --targets        issue 9's target set: the corpus, the small files, /usr/share/man and
@@ -53,9 +55,14 @@ struct BenchOptions {
                            zsync over nginx on 127.0.0.1), which no other selection includes;
                            or upload: issue 12's case alone (cairn create -o s3:// against
                            create + rclone copyto, resume, remote extract; rclone serve s3 on
-                           127.0.0.1), which no other selection includes either
+                           127.0.0.1), which no other selection includes either;
+                           or checkpoint: issue 23's case alone (an app's checkpoint
+                           during cairn create, see --checkpoint-mib)
           --transfer-mib N size of the transfer case's generated corpus in MiB (default 512)
           --upload-mib N   size of the upload case's generated corpus in MiB (default 512)
+          --checkpoint-mib N  size of the checkpoint case's -wal in MiB (default 270): how long
+                           the app's wal_checkpoint(TRUNCATE) and (PASSIVE) take while
+                           cairn create reads the database, against the same checkpoint alone
           --cairn PATH     the cairn executable (default: `cairn` next to cairn-bench)
           --keep           keep archives and extracted trees in the work directory
           --realtime       run the harness and every tool it starts under SCHED_RR (priority 10,
@@ -88,6 +95,8 @@ struct BenchOptions {
     var transferMiB = 512
     /// `--upload-mib`: the upload case's corpus, MiB.
     var uploadMiB = 512
+    /// `--checkpoint-mib`: the checkpoint case's `-wal`, MiB.
+    var checkpointMiB = 270
     var cairn: String?
     var keep = false
     /// `--realtime`: ``Scheduling/enterRealtime()`` before anything runs.
@@ -152,7 +161,7 @@ struct BenchOptions {
             case "--only":
                 let text = try take()
                 guard let s = Selection(rawValue: text), s != .all else {
-                    throw UsageError(description: "--only takes stages, end-to-end, transfer or upload")
+                    throw UsageError(description: "--only takes stages, end-to-end, transfer, upload or checkpoint")
                 }
                 selection = s
             case "--transfer-mib":
@@ -165,6 +174,11 @@ struct BenchOptions {
                     throw UsageError(description: "--upload-mib takes a positive number of MiB up to 1048576")
                 }
                 uploadMiB = n
+            case "--checkpoint-mib":
+                guard let n = Int(try take()), n > 0, n <= 1 << 16 else {
+                    throw UsageError(description: "--checkpoint-mib takes a positive number of MiB up to 65536")
+                }
+                checkpointMiB = n
             case "--cairn": cairn = try take()
             case "--keep": keep = true
             case "--realtime": realtime = true
@@ -212,6 +226,8 @@ struct BenchOptions {
     var runsTransfer: Bool { selection == .transfer }
     /// Only `--only upload` runs the upload case.
     var runsUpload: Bool { selection == .upload }
+    /// Only `--only checkpoint` runs the checkpoint case.
+    var runsCheckpoint: Bool { selection == .checkpoint }
 
     /// The results directory: `--out`, else ``defaultOutputDirectory(environment:)``.
     func outputDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {

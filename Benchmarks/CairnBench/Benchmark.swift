@@ -59,6 +59,15 @@ func runBenchmark(options: BenchOptions, arguments: [String]) throws -> Int32 {
         let benchmark = UploadBenchmark(cairn: cairn, work: options.work, runs: options.runs, pauseSeconds: options.pauseSeconds, keep: options.keep)
         report.upload = try benchmark.run(corpus: corpus)
     }
+    if options.runsCheckpoint {
+        guard let cairn = locateCairn(given: options.cairn) else {
+            log("no cairn executable beside cairn-bench; build both with `swift build -c release` (or pass --cairn PATH)")
+            return 1
+        }
+        log("using \(cairn)")
+        try FileManager.default.createDirectory(atPath: options.work, withIntermediateDirectories: true)
+        report.checkpoint = try CheckpointStallBenchmark(cairn: cairn, work: options.work, mib: options.checkpointMiB, runs: options.runs).run()
+    }
     if options.runsStages {
         log("stage micro-benchmarks (one core)")
         report.stages = StageBenchmarks(repetitions: max(5, options.runs + 3)).run()

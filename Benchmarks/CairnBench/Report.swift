@@ -138,6 +138,8 @@ struct Report {
     var transfer: TransferResult?
     /// Issue 12's object-storage case (`--only upload`), when it ran.
     var upload: UploadResult?
+    /// Issue 23's checkpoint case (`--only checkpoint`), when it ran.
+    var checkpoint: [CheckpointStallBenchmark.Row]?
     var loadAtStart = Machine.loadAverage()
     var loadAtEnd = ""
     /// How the harness and its tools were scheduled (``Scheduling/description``).
@@ -207,6 +209,7 @@ struct Report {
         }
         if let transfer { lines += transferSection(transfer) }
         if let upload { lines += uploadSection(upload) }
+        if let checkpoint { lines += checkpointSection(checkpoint) }
         if !stages.isEmpty { lines += stageTable() }
         if cases.contains(where: { !$0.profiles.isEmpty }) { lines += profileSection() }
         if !cases.isEmpty { lines += verdictTable() }

@@ -6,8 +6,10 @@ import Glibc
 ///
 /// For each protected directory `<parent>/<name>` (``MigrationDataContainer/protectedDirectories``):
 /// an existing one is renamed to `<parent>/.<name>.cairn-aside-<import id>` (same directory, so
-/// same file system: one `rename(2)`, nothing copied) and an empty directory with its mode takes
-/// its place; a missing one gets the marker file `.<name>.cairn-absent-<import id>`. On failure
+/// same file system: one `rename(2)`, nothing copied); a missing one gets the marker file
+/// `.<name>.cairn-absent-<import id>`. The importer then finds the container root empty (with
+/// its mode) and nothing else: the documents, application support and group directories do not
+/// exist, their parents do, so it can move a whole directory into place. On failure
 /// what the importer wrote is renamed to `.<name>.cairn-discard-<id>` and removed (it is import
 /// output, never user data), and the aside directory is renamed back. On success the aside
 /// directories are removed, after the success status was written durably. User data is never
@@ -41,13 +43,14 @@ struct ContainerGuard {
         }
     }
 
-    /// Moves every protected directory aside and creates empty ones (and the documents and
-    /// application support directories) for the importer.
+    /// Moves every protected directory aside; creates the container root again, empty, and the
+    /// parents of the documents and application support directories, but not those directories.
     ///
     /// - Throws: `.invalidArgument` when a protected path is not a directory; `.io` (naming the
     ///   path) when a rename fails, after putting back what was moved.
     static func moveAside(_ container: MigrationDataContainer, importID: String) throws(CairnError) -> ContainerGuard {
         var guarded = ContainerGuard(importID: importID)
+        let root = container.containerRootDirectory.standardizedFileURL.path(percentEncoded: false).trimmingSlashes
         do {
             for var slot in slots(of: container) {
                 if mkdir(slot.parent, 0o700) != 0, errno != EEXIST {
@@ -62,7 +65,7 @@ struct ContainerGuard {
                     let aside = asidePath(slot, importID)
                     guard rename(slot.path, aside) == 0 else { throw DurableFile.failure("cannot move aside", slot.path) }
                     guarded.slots.append(slot)
-                    guard mkdir(slot.path, info.st_mode & 0o7777) == 0 else {
+                    guard slot.path != root || mkdir(slot.path, info.st_mode & 0o7777) == 0 else {
                         throw DurableFile.failure("cannot create the empty directory", slot.path)
                     }
                 } else {
@@ -72,11 +75,12 @@ struct ContainerGuard {
                     guard fd >= 0 else { throw DurableFile.failure("cannot create the marker", marker) }
                     close(fd)
                     guarded.slots.append(slot)
-                    guard mkdir(slot.path, 0o700) == 0 else { throw DurableFile.failure("cannot create", slot.path) }
+                    guard slot.path != root || mkdir(slot.path, 0o700) == 0 else { throw DurableFile.failure("cannot create", slot.path) }
                 }
                 try DurableFile.syncDirectory(slot.parent)
             }
-            for url in [container.documentsDirectory, container.applicationSupportDirectory] {
+            for url in [container.containerRootDirectory, container.documentsDirectory.deletingLastPathComponent(),
+                container.applicationSupportDirectory.deletingLastPathComponent()] {
                 try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
             }
         } catch {

@@ -89,7 +89,10 @@ public struct MigrationDataContainer: Sendable, Equatable {
     private static let currentContainer = Mutex<MigrationDataContainer?>(nil)
 
     /// The container ``MigrationStatus/importStatus`` and ``MigrationStatus/clearImportStatus()``
-    /// use; set it once at launch. Nil until set.
+    /// use, for this process only; set it once at launch. Nil until the app sets it: nothing in
+    /// CairnMigration sets it (an import session works on its own ``MigrationImportSession/container``),
+    /// and while it is nil those two answer nil and do nothing. ``MigrationStatus/importStatus(in:)``
+    /// and ``MigrationStatus/clearImportStatus(in:)`` take the container instead.
     public static var current: MigrationDataContainer? {
         get { currentContainer.withLock { $0 } }
         set { currentContainer.withLock { $0 = newValue } }

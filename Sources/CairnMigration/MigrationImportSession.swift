@@ -19,9 +19,10 @@ import Glibc
 ///    ``acceptRequest`` may refuse it there.
 /// 3. Verify and extract the archive into `<parent>/.<root name>.cairn-import-<id>/resources`
 ///    with Cairn's extractor (all or nothing, every chunk checked).
-/// 4. Move the container's directories aside (one `rename(2)` each, same file system) and
-///    give the importer empty ones; call ``ResourcesImporting/importResources(at:request:)``
-///    with the extracted URL.
+/// 4. Move the container's directories aside (one `rename(2)` each, same file system), create
+///    the root again, empty, and leave the other directories absent, so the importer can move
+///    whole directories into place (see ``ResourcesImporting``); call
+///    ``ResourcesImporting/importResources(at:request:)`` with the extracted URL.
 /// 5. Success: record `.success`, then remove what was moved aside. Failure (extraction, the
 ///    importer, cancellation): put the container back exactly as it was (the root's times
 ///    too), record `.failure` with the error, rethrow. The extracted copy is removed either way.

@@ -6,8 +6,11 @@ import Foundation
 /// The import session records it in the container (``MigrationDataContainer/statusFileURL``,
 /// a small JSON file written with `fsync` and `rename`), so it survives the importing process
 /// and a reboot. A failed import into a container whose root did not exist leaves the root
-/// holding only that file. At launch, check ``importStatus``; after telling the user, call
-/// ``clearImportStatus()``.
+/// holding only that file. At launch, check ``importStatus(in:)`` with the app's container;
+/// after telling the user, call ``clearImportStatus(in:)``. The forms without a container,
+/// ``importStatus`` and ``clearImportStatus()``, read ``MigrationDataContainer/current``, a
+/// per-process global that nothing sets for the app (the import session does not): until the
+/// app sets it, they answer nil and do nothing, whatever the container holds.
 ///
 /// A failure read back from the file holds a `CairnError` with the recorded code, message,
 /// path and offset, or `CancellationError` for a cancelled import; an importer's own error
@@ -19,8 +22,12 @@ public enum MigrationStatus: Sendable {
     /// The import failed and the container was put back as it was; the error says why.
     case failure(any Error)
 
-    /// The status in ``MigrationDataContainer/current``, or nil when no import completed there
-    /// (or no container was set). An unreadable status file reads as a failure.
+    /// The status in ``MigrationDataContainer/current``, or nil when no import completed there.
+    /// An unreadable status file reads as a failure.
+    ///
+    /// - Important: Nil while ``MigrationDataContainer/current`` is nil, which it is until the
+    ///   app sets it in this process (the import session does not), even when a status is
+    ///   recorded. ``importStatus(in:)`` takes the container and needs no global.
     public static var importStatus: MigrationStatus? {
         guard let container = MigrationDataContainer.current else { return nil }
         return importStatus(in: container)
@@ -36,7 +43,9 @@ public enum MigrationStatus: Sendable {
         }
     }
 
-    /// Removes the status from ``MigrationDataContainer/current``; does nothing without one.
+    /// Removes the status from ``MigrationDataContainer/current``; does nothing while it is nil
+    /// (see ``importStatus``), and ignores errors. ``clearImportStatus(in:)`` takes the container
+    /// and throws.
     public static func clearImportStatus() {
         guard let container = MigrationDataContainer.current else { return }
         try? clearImportStatus(in: container)

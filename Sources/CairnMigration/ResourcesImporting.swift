@@ -4,9 +4,14 @@ import Foundation
 /// the app's container.
 ///
 /// The import session calls ``importResources(at:request:)`` once, after the whole archive
-/// verified, with the container's previous contents already moved aside: write into the
-/// container's directories as into a fresh install. If it throws, the session puts the
-/// container back exactly as it was and records the failure in ``MigrationStatus``.
+/// verified, with the container's previous contents already moved aside. The importer finds the
+/// ``MigrationDataContainer/containerRootDirectory`` empty and nothing else: the
+/// ``MigrationDataContainer/documentsDirectory``, the
+/// ``MigrationDataContainer/applicationSupportDirectory`` and the group directories do not
+/// exist (their parent directories do). So it can move a whole extracted directory into place
+/// (`FileManager.moveItem(at:to:)`, one `rename(2)`), or create a directory and fill it. If it
+/// throws, the session puts the container back exactly as it was and records the failure in
+/// ``MigrationStatus``.
 public protocol ResourcesImporting {
     /// The importer's progress; the session adds it to the caller's progress.
     var resourcesImportProgress: Progress { get }

@@ -53,8 +53,10 @@ struct MigrationSampleAppTests {
             var group: URL
             let resourcesImportProgress = Progress(totalUnitCount: 1)
             nonisolated(nonsending) func importResources(at importedDataURL: URL, request: ResourcesImportRequest) async throws {
-                // The session handed over an empty group container; write, then fail.
-                #expect(try FileManager.default.contentsOfDirectory(atPath: group.path).isEmpty)
+                // The session moved the group container aside and left its place empty (absent,
+                // so an importer can move a whole directory there); write, then fail.
+                #expect(!FileManager.default.fileExists(atPath: group.path))
+                try FileManager.default.createDirectory(at: group, withIntermediateDirectories: false)
                 try Data("new".utf8).write(to: group.appending(path: "shared.db"))
                 throw CairnError(.corrupted, "the test importer fails after writing the group container")
             }

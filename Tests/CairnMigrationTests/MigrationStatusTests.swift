@@ -34,7 +34,9 @@ struct MigrationStatusTests {
         try MigrationStatus.clearImportStatus(in: destination)
     }
 
-    @Test("MigrationStatus.importStatus follows MigrationDataContainer.current")
+    @Test(
+        "MigrationStatus.importStatus follows MigrationDataContainer.current: nil while it is unset, even with a status recorded (importStatus(in:) reads it)"
+    )
     func currentContainer() async throws {
         let scratch = try MigrationScratch()
         defer { scratch.remove() }
@@ -44,6 +46,12 @@ struct MigrationStatusTests {
             .importResources(fromArchiveAt: golden)
         let previous = MigrationDataContainer.current
         defer { MigrationDataContainer.current = previous }
+        // The session does not set it: an app that never sets it reads nil.
+        MigrationDataContainer.current = nil
+        #expect(MigrationStatus.importStatus == nil)
+        #expect(MigrationStatus.importStatus(in: destination)?.isSuccess == true)
+        MigrationStatus.clearImportStatus()
+        #expect(MigrationStatus.importStatus(in: destination)?.isSuccess == true, "clearImportStatus() without a container clears nothing")
         MigrationDataContainer.current = destination
         #expect(MigrationStatus.importStatus?.isSuccess == true)
         MigrationStatus.clearImportStatus()

@@ -541,7 +541,10 @@ struct ItemProducer {
                 return false
             }
         }
-        defer { _ = try? fd.close() }
+        // A database's descriptor is closed without dropping locks this process holds on it (an
+        // app's own connection, when the app exports in-process: ``ProcessRecordLocks``).
+        var isDatabaseFile = false
+        defer { if isDatabaseFile { ProcessRecordLocks.close(fd) } else { _ = try? fd.close() } }
         guard before.kind == .regular else {
             warn(CairnError(.sourceChanged, "was replaced by a \(before.kind) after it was listed; skipped", path: display))
             return false
@@ -554,11 +557,14 @@ struct ItemProducer {
         }
         let snapshot: SQLiteSnapshot?
         if continuingAfter == nil, !isSnapshotSidecar, options.snapshotsSQLiteDatabases {
-            let isDatabase = early.map { ahead in
-                buffer.withUnsafeBytes { raw in
-                    SQLiteSnapshot.isDatabase(firstBytes: UnsafeRawBufferPointer(rebasing: raw[ahead.offset..<(ahead.offset + ahead.count)]))
-                }
-            }
+            let isDatabase =
+                before.size >= UInt64(SQLiteSnapshot.header.count)
+                && (early.map { ahead in
+                    buffer.withUnsafeBytes { raw in
+                        SQLiteSnapshot.isDatabase(firstBytes: UnsafeRawBufferPointer(rebasing: raw[ahead.offset..<(ahead.offset + ahead.count)]))
+                    }
+                } ?? SQLiteSnapshot.isDatabase(fd))
+            isDatabaseFile = isDatabase
             snapshot = takeSnapshot(of: fd, status: before, isDatabase: isDatabase, name: name, parent: parent, sourcePath: sourcePath)
         } else {
             snapshot = nil
@@ -761,13 +767,12 @@ struct ItemProducer {
     /// could not remove them; a writer that comes meanwhile writes to a new `-wal`, and the main
     /// file changes only at a checkpoint, which the change check sees.
     ///
-    /// - Parameter isDatabase: ``SQLiteSnapshot/isDatabase(firstBytes:)`` of the file's first
-    ///   bytes when they were read already; nil to read them from `fd`.
+    /// - Parameter isDatabase: whether the file begins with ``SQLiteSnapshot/header``.
     /// - Returns: the held snapshot; nil when `fd` is no database, is at rest, or on failure.
     private mutating func takeSnapshot(
-        of fd: FileDescriptor, status: FileStatus, isDatabase: Bool?, name: [UInt8], parent: FileDescriptor?, sourcePath: [UInt8]
+        of fd: FileDescriptor, status: FileStatus, isDatabase: Bool, name: [UInt8], parent: FileDescriptor?, sourcePath: [UInt8]
     ) -> SQLiteSnapshot? {
-        guard status.size >= UInt64(SQLiteSnapshot.header.count), isDatabase ?? SQLiteSnapshot.isDatabase(fd) else { return nil }
+        guard isDatabase else { return nil }
         // A WAL database without its -wal or -shm has no connection open (SQLite keeps both while
         // one is): it is read as it is. Opening it would create the missing files in the tree
         // being archived (and change its directory's mtime); SQLite opens any database that has

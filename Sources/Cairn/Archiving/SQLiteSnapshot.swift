@@ -16,7 +16,9 @@ import Glibc
 ///   The caller must keep its own descriptors of the database file open until after ``end()``:
 ///   POSIX advisory locks belong to the process, and closing any descriptor of the file drops
 ///   every lock the process holds on it, this connection's SHARED lock included
-///   (<https://www.sqlite.org/howtocorrupt.html> §2.2).
+///   (<https://www.sqlite.org/howtocorrupt.html> §2.2). It closes them with
+///   ``ProcessRecordLocks/close(_:)``, which keeps a descriptor open while the process still
+///   holds a lock on the file (an app's own connection, when the app exports in-process).
 final class SQLiteSnapshot {
     /// The 16 bytes every SQLite 3 database file begins with ("SQLite format 3" and a NUL).
     static let header: [UInt8] = Array("SQLite format 3".utf8) + [0]
