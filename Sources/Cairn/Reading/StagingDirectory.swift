@@ -284,6 +284,26 @@ final class StagingDirectory {
         return current
     }
 
+    /// Opens the staged file at `path` (relative to the root) for reading, through its parent
+    /// directories one at a time, following no symlink, and leaving the cached parent of
+    /// ``parentDirectory(of:)`` as it is (a file being written still uses it). The caller closes
+    /// the descriptor.
+    ///
+    /// - Throws: `.io` or `.notFound` naming the path.
+    func openStagedFile(_ path: [UInt8]) throws(CairnError) -> FileDescriptor {
+        var current = descriptor
+        defer { if current.rawValue != descriptor.rawValue { _ = try? current.close() } }
+        var currentPath: [UInt8] = []
+        for component in PathValidator.components(PathValidator.parent(path)) {
+            currentPath = PathBytes.join(currentPath, component)
+            let next = try FileSystem.openDirectory(component, in: current, display: PathBytes.display(currentPath))
+            if current.rawValue != descriptor.rawValue { _ = try? current.close() }
+            current = next
+        }
+        let fd = try FileDescriptor.open(PathBytes.lastComponent(path), flags: O_RDONLY | O_NOFOLLOW, relativeTo: current)
+        return FileDescriptor(rawValue: fd.rawValue, path: PathBytes.display(path))
+    }
+
     /// Throws `.alreadyExists` if `name` (a top-level name of the archive, one path component)
     /// exists in an existing destination and ``existingFiles`` is ``ExistingFilePolicy/refuse``,
     /// so that an extraction that ``commit()`` would refuse fails before writing anything.
