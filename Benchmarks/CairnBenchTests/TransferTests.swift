@@ -61,6 +61,7 @@ struct TransferTests {
             "| resume after a cut at 50% | curl -C - | ", "| resume after a cut at 90% | cairn fetch | ",
             "| resume after a cut at 90% | curl -C - | ", "| seeded delta | cairn fetch --seed old.cairn | ",
             "| seeded delta | zsync -i old.cairn | ", "| remote extract of one file | cairn extract URL | ",
+            "| remote extract of a file and 3 copies | cairn extract URL | ", "| remote extract --resume after a cut at 10% | cairn extract URL | ",
         ] {
             #expect(tail.contains(row), "\(row)")
         }
@@ -75,13 +76,18 @@ struct TransferTests {
             try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(out)/\(json)"))) as? [String: Any])
         let transfer = try #require(object["transfer"] as? [String: Any])
         let operations = try #require(transfer["operations"] as? [[String: Any]])
-        #expect(operations.count == 10)
+        #expect(operations.count == 12)
         let full = try #require(operations.first { $0["tool"] as? String == "curl -o" })
         let layout = try #require(transfer["layout"] as? [String: Any])
         let archive = try #require((layout["newArchiveBytes"] as? NSNumber)?.uint64Value)
         let sent = try #require((full["runs"] as? [[String: Any]])?.first?["bodyBytes"] as? NSNumber)
         #expect(sent.uint64Value == archive, "nginx counts curl's body bytes: the whole archive")
-        #expect((transfer["verdicts"] as? [[String: Any]])?.count == 6)
+        #expect((transfer["verdicts"] as? [[String: Any]])?.count == 8)
+        // Issue 23: the deduplicated extraction and the resumed one fetch each record once.
+        for title in ["remote extract of a file and 3 copies: bytes", "remote extract --resume after a cut at 10%: bytes re-sent"] {
+            let row = (transfer["verdicts"] as? [[String: Any]])?.first { ($0["target"] as? String)?.hasPrefix(title) == true }
+            #expect((row?["status"] as? String)?.hasSuffix("pass") == true, "\(title): \(String(describing: row))")
+        }
         func number(_ key: String) -> UInt64 { (layout[key] as? NSNumber)?.uint64Value ?? 0 }
         #expect(number("deltaYardstickBytes") > number("manifestAndFooterBytes") && number("deltaYardstickBytes") < archive)
         #expect(number("newChunkRecords") > 0, "the small change makes new chunks")
