@@ -9,12 +9,18 @@ enum TransferMeasure: String, CaseIterable {
     case resume90 = "resume after a cut at 90%"
     case seeded = "seeded delta"
     case remoteExtract = "remote extract of one file"
+    /// Issue 23: a 5 MiB file and 3 copies extracted from a URL (with a PATH, so by ranges): each
+    /// stored record crosses the wire once.
+    case remoteExtractDeduplicated = "remote extract of a file and 3 copies"
+    /// Issue 23: `extract URL` killed early, then `extract URL --resume`: only what is missing.
+    case remoteExtractResume = "remote extract --resume after a cut at 10%"
 
     /// The share of the archive at which a resume measurement cuts the first run.
     var cutFraction: Double? {
         switch self {
         case .resume50: 0.5
         case .resume90: 0.9
+        case .remoteExtractResume: 0.1
         default: nil
         }
     }
@@ -137,6 +143,7 @@ struct TransferBenchmark {
             try? removeTree(trees.old)
             try? removeTree(trees.new)
         }
+        try Self.makeDeduplicatedArchive(at: "\(serve)/\(Self.deduplicatedArchiveName)", tree: "\(base)/trees/copies", seed: seed, cairn: cairn, runner: runner)
         let layout = try TransferLayout.analyse(old: oldArchive, new: newArchive, extractPath: trees.archivedExtractPath)
         let archiveBytes = layout.newArchiveBytes
         let rate = Self.slowRate(archiveBytes: archiveBytes)
@@ -167,7 +174,7 @@ struct TransferBenchmark {
 
         let steps = self.steps(nginx: nginx, trees: trees, serve: serve, runner: runner)
         var operations: [TransferOperation] = steps.map {
-            TransferOperation(tool: $0.tool, measure: $0.measure, command: $0.command, archiveBytes: archiveBytes)
+            TransferOperation(tool: $0.tool, measure: $0.measure, command: $0.command, archiveBytes: $0.archiveBytes ?? archiveBytes)
         }
         for index in operations.indices where operations[index].tool == TransferTool.zsync {
             operations[index].notMeasured = zsyncMissing
@@ -194,7 +201,7 @@ struct TransferBenchmark {
                         let first = meter.bytes(since: mark)
                         settle()
                         let mark2 = meter.mark()
-                        let r = try runner.run(step.arguments, label: "transfer-\(index)-\(round)")
+                        let r = try runner.run(step.rerun ?? step.arguments, label: "transfer-\(index)-\(round)")
                         let second = meter.bytes(since: mark2)
                         run = TransferRun(
                             round: round, result: r, bodyBytes: first.bytes + second.bytes, requests: first.requests + second.requests,
@@ -220,7 +227,7 @@ struct TransferBenchmark {
                                 formatMiB(run.bodyBytes), run.requests))
                     } else {
                         let tail = run.result.standardError.split(separator: "\n").suffix(2).joined(separator: " / ")
-                        if step.measure == .remoteExtract, round == 1, Self.lacksURLSupport(run.result) {
+                        if step.tool == TransferTool.cairnExtract, round == 1, Self.lacksURLSupport(run.result) {
                             operations[index].notMeasured = "extract URL not supported by this cairn (exit \(run.result.exitStatus): \(tail))"
                             log("transfer: \(operations[index].notMeasured ?? "")")
                             continue
@@ -265,12 +272,38 @@ struct TransferBenchmark {
         var tool: String
         var measure: TransferMeasure
         var arguments: [String]
-        var command: String { arguments.map { $0.contains(" ") ? shellQuoted($0) : $0 }.joined(separator: " ") }
+        var command: String { (rerun ?? arguments).map { $0.contains(" ") ? shellQuoted($0) : $0 }.joined(separator: " ") }
         var clean: () throws -> Void
-        /// For a resume: the file the first run writes.
+        /// For a resume: the file (or directory) the first run writes.
         var watched: String?
         /// A problem with the output, or nil.
         var check: () -> String?
+        /// For a resume whose rerun differs from the first run (`extract --resume`).
+        var rerun: [String]? = nil
+        /// The size of the archive the step reads, when it is not new.cairn.
+        var archiveBytes: UInt64? = nil
+    }
+
+    /// The archive of ``TransferMeasure/remoteExtractDeduplicated``, beside new.cairn.
+    static let deduplicatedArchiveName = "copies.cairn"
+    /// The bytes of the file that ``makeDeduplicatedArchive(at:tree:seed:cairn:runner:)`` copies.
+    static let deduplicatedFileBytes = 5 << 20
+
+    /// Writes `tree` (`copies/`: a file of ``deduplicatedFileBytes`` seeded random bytes and 3
+    /// copies of it) and archives it at `path`.
+    ///
+    /// - Throws: ``BenchError`` when a file cannot be written or `cairn create` fails.
+    static func makeDeduplicatedArchive(at path: String, tree: String, seed: UInt64, cairn: String, runner: ProcessRunner) throws {
+        try FileManager.default.createDirectory(atPath: tree, withIntermediateDirectories: true)
+        var generator = SeededGenerator(seed: seed &+ 23)
+        let bytes = Data(generator.bytes(deduplicatedFileBytes))
+        for name in ["a", "b", "c", "d"] {
+            guard FileManager.default.createFile(atPath: "\(tree)/\(name).bin", contents: bytes) else {
+                throw BenchError("cannot write \(tree)/\(name).bin")
+            }
+        }
+        let r = try runner.run([cairn, "create", "-o", path, "--no-progress", tree], label: "transfer-create-copies")
+        guard r.succeeded else { throw BenchError("cairn create \(path) failed: \(r.standardError.suffix(300))") }
     }
 
     /// The steps of every round, in order: each measurement, Cairn then its peer.
@@ -340,6 +373,32 @@ struct TransferBenchmark {
                     let file = "\(destination)/\(trees.archivedExtractPath)"
                     return TreeTally.size(of: file) == trees.extractBytes ? nil : "\(file) is not the \(trees.extractBytes)-byte file"
                 }))
+        let copies = "\(out)/copies"
+        list.append(
+            Step(
+                tool: TransferTool.cairnExtract, measure: .remoteExtractDeduplicated,
+                arguments: [cairn, "extract", nginx.url(Self.deduplicatedArchiveName), "-C", copies, "copies", "--no-progress"],
+                clean: { try removeTree(copies) },
+                check: {
+                    let size = TreeTally.size(of: "\(copies)/copies")
+                    return size == 4 * UInt64(Self.deduplicatedFileBytes) ? nil : "\(copies)/copies holds \(size) bytes, not the 4 copies"
+                }, archiveBytes: TreeTally.size(of: "\(serve)/\(Self.deduplicatedArchiveName)")))
+        let resumed = "\(out)/extract-resume"
+        let resumedStaging = "\(out)/.extract-resume.cairn-staging"
+        list.append(
+            Step(
+                tool: TransferTool.cairnExtract, measure: .remoteExtractResume,
+                arguments: [cairn, "extract", slow, "-C", resumed, "--no-progress"],
+                clean: {
+                    try removeTree(resumed)
+                    try removeTree(resumedStaging)
+                },
+                watched: resumedStaging,
+                check: {
+                    TreeTally.size(of: resumed) > 0 && TreeTally.size(of: resumedStaging) == 0
+                        ? nil : "\(resumed) was not extracted, or its staging directory is left"
+                },
+                rerun: [cairn, "extract", slow, "-C", resumed, "--resume", "--no-progress"]))
         return list
     }
 }

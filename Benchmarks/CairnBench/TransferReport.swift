@@ -11,6 +11,7 @@ struct TransferTarget {
     var values: (TransferResult) -> Result<[Double], TransferNotMeasured>
 
     static let issue10 = "issue 10"
+    static let issue23 = "issue 23"
 
     /// Issue 10's targets, in the issue's order.
     static var all: [TransferTarget] {
@@ -50,6 +51,25 @@ struct TransferTarget {
                 title: "remote extract bytes / (the file's stored records + manifest + footer)", unit: "×", target: ten(1.1),
                 values: { t in
                     perRound(t, TransferTool.cairnExtract, .remoteExtract) { Double($0.bodyBytes) / Double(max(1, t.layout.extractYardstick)) }
+                }))
+        // Issue 23: a stored record crosses the wire at most once per run.
+        list.append(
+            TransferTarget(
+                title: "\(TransferMeasure.remoteExtractDeduplicated.rawValue): bytes / the archive's size (each record once; "
+                    + "1% for the header's 8 KiB block, which holds the first records too)", unit: "×",
+                target: Target(limit: 1.01, source: issue23, minimumRounds: 3),
+                values: { t in
+                    let archive = Double(max(1, t.operation(TransferTool.cairnExtract, .remoteExtractDeduplicated)?.archiveBytes ?? 1))
+                    return perRound(t, TransferTool.cairnExtract, .remoteExtractDeduplicated) { Double($0.bodyBytes) / archive }
+                }))
+        list.append(
+            TransferTarget(
+                title: "\(TransferMeasure.remoteExtractResume.rawValue): bytes re-sent by cairn, MiB (limit: largest commit interval + 1 MiB)",
+                unit: "MiB", target: Target(limit: 0, source: issue23, minimumRounds: 3),
+                values: { t in
+                    perRound(t, TransferTool.cairnExtract, .remoteExtractResume) {
+                        (Double($0.bodyBytes) - Double(t.layout.newArchiveBytes)) / 1_048_576
+                    }
                 }))
         return list
     }

@@ -39,6 +39,8 @@ enum ExtractCommand {
           --no-space-check         do not compare the declared output with the free space
           --resume                 continue an extraction that was killed, interrupted or whose
                                    input ended early: entries already written are skipped
+          -f, --force              start over: discard the staging directory an interrupted
+                                   extraction into DEST left (nothing in DEST is touched)
           -v, --verbose            print each entry's path on standard error as it is extracted
           --no-xattrs              do not set the archived extended attributes (by default
                                    they are; one the destination refuses is a warning, exit 3)
@@ -54,7 +56,7 @@ enum ExtractCommand {
             raw, valued: ["-C", "--directory", "--max-output", "--strip-components", ArchiveOperand.endpointOption],
             flags: [
                 "--no-space-check", "-q", "--quiet", "--json", "--progress", "--no-progress", "--resume", "--overwrite",
-                "--keep-old-files", "--skip-old-files", "-v", "--verbose", "--no-xattrs",
+                "--keep-old-files", "--skip-old-files", "-v", "--verbose", "--no-xattrs", "-f", "--force",
             ])
         let archive = try CommandLineTool.archiveOperand(args)
         let destination = args.rawValue("-C", "--directory") ?? Array(".".utf8)
@@ -79,7 +81,7 @@ enum ExtractCommand {
         }
         let started = monotonicSeconds()
         let cpuStarted = ProcessTimes.cpuSeconds()
-        let extractor = try ArchiveOperand.open(archive, args)
+        let extractor = try Self.open(archive, args, resumingAll: options.resume && selection.isEmpty, destination: destination)
         defer { extractor.close() }
         let bar = ProgressBar.shouldShow(args) ? ProgressBar(progress: extractor.progress, label: "extract") : nil
         bar?.start()
@@ -105,15 +107,41 @@ enum ExtractCommand {
             warnings: warnings.all)
     }
 
+    /// Opens `archive` to read at random. For `extract URL --resume` of everything from a server
+    /// without range support, the interrupted extraction cannot be continued from there: the
+    /// error names the one way out, starting over with `--force` (which the refusal without
+    /// `--resume` names too), instead of sending the user between the two messages.
+    static func open(_ archive: String, _ args: Arguments, resumingAll: Bool, destination: [UInt8]) throws(CairnError) -> Extractor {
+        do {
+            return try ArchiveOperand.open(archive, args)
+        } catch {
+            guard resumingAll, error.message.hasPrefix(HTTPArchiveSource.noRangesMessage) else { throw error }
+            let staging = String(decoding: StagingLocation.path(for: destination), as: UTF8.self)
+            var refused = error
+            refused.message =
+                HTTPArchiveSource.noRangesMessage + ", which --resume needs to fetch only what is missing; "
+                + "start over with --force instead of --resume: it discards what the interrupted extraction staged in \(staging) "
+                + "and reads the archive again with one GET (nothing in the destination is touched)"
+            throw refused
+        }
+    }
+
     /// The extraction options the flags ask for.
     ///
-    /// - Throws: `UsageError` for a bad `--max-output` or `--strip-components`, or when more
-    ///   than one of `--overwrite`, `--keep-old-files` and `--skip-old-files` is given.
+    /// - Throws: `UsageError` for a bad `--max-output` or `--strip-components`, when more
+    ///   than one of `--overwrite`, `--keep-old-files` and `--skip-old-files` is given, or
+    ///   `--resume` with `--force`.
     static func options(_ args: Arguments) throws(UsageError) -> ExtractionOptions {
         var options = ExtractionOptions()
         if let limit = try ByteSize.value("--max-output", in: args) { options.maximumOutputBytes = limit }
         if args.flag("--no-space-check") { options.checkFreeSpace = false }
         if args.flag("--resume") { options.resume = true }
+        if args.flag("-f", "--force") {
+            guard !options.resume else {
+                throw UsageError("--resume continues an interrupted extraction and --force discards it: give one of them")
+            }
+            options.discardsInterruptedExtraction = true
+        }
         if args.flag("--no-xattrs") { options.restoresExtendedAttributes = false }
         if let text = args.value("--strip-components") {
             guard let count = Int(text), count >= 0, count <= 4096 else {

@@ -146,8 +146,10 @@ enum Interruption {
             return "cairn: interrupted before anything was staged; nothing was kept; run again: \(continuation("extract", arguments, resume: false))"
         }
         let again = fromStandardInput ? " (with the whole stream on standard input again)" : ""
+        // A run that started over with --force is continued with --resume, which excludes it.
+        let continuing = arguments.filter { $0 != Array("--force".utf8) && $0 != Array("-f".utf8) }
         return "cairn: interrupted; kept what verified in \(Shell.quoted(staging)); continue with: "
-            + continuation("extract", arguments, resume: true) + again
+            + continuation("extract", continuing, resume: true) + again
     }
 }
 

@@ -622,6 +622,45 @@ struct FetchTests {
         #expect(log.first?.bodyBytesSent == UInt64(expected.count) - prefix, "\(log)")
     }
 
+    @Test("library: after a fetch restarts (the archive was replaced), every range request of the new attempt carries If-Range with the new validator (Spec/0003 §1.1)")
+    func rangeRequestsAfterARestartCarryIfRange() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-fetch-ifrange")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        let old = work.appending("old.cairn")
+        try Self.archive(Self.tree(seed: 4, count: 12), at: old, work: work, name: "old")
+        // The new archive shares most files with the old one: the restart rebuilds from the old
+        // partial (a seed) and downloads the rest with range requests.
+        try Self.archive(Self.tree(seed: 4, count: 14), at: served + "/a.cairn", work: work, name: "new")
+        let oldBytes = try Self.bytes(old)
+        let expected = try Self.bytes(served + "/a.cairn")
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+        let url = server.url("a.cairn")
+        let out = work.appending("copy.cairn")
+        // A run of the old archive stopped halfway, with the old archive's ETag beside it.
+        try RawFileSystem.writeFile(Array((out + ".partial").utf8), Array(oldBytes.prefix(oldBytes.count / 2)))
+        try FetchState(url: url, validator: "\"5f5e1000-\(String(oldBytes.count, radix: 16))\"", length: UInt64(oldBytes.count))
+            .save(for: out)
+
+        let report = try await ArchiveFetcher(url: url).fetch(to: out)
+        try FetchTests.expectSame(out, expected)
+        #expect(report.restarts == 1, "\(report)")
+        // nginx's ETag: the file's mtime and size in hex.
+        var status = stat()
+        try #require(stat(served + "/a.cairn", &status) == 0)
+        let etag = "\"\(String(status.st_mtim.tv_sec, radix: 16))-\(String(status.st_size, radix: 16))\""
+        let fields = server.requestFields()
+        // The first request continues the old partial (its If-Range names the old archive: a 200,
+        // and the restart); the opening suffix request of the new attempt learns the validator.
+        let restarted = fields.dropFirst().filter { !$0.range.isEmpty && !$0.range.hasPrefix("bytes=-") }
+        #expect(restarted.count >= 2, "the restart sent no range requests after its manifest: \(fields)")
+        for request in restarted {
+            #expect(request.ifRange == etag, "\(request.range) was sent with If-Range '\(request.ifRange)', not \(etag)")
+        }
+    }
+
     private func awaitPrefix(_ path: String) throws -> UInt64 {
         let semaphore = DispatchSemaphore(value: 0)
         let box = ResultBox()

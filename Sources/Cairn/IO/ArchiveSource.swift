@@ -149,13 +149,32 @@ package struct PrefetchedArchiveBytes: ArchiveSource {
 
     /// Fetches `ranges` from `base` with ``ArchiveSource/read(ranges:)``.
     package init(_ base: any ArchiveSource, fetching ranges: [Range<UInt64>]) throws(CairnError) {
+        try self.init(base, fetching: ranges, holding: [])
+    }
+
+    /// Fetches `ranges` from `base` with ``ArchiveSource/read(ranges:)``, besides `held`: bytes
+    /// of other ranges the caller already has (kept from an earlier read).
+    ///
+    /// - Parameter separately: ranges fetched with one ``ArchiveSource/read(ranges:)`` each
+    ///   besides `ranges`, so that a remote source does not merge them with their neighbours
+    ///   (the bytes between were read before).
+    package init(
+        _ base: any ArchiveSource, fetching ranges: [Range<UInt64>], separately: [[Range<UInt64>]] = [],
+        holding held: [(range: Range<UInt64>, bytes: [UInt8])]
+    ) throws(CairnError) {
         self.base = base
-        let bytes = try base.read(ranges: ranges)
-        for (range, piece) in zip(ranges, bytes) where piece.count != range.count {
-            throw CairnError(
-                .truncated, "a read of \(range.count) bytes returned \(piece.count)", path: base.name, offset: range.lowerBound)
+        var fetched = held
+        for run in [ranges] + separately where !run.isEmpty {
+            let bytes = try base.read(ranges: run)
+            for (range, piece) in zip(run, bytes) {
+                guard piece.count == range.count else {
+                    throw CairnError(
+                        .truncated, "a read of \(range.count) bytes returned \(piece.count)", path: base.name, offset: range.lowerBound)
+                }
+                fetched.append((range, piece))
+            }
         }
-        pieces = zip(ranges, bytes).map { ($0, $1) }.sorted { $0.range.lowerBound < $1.range.lowerBound }
+        pieces = fetched.sorted { $0.range.lowerBound < $1.range.lowerBound }
     }
 
     package func read(fromAbsoluteOffset offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws(CairnError) -> Int {
@@ -179,6 +198,17 @@ package struct PrefetchedArchiveBytes: ArchiveSource {
     }
 
     package func read(ranges: [Range<UInt64>]) throws(CairnError) -> [[UInt8]] { try base.read(ranges: ranges) }
+
+    /// The bytes of `range` (one of the ranges fetched or held, or inside one; else read from the
+    /// base source).
+    package func bytes(of range: Range<UInt64>) throws(CairnError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: range.count)
+        let got = try bytes.withMutableBytes { (raw) throws(CairnError) in try read(fromAbsoluteOffset: range.lowerBound, into: raw) }
+        guard got == range.count else {
+            throw CairnError(.truncated, "a read of \(range.count) bytes returned \(got)", path: base.name, offset: range.lowerBound)
+        }
+        return bytes
+    }
 
     package func openSequential() throws(CairnError) -> SequentialArchiveBytes { try base.openSequential() }
 

@@ -15,11 +15,13 @@ extension ArchiveScanner {
     ///
     /// - Parameters:
     ///   - limit: where the records end (the manifest's offset).
+    ///   - keeping: where the bytes read are kept, for the extraction that decodes the pack and
+    ///     chunk records among them next (so each crosses the wire once).
     /// - Throws: `.corrupted` for a record that is not what the manifest says or disagrees with
     ///   it, naming the entry and offset; what reading `source` throws.
     static func checkRecords(
         ofEntries indices: [Int], in manifest: Manifest, version: FormatVersion, source: any ArchiveSource, limit: UInt64,
-        batchBytes: UInt64 = 8 << 20
+        batchBytes: UInt64 = 8 << 20, keeping: KeptRecords? = nil
     ) throws(CairnError) {
         let starts = ArchiveReader.recordStarts(of: manifest, end: limit)
         // One record per standalone entry, one per pack (checking all of its rows).
@@ -49,7 +51,14 @@ extension ArchiveScanner {
                 end += 1
             }
             let batch = work[next..<end]
-            let fetched = try PrefetchedArchiveBytes(source, fetching: batch.map(\.range))
+            // The requests themselves (neighbours merged as a remote source merges them), so what
+            // lies between the records is kept too: a small file's chunk records, say.
+            let requests = RangeCoalescer.coalesce(
+                batch.map(\.range), gap: HTTPArchiveSource.coalescingGap, maximum: HTTPArchiveSource.maximumRange)
+            let fetched = try PrefetchedArchiveBytes(source, fetching: requests)
+            if let keeping {
+                for request in requests { keeping.keep(try fetched.bytes(of: request), of: request) }
+            }
             for item in batch {
                 if let index = item.entry {
                     try checkEntryRecord(index, in: manifest, version: version, source: fetched, limit: limit)

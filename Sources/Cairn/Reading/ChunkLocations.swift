@@ -1,3 +1,5 @@
+import Glibc
+
 /// Where an extraction first wrote each chunk (the staged file, or a dropped file's unnamed
 /// scratch file, the offset in it and the length), so a later reference to the same chunk can
 /// be read back from there.
@@ -110,5 +112,51 @@ struct ChunkLocations {
 
     private static func key(_ id: Digest) -> UInt64 {
         id.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+    }
+}
+
+extension ChunkLocations {
+    /// Reads a chunk back from where an extraction first wrote it and checks its SHA-256: the one
+    /// way a later reference to a chunk is served from the staging directory instead of the
+    /// archive (the streaming extraction, `Spec/0003 §4` item 6, and the seekable one,
+    /// `Spec/0001 §13.7`).
+    ///
+    /// - Parameters:
+    ///   - location: the staged file (or scratch file), offset and length.
+    ///   - id: the SHA-256 the bytes must have.
+    ///   - staging: the staging directory the file's path is relative to.
+    ///   - open: the file being written, as its path and descriptor: a location in it is read
+    ///     through that descriptor.
+    ///   - entryPath: the entry being written, which errors name.
+    /// - Returns: the chunk's `location.length` bytes.
+    /// - Throws: `.checksumMismatch` naming `entryPath` when the bytes read back are short or
+    ///   hash to another id; `.io` when the file cannot be opened or read.
+    static func readBack(
+        _ location: Location, id: Digest, staging: StagingDirectory, open: (path: [UInt8], fd: FileDescriptor), entryPath: String
+    ) throws(CairnError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: location.length)
+        let got: Int
+        if let scratch = location.scratch {
+            got = try bytes.withMutableBytes { (raw) throws(CairnError) in
+                try scratch.read(fromAbsoluteOffset: location.offset, into: raw)
+            }
+        } else if location.path == open.path {
+            got = try bytes.withMutableBytes { (raw) throws(CairnError) in
+                try open.fd.read(fromAbsoluteOffset: location.offset, into: raw)
+            }
+        } else {
+            let fd = try staging.openStagedFile(location.path)
+            got = try fd.closeAfter { () throws(CairnError) in
+                try bytes.withMutableBytes { (raw) throws(CairnError) in
+                    try fd.read(fromAbsoluteOffset: location.offset, into: raw)
+                }
+            }
+        }
+        guard got == location.length, try SHA256.hash(bytes) == id else {
+            throw CairnError(
+                .checksumMismatch, "chunk \(id) read back from \(PathBytes.display(location.path)) no longer matches",
+                path: entryPath)
+        }
+        return bytes
     }
 }

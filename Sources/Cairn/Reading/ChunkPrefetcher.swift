@@ -18,6 +18,9 @@ final class ChunkPrefetcher {
         /// records, packs, the manifest), sorted, so a pack's record, whose length the manifest
         /// does not hold, is fetched up to the next of them (its commit comes with it).
         var recordStarts: [UInt64] = []
+        /// Records read before (the packs the checks before writing read), served from there
+        /// instead of being fetched again.
+        var kept: KeptRecords?
 
         /// The source of `reader`'s archive and its chunk table.
         init(reader: ArchiveReader) {
@@ -44,10 +47,24 @@ final class ChunkPrefetcher {
         func prefetching(_ group: [Int]) throws(CairnError) -> Source {
             guard source.isRemote else { return self }
             var seen = Set<UInt64>()
-            let ranges = group.map(recordRange(ofChunk:)).filter { seen.insert($0.lowerBound).inserted }
+            var ranges: [Range<UInt64>] = []
+            var held: [(range: Range<UInt64>, bytes: [UInt8])] = []
+            for range in group.map(recordRange(ofChunk:)) where seen.insert(range.lowerBound).inserted {
+                if let bytes = kept?.bytes(of: range) { held.append((range, bytes)) } else { ranges.append(range) }
+            }
+            // Ranges with kept bytes between them are fetched apart: merged into one request, the
+            // bytes between would cross the wire again.
+            var runs: [[Range<UInt64>]] = []
+            for range in ranges.sorted(by: { $0.lowerBound < $1.lowerBound }) {
+                if let previous = runs.last?.last, kept?.holdsAny(of: previous.upperBound..<range.lowerBound) != true {
+                    runs[runs.count - 1].append(range)
+                } else {
+                    runs.append([range])
+                }
+            }
             var copy = self
             do throws(CairnError) {
-                copy.source = try PrefetchedArchiveBytes(source, fetching: ranges)
+                copy.source = try PrefetchedArchiveBytes(source, fetching: [], separately: runs, holding: held)
             } catch {
                 throw error.withPath(path)
             }
@@ -130,7 +147,8 @@ final class ChunkPrefetcher {
         while tasks.count < window, nextToSchedule < order.count {
             var group: [Int] = []
             var bytes = 0
-            while nextToSchedule < order.count, group.isEmpty || bytes < groupBytes {
+            // A pack's chunks stay in one group: its record is read and decompressed once.
+            while nextToSchedule < order.count, group.isEmpty || bytes < groupBytes || continuesPack(group) {
                 let index = order[nextToSchedule]
                 group.append(index)
                 bytes += Int(source.chunks[index].rawLength)
@@ -153,8 +171,45 @@ final class ChunkPrefetcher {
         }
     }
 
+    /// Whether the next chunk to schedule lies in the same pack as the last one of `group`.
+    private func continuesPack(_ group: [Int]) -> Bool {
+        guard let last = group.last, let pack = source.chunks[last].pack else { return false }
+        return source.chunks[order[nextToSchedule]].pack == pack
+    }
+
+    /// The next chunk's verified raw bytes, which must be chunk `reference` (the order given).
+    ///
+    /// - Throws: what decoding it threw; `.invalidArgument` (an internal error) when the chunks
+    ///   are asked for in another order than planned.
+    nonisolated(nonsending) func next(_ reference: UInt32) async throws -> [UInt8] {
+        guard delivered < order.count, order[delivered] == Int(reference) else {
+            throw CairnError(.invalidArgument, "internal error: chunk \(reference) requested out of the planned order")
+        }
+        delivered += 1
+        return try await next()
+    }
+
+    /// Chunk `reference` read back from the staged file a reference before wrote it to
+    /// (``ChunkLocations/readBack(_:id:staging:open:entryPath:)``), or, when that file cannot give
+    /// it back verified (made unreadable by its mode, changed since), decoded from the archive
+    /// again.
+    func readBack(
+        _ reference: UInt32, from kept: ChunkReuse.Kept, staging: StagingDirectory, open: (path: [UInt8], fd: FileDescriptor),
+        entryPath: String
+    ) throws(CairnError) -> [UInt8] {
+        do throws(CairnError) {
+            return try ChunkLocations.readBack(kept.location, id: kept.id, staging: staging, open: open, entryPath: entryPath)
+        } catch {
+            var cache: Source.PackCache?
+            return try source.decode(Int(reference), using: ChunkDecompressor(), cache: &cache)
+        }
+    }
+
+    /// How many chunks ``next(_:)`` delivered.
+    private var delivered = 0
+
     /// The next chunk's verified raw bytes.
-    nonisolated(nonsending) func next() async throws -> [UInt8] {
+    nonisolated(nonsending) private func next() async throws -> [UInt8] {
         if currentIndex >= current.count {
             schedule()
             guard !tasks.isEmpty else {

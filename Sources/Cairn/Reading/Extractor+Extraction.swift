@@ -20,7 +20,9 @@ extension Extractor {
             }
             return try await extractEverything(plan, to: destination, options: options)
         }
-        let staging = try StagingDirectory(for: destination, resume: options.resume, existingFiles: options.existingFiles)
+        let staging = try StagingDirectory(
+            for: destination, resume: options.resume, existingFiles: options.existingFiles,
+            discardingInterrupted: options.discardsInterruptedExtraction)
         try checkBeforeWriting(plan, staging: staging, destination: destination, options: options)
         let identity =
             "cairn-journal 1 seekable \(reader.footer.chainDigest.hexString) \(Extractor.selectionDigest(selection))"
@@ -76,7 +78,9 @@ extension Extractor {
     nonisolated(nonsending) private func extractEverything(_ plan: ExtractionPlan, to destination: [UInt8], options: ExtractionOptions)
         async throws -> (entries: Int, contentBytes: UInt64)
     {
-        let staging = try StagingDirectory(for: destination, resume: options.resume, existingFiles: options.existingFiles)
+        let staging = try StagingDirectory(
+            for: destination, resume: options.resume, existingFiles: options.existingFiles,
+            discardingInterrupted: options.discardsInterruptedExtraction)
         try checkBeforeWriting(plan, staging: staging, destination: destination, options: options)
         // Decoding the manifest freed its transient tables: return them before the stream's.
         LargeBuffers.returnFreeMemory()
@@ -149,35 +153,37 @@ extension Extractor {
         _ plan: ExtractionPlan, into staging: StagingDirectory, skipping: Int, options: ExtractionOptions
     ) async throws {
         let rows = reader.manifest.entries
-        if !reader.walkedRecords {
-            var checked: [Int] = []
-            for (position, index) in plan.indices.enumerated() where position >= skipping {
-                checked.append(index)
-                if let target = plan.copiedHardLinks[index] { checked.append(target) }
-            }
-            do throws(CairnError) {
-                try ArchiveScanner.checkRecords(
-                    ofEntries: checked, in: reader.manifest, version: reader.version, source: reader.source,
-                    limit: reader.footer.manifestOffset)
-            } catch {
-                // The error names the entry; say which archive too.
-                var named = error.withPath(reader.path)
-                if named.path != reader.path { named.message += " (in \(reader.path))" }
-                throw named
-            }
-        }
-        var order: [Int] = []
-        // Holes: the zero chunk is decoded once, not once per reference (see `writeFile`).
+        // Pack records the checks read, kept for the prefetcher (remote: fetched once).
+        let kept: KeptRecords? = reader.walkedRecords ? nil : KeptRecords(in: staging)
+        defer { kept?.close() }
+        if !reader.walkedRecords { try checkRecords(of: plan, skipping: skipping, keeping: kept) }
+        // The entry whose content an entry of the plan is written with: a file its own, a hard
+        // link copied for --strip-components its target's; nil for entries without content.
+        func content(of index: Int) -> Int? { rows[index].entry.kind == .file ? index : plan.copiedHardLinks[index] }
+        // Holes: the zero chunk is decoded once, not once per reference (see `writeFile`); and a
+        // chunk used again is read back from where it was written (``ChunkReuse``), so its
+        // record is read (over HTTP: fetched) once per run.
         var zeros = RepeatedZeroChunk(chunks: reader.manifest.chunks, maximum: reader.header.chunking.maximum)
         var zerosWhileWriting = zeros
-        for (position, index) in plan.indices.enumerated()
-        where position >= skipping && (rows[index].entry.kind == .file || plan.copiedHardLinks[index] != nil) {
-            let contentIndex = plan.copiedHardLinks[index] ?? index
-            order.append(contentsOf: reader.references(ofEntry: contentIndex).filter { zeros.needsDecoding($0) }.map { Int($0) })
+        var reuse = ChunkReuse(
+            chunks: reader.manifest.chunks, references: plan.indices.compactMap(content(of:)).map(reader.references(ofEntry:)))
+        var reuseWhileWriting = reuse
+        var order: [Int] = []
+        for (position, index) in plan.indices.enumerated() {
+            guard let contentIndex = content(of: index) else { continue }
+            let references = reader.references(ofEntry: contentIndex)
+            if position < skipping {
+                reuse.planSkipped(references)
+                continue
+            }
+            for reference in references where zeros.needsDecoding(reference) && reuse.planDecodes(reference) {
+                order.append(Int(reference))
+            }
         }
-        let prefetcher = ChunkPrefetcher(
-            source: ChunkPrefetcher.Source(reader: reader), order: order)
-        defer { prefetcher.cancel() }
+        var source = ChunkPrefetcher.Source(reader: reader)
+        source.kept = kept
+        let chunks = ChunkPrefetcher(source: source, order: order)
+        defer { chunks.cancel() }
         var directories: [(path: [UInt8], entry: ArchiveEntry)] = []
         var symlinks: [ArchiveEntry] = []
         for (position, index) in plan.indices.enumerated() {
@@ -190,6 +196,9 @@ extension Extractor {
                 if entry.kind == .directory { directories.append((entry.pathBytes, entry)) }
                 if entry.kind == .symlink { symlinks.append(entry) }
                 if entry.kind == .file { progress.completedUnitCount += Int64(clamping: entry.size) }
+                if let contentIndex = content(of: index) {
+                    reuseWhileWriting.recordSkipped(reader.references(ofEntry: contentIndex), path: entry.pathBytes)
+                }
                 continue
             }
             if staging.isResumed, entry.kind != .directory { try staging.removeLeftover(entry.pathBytes) }
@@ -203,10 +212,14 @@ extension Extractor {
                 }
                 directories.append((entry.pathBytes, entry))
             case .file:
-                try await writeFile(entry, contentOf: index, in: staging, chunks: prefetcher, zeros: &zerosWhileWriting, options: options)
+                try await writeFile(
+                    entry, contentOf: index, in: staging, chunks: chunks, zeros: &zerosWhileWriting, reuse: &reuseWhileWriting,
+                    options: options)
             case .hardLink:
                 if let target = plan.copiedHardLinks[index] {
-                    try await writeFile(entry, contentOf: target, in: staging, chunks: prefetcher, zeros: &zerosWhileWriting, options: options)
+                    try await writeFile(
+                        entry, contentOf: target, in: staging, chunks: chunks, zeros: &zerosWhileWriting, reuse: &reuseWhileWriting,
+                        options: options)
                 } else {
                     let parent = try staging.parentDirectory(of: entry.pathBytes)
                     try FileSystem.makeHardLink(
@@ -243,18 +256,39 @@ extension Extractor {
         }
     }
 
+    /// Checks the records of the plan's entries from position `skipping` on against the manifest
+    /// (§13.7), keeping the pack records read in `kept`.
+    private func checkRecords(of plan: ExtractionPlan, skipping: Int, keeping kept: KeptRecords?) throws(CairnError) {
+        var checked: [Int] = []
+        for (position, index) in plan.indices.enumerated() where position >= skipping {
+            checked.append(index)
+            if let target = plan.copiedHardLinks[index] { checked.append(target) }
+        }
+        do throws(CairnError) {
+            try ArchiveScanner.checkRecords(
+                ofEntries: checked, in: reader.manifest, version: reader.version, source: reader.source,
+                limit: reader.footer.manifestOffset, keeping: kept)
+        } catch {
+            // The error names the entry; say which archive too.
+            var named = error.withPath(reader.path)
+            if named.path != reader.path { named.message += " (in \(reader.path))" }
+            throw named
+        }
+    }
+
     /// Writes a file whose content is that of manifest entry `contentIndex`; its chunks come,
     /// verified, from `chunks` in order, except the repeated references to the zero chunk that
-    /// `zeros` leaves out (holes).
+    /// `zeros` leaves out (holes) and the chunks `reuse` kept the location of (read back).
     nonisolated(nonsending) private func writeFile(
         _ entry: ArchiveEntry, contentOf contentIndex: Int, in staging: StagingDirectory, chunks: ChunkPrefetcher,
-        zeros: inout RepeatedZeroChunk,
+        zeros: inout RepeatedZeroChunk, reuse: inout ChunkReuse,
         options: ExtractionOptions
     ) async throws {
         let parent = try staging.parentDirectory(of: entry.pathBytes)
         let name = PathBytes.lastComponent(entry.pathBytes)
+        // Read and write: a chunk the file repeats is read back from it.
         let fd = try FileDescriptor.open(
-            name, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600, relativeTo: parent)
+            name, flags: O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600, relativeTo: parent)
         let file = FileDescriptor(rawValue: fd.rawValue, path: entry.path)
         do {
             let digest = SHA256()
@@ -263,10 +297,19 @@ extension Extractor {
             var sparse = SparseWriter(file: file)
             for reference in reader.references(ofEntry: contentIndex) {
                 let row = reader.manifest.chunks[Int(reference)]
-                if zeros.needsDecoding(reference) {
-                    try sparse.write(try await chunks.next())
-                } else {
+                if !zeros.needsDecoding(reference) {
                     sparse.skip(UInt64(row.rawLength))
+                } else if let kept = reuse.kept(reference) {
+                    if kept.isZero {
+                        sparse.skip(UInt64(row.rawLength))
+                    } else {
+                        try sparse.write(try chunks.readBack(
+                                reference, from: kept, staging: staging, open: (entry.pathBytes, file), entryPath: entry.path))
+                    }
+                } else {
+                    let bytes = try await chunks.next(reference)
+                    try reuse.recordDecoded(reference, bytes: bytes, path: entry.pathBytes, offset: written)
+                    try sparse.write(bytes)
                 }
                 row.id.withUnsafeBytes { digest.update($0) }
                 written += UInt64(row.rawLength)

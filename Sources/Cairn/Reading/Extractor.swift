@@ -272,6 +272,11 @@ public struct ExtractionOptions: Sendable {
     /// staging directory left by an interrupted extraction makes extraction fail with
     /// `.alreadyExists` (it is never deleted silently).
     public var resume = false
+    /// Remove the staging directory an interrupted extraction into the same destination left
+    /// (Cairn's own directory beside or inside it, with what it staged) and extract afresh,
+    /// instead of failing with `.alreadyExists` (`cairn extract --force`). Nothing that exists
+    /// in the destination is touched; ignored with ``resume``. Default false.
+    public var discardsInterruptedExtraction = false
     /// What to do when DEST exists and an extracted name already exists in it. Default
     /// ``ExistingFilePolicy/refuse``: nothing is moved into place if any top-level name exists.
     public var existingFiles: ExistingFilePolicy = .refuse

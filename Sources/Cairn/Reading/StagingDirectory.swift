@@ -80,11 +80,17 @@ final class StagingDirectory {
     ///   - destination: the destination directory; it need not exist.
     ///   - resume: reopen the staging directory an interrupted extraction left, if there is one.
     ///   - existingFiles: what ``commit()`` does with names that exist in the destination.
+    ///   - discardingInterrupted: remove the staging directory an interrupted extraction left (a
+    ///     directory holding a journal, under its lock) and start a new one (`extract --force`);
+    ///     nothing in the destination is touched.
     /// - Throws: `.busy` when another process holds the staging directory (a running
     ///   extraction); `.alreadyExists` when the destination exists and is not a directory, or when
-    ///   an interrupted extraction's staging directory is there and `resume` is false;
-    ///   `.notResumable` when that directory has no staging root; `.io`.
-    init(for destination: [UInt8], resume: Bool = false, existingFiles: ExistingFilePolicy = .refuse) throws(CairnError) {
+    ///   an interrupted extraction's staging directory is there and neither `resume` nor
+    ///   `discardingInterrupted` is set; `.notResumable` when that directory has no staging root; `.io`.
+    init(
+        for destination: [UInt8], resume: Bool = false, existingFiles: ExistingFilePolicy = .refuse,
+        discardingInterrupted: Bool = false
+    ) throws(CairnError) {
         let trimmed = Self.trimmed(destination)
         self.destination = trimmed
         self.existingFiles = existingFiles
@@ -115,10 +121,11 @@ final class StagingDirectory {
                         path: stagingDisplay)
                 }
                 if (try? FileStatus.of(Self.journalName, relativeTo: found))?.kind == .regular,
-                    Self.journalLines(in: found).count <= 1
+                    Self.journalLines(in: found).count <= 1 || (discardingInterrupted && !resume)
                 {
                     // Killed before its first entry verified: it holds nothing worth resuming
-                    // (``holdsNothing``), so it is removed, under its lock, and a new one made.
+                    // (``holdsNothing``); or the caller chose to start over (`--force`). It is
+                    // removed, under its lock, and a new one made.
                     FileSystem.removeTree(chosen, in: container)
                     _ = try? found.close()
                     (directory, descriptor, journalDescriptor) = try Self.create(
@@ -131,7 +138,7 @@ final class StagingDirectory {
                     _ = try? directory.close()
                     throw CairnError(
                         .alreadyExists,
-                        "an interrupted extraction is staged here; continue it with --resume (or remove the directory to start over)",
+                        "an interrupted extraction is staged here; continue it with --resume, or start over with --force (which discards it)",
                         path: stagingDisplay)
                 }
                 guard let root = try? FileSystem.openDirectory(Self.rootName, in: directory, display: stagingDisplay) else {
@@ -275,6 +282,26 @@ final class StagingDirectory {
         }
         cachedParent = (parent, current)
         return current
+    }
+
+    /// Opens the staged file at `path` (relative to the root) for reading, through its parent
+    /// directories one at a time, following no symlink, and leaving the cached parent of
+    /// ``parentDirectory(of:)`` as it is (a file being written still uses it). The caller closes
+    /// the descriptor.
+    ///
+    /// - Throws: `.io` or `.notFound` naming the path.
+    func openStagedFile(_ path: [UInt8]) throws(CairnError) -> FileDescriptor {
+        var current = descriptor
+        defer { if current.rawValue != descriptor.rawValue { _ = try? current.close() } }
+        var currentPath: [UInt8] = []
+        for component in PathValidator.components(PathValidator.parent(path)) {
+            currentPath = PathBytes.join(currentPath, component)
+            let next = try FileSystem.openDirectory(component, in: current, display: PathBytes.display(currentPath))
+            if current.rawValue != descriptor.rawValue { _ = try? current.close() }
+            current = next
+        }
+        let fd = try FileDescriptor.open(PathBytes.lastComponent(path), flags: O_RDONLY | O_NOFOLLOW, relativeTo: current)
+        return FileDescriptor(rawValue: fd.rawValue, path: PathBytes.display(path))
     }
 
     /// Throws `.alreadyExists` if `name` (a top-level name of the archive, one path component)

@@ -342,7 +342,7 @@ final class StreamExtractor {
 
     /// `O_TMPFILE`, which Glibc declares only under `_GNU_SOURCE`: the kernel's generic
     /// `__O_TMPFILE` (`<asm-generic/fcntl.h>`, the same on x86_64 and aarch64) with `O_DIRECTORY`.
-    private static let temporaryFileFlag: Int32 = 0o20000000 | O_DIRECTORY
+    static let temporaryFileFlag: Int32 = 0o20000000 | O_DIRECTORY
 
     private func closeScratchFiles() {
         for fd in scratchFiles.values { _ = try? fd.close() }
@@ -400,37 +400,13 @@ final class StreamExtractor {
         openFile = open
     }
 
-    /// Reads a chunk back from where it was first written and checks its SHA-256.
+    /// Reads a chunk back from where it was first written and checks its SHA-256
+    /// (``ChunkLocations/readBack(_:id:staging:open:entryPath:)``).
     private func readBack(_ id: Digest, into entry: ArchiveEntry, fd openFD: FileDescriptor) throws -> [UInt8] {
         guard let location = locations[id] else {
             throw CairnError(.corrupted, "reference to chunk \(id), whose bytes were not seen", path: entry.path)
         }
-        var bytes = [UInt8](repeating: 0, count: location.length)
-        let got: Int
-        if let scratch = location.scratch {
-            got = try bytes.withMutableBytes { (raw) throws(CairnError) in
-                try scratch.read(fromAbsoluteOffset: location.offset, into: raw)
-            }
-        } else if location.path == entry.pathBytes {
-            got = try bytes.withMutableBytes { (raw) throws(CairnError) in
-                try openFD.read(fromAbsoluteOffset: location.offset, into: raw)
-            }
-        } else {
-            let parent = try staging.parentDirectory(of: location.path)
-            let fd = try FileDescriptor.open(
-                PathBytes.lastComponent(location.path), flags: O_RDONLY | O_NOFOLLOW, relativeTo: parent)
-            got = try fd.closeAfter { () throws(CairnError) in
-                try bytes.withMutableBytes { (raw) throws(CairnError) in
-                    try fd.read(fromAbsoluteOffset: location.offset, into: raw)
-                }
-            }
-        }
-        guard got == location.length, try SHA256.hash(bytes) == id else {
-            throw CairnError(
-                .checksumMismatch, "chunk \(id) read back from \(PathBytes.display(location.path)) no longer matches",
-                path: entry.path)
-        }
-        return bytes
+        return try ChunkLocations.readBack(location, id: id, staging: staging, open: (entry.pathBytes, openFD), entryPath: entry.path)
     }
 
     /// Symlinks last, then directory modes and times deepest first.
@@ -471,7 +447,9 @@ extension Extractor {
     nonisolated(nonsending) package static func extractStream(
         from descriptor: FileDescriptor, to destination: [UInt8], options: ExtractionOptions, progress: Progress?
     ) async throws -> VerificationReport {
-        let staging = try StagingDirectory(for: destination, resume: options.resume, existingFiles: options.existingFiles)
+        let staging = try StagingDirectory(
+            for: destination, resume: options.resume, existingFiles: options.existingFiles,
+            discardingInterrupted: options.discardsInterruptedExtraction)
         let extractor = try StreamExtractor(staging: staging, options: options, progress: progress)
         do {
             return try await extractor.run(RecordStream(descriptor: descriptor))

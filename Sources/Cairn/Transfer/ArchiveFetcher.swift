@@ -199,8 +199,11 @@ public final class ArchiveFetcher: Sendable {
             if start > 0 { options.onEvent?(.resuming(from: start)) }
             firstAttempt = false
 
-            // 2. What to produce after it.
-            let validator = start > 0 ? state?.validator : nil
+            // 2. What to produce after it. Range requests carry the validator of the archive being
+            // written (`Spec/0003 §1.1`): the recorded one when continuing the partial file, and
+            // from offset 0 (a fresh seeded fetch, or one started over) the one the manifest was
+            // read with, once it is known.
+            var validator = start > 0 ? state?.validator : nil
             let job: FetchWriter.Job
             var planned: DeltaPlan?
             var rebuilding = false
@@ -248,6 +251,7 @@ public final class ArchiveFetcher: Sendable {
                     state = FetchState(url: url, validator: remote.validator, length: remote.length)
                     try state?.save(for: path)
                 }
+                validator = state?.validator
                 progress.totalUnitCount = Int64(clamping: remote.length)
                 if start == 0, !rebuildFailed, let rebuild = ArchiveRebuilder.Plan(remote: remote, seeds: seeds) {
                     // Written again by the reference writer: only the header, what no seed has,
