@@ -309,11 +309,11 @@ enum CreateCommand {
             case .complete:
                 if !quiet { Output.out("\(output) is already complete; nothing to resume") }
                 return nil
-            case .objectInTheWay where !force:
+            case .objectInTheWay(let difference) where !force:
                 throw CairnError(
                     .alreadyExists,
-                    "an object that is not the interrupted upload's is at the key; continuing would replace it: use --resume --force, "
-                        + "or remove \(statePath) to give the upload up",
+                    "the object at the key is not the interrupted upload's (\(difference)); continuing would replace it: "
+                        + "use --resume --force, or remove \(statePath) to give the upload up (it is kept)",
                     path: output)
             case .resumable, .objectInTheWay:
                 // The interrupted run's header: name what differs, and take what is not given.

@@ -245,13 +245,15 @@ struct ObjectStoreTests {
         try Data(local).write(to: URL(fileURLWithPath: server.objectPath(key: "done.cairn")))
         let state = try Self.statePath(server, "s3://cairn/done.cairn")
         // What a run killed between CompleteMultipartUpload and removing its state file leaves.
+        // Its one part is the whole archive: the completion check reads it back by content.
+        let digest = try SHA256.hash(local).hexString
         func record(lastEnd: UInt64) throws {
             unlink(state)
             let journal = try UploadJournal(path: state, creating: true)
             defer { journal.close() }
             try journal.begin(
                 MultipartUploadState(endpoint: server.endpoint, bucket: "cairn", key: "done.cairn", uploadID: "gone", partSize: 8 << 20))
-            try journal.record(.init(number: 1, etag: "\"e\"", size: lastEnd, end: lastEnd, chainDigest: nil, sha256: "00"))
+            try journal.record(.init(number: 1, etag: "\"e\"", size: lastEnd, end: lastEnd, chainDigest: nil, sha256: digest))
         }
         try record(lastEnd: UInt64(local.count))
         let resumed = try Self.cli(["create", "--resume", "-o", "s3://cairn/done.cairn", "data"], in: source, server)
@@ -264,6 +266,73 @@ struct ObjectStoreTests {
         #expect(blocked.status == 1)
         #expect(blocked.stderr.contains("not the interrupted upload's") && blocked.stderr.contains("--resume --force"), "\(blocked.stderr)")
         try FetchTests.expectSame(server.objectPath(key: "done.cairn"), local)
+    }
+
+    @Test(
+        "issue 23: a state captured just before CompleteMultipartUpload, and an object of the archive's length that is not the archive: --resume refuses (exit 1), names what differs, keeps the state; --resume --force completes the upload over it"
+    )
+    func replacedObjectIsNotComplete() async throws { try await onDedicatedThread { try Self().replacedObjectIsNotCompleteOnThread() } }
+
+    func replacedObjectIsNotCompleteOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-s3-replaced")
+        defer { work.remove() }
+        let server = try RcloneS3Server()
+        defer { server.stop() }
+        let (source, local) = try Self.source(work, seed: 15, count: 6)
+        let location = try S3Location(parsing: "s3://cairn/same.cairn")
+        let configuration = try Self.configuration(server)
+        let state = try Self.statePath(server, "s3://cairn/same.cairn")
+        let objectPath = server.objectPath(key: "same.cairn")
+        var generator = SeededGenerator(seed: 16)
+        let random = generator.bytes(local.count)
+        try blockingAsync {
+            var archiverConfiguration = Archiver.Configuration()
+            archiverConfiguration.sourcePaths = [Array("data".utf8)]
+            let sink = try ObjectStoreSink(location: location, configuration: configuration, statePath: state)
+            let archiver = try Archiver(sink: sink, configuration: archiverConfiguration)
+            try await archiver.appendItem(atPath: Array((source + "/data").utf8), pathInArchive: Array("data".utf8))
+            // Random bytes of the archive's length appear at the key before the upload completes:
+            // the sink sends its last part, finds the object and keeps the upload (Spec/0003
+            // §3.3 item 4), so the state file records every part, as just before
+            // CompleteMultipartUpload.
+            try Data(random).write(to: URL(fileURLWithPath: objectPath))
+            do {
+                _ = try await archiver.finish()
+                Issue.record("the upload completed over an object at the key")
+            } catch let error as CairnError {
+                #expect(error.code == .alreadyExists, "\(error)")
+            }
+            await sink.abandon()
+        }
+        let recorded = try #require(try MultipartUploadState.load(from: state))
+        #expect(recorded.parts.last?.chainDigest == nil && recorded.parts.last?.end == UInt64(local.count), "the last part is recorded")
+        #expect(recorded.parts.count >= 2)
+
+        func refused(_ object: [UInt8], saying detail: String) throws {
+            try Data(object).write(to: URL(fileURLWithPath: objectPath))
+            let resumed = try Self.cli(["create", "--resume", "-o", "s3://cairn/same.cairn", "data"], in: source, server)
+            #expect(resumed.status == 1, "\(resumed.stdout)\(resumed.stderr)")
+            #expect(!resumed.stdout.contains("already complete"), "\(resumed.stdout)")
+            #expect(resumed.stderr.contains("s3://cairn/same.cairn: the object at the key is not the interrupted upload's"), "\(resumed.stderr)")
+            #expect(resumed.stderr.contains(detail) && resumed.stderr.contains("--resume --force"), "\(resumed.stderr)")
+            #expect(FileManager.default.fileExists(atPath: state), "the state file is kept")
+            #expect(try FetchTests.bytes(objectPath) == object, "the object is left as it is")
+        }
+        try refused(random, saying: "its first bytes")
+        // The archive with one byte of its manifest changed: the first bytes and the footer are
+        // right, the last part's SHA-256 is not.
+        var manifestChanged = local
+        manifestChanged[local.count - Footer.framedLength - 8] ^= 0x01
+        try refused(manifestChanged, saying: "SHA-256")
+        // The archive with one byte of its header record changed.
+        var headerChanged = local
+        headerChanged[Prelude.length + RecordFraming.headerLength + 2] ^= 0x01
+        try refused(headerChanged, saying: "its first bytes")
+
+        let forced = try Self.cli(["create", "-q", "--resume", "--force", "-o", "s3://cairn/same.cairn", "data"], in: source, server)
+        #expect(forced.status == 0, "\(forced.stderr)")
+        try FetchTests.expectSame(objectPath, local)
+        #expect(!FileManager.default.fileExists(atPath: state))
     }
 
     @Test("a resume whose sources changed is refused, keeping the upload; --force starts over")

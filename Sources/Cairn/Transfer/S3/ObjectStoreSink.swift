@@ -21,6 +21,9 @@ import Synchronization
 ///   store already holds (same end, same chain digest, listed by `ListParts` with the same ETag)
 ///   is skipped instead of sent. Unchanged sources therefore give an object byte for byte the one
 ///   an uninterrupted run uploads; changed ones are refused (`.notResumable`).
+/// - ``finish()`` and ``recordedUpload(at:location:configuration:)`` decide that an object at the
+///   key is this upload's by its content, never by its length alone
+///   (``objectDifference(at:store:upload:length:)``).
 /// - An error of the store that repeating cannot cure (a 4xx status, too many parts) aborts the
 ///   multipart upload (`AbortMultipartUpload`) and says so; a cut connection, a store that went
 ///   away, or an interruption keeps the upload and the state file for `--resume`.
@@ -236,19 +239,23 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
         case none
         /// The upload can be continued.
         case resumable
-        /// The upload completed (its last part was recorded and an object of the archive's
-        /// length is at the key): the state file was only left behind, and is removed.
+        /// The upload completed: the object at the key is its archive, checked by content
+        /// (``objectDifference(at:store:upload:length:)``); the state file was only left behind,
+        /// and is removed.
         case complete
-        /// An object that is not this upload's is at the key: continuing would replace it.
-        case objectInTheWay
+        /// An object that is not this upload's is at the key: continuing would replace it. The
+        /// text says how it differs (its length, its header, its last part's SHA-256, ...).
+        case objectInTheWay(String)
     }
 
-    /// Looks at the upload recorded in `statePath` and at the object at its key (one
-    /// `HeadObject`): whether a resume can continue it, has nothing to do, or would replace
-    /// another object.
+    /// Looks at the upload recorded in `statePath` and at the object at its key (`HeadObject`,
+    /// then, for an object of the archive's length, ranged reads of its first bytes and its last
+    /// part): whether a resume can continue it, has nothing to do, or would replace another
+    /// object. The state file is removed only when the object is confirmed as the upload's.
     ///
     /// - Throws: `.busy` when another process is uploading with the state file; `.corrupted`
-    ///   for a state file that does not parse; `.httpStatus`, `.network` naming the endpoint.
+    ///   for a state file that does not parse; `.httpStatus`, `.network`, `.sourceChanged`
+    ///   naming the endpoint (the state file is then kept).
     public static func recordedUpload(at statePath: String, location: S3Location, configuration: S3Configuration) throws(CairnError)
         -> RecordedUpload
     {
@@ -256,12 +263,13 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
         let journal = try UploadJournal(path: statePath, creating: false)
         defer { journal.close() }
         guard let state = try MultipartUploadState.load(from: statePath) else { return .none }
-        guard let head = try S3Client(configuration: configuration).headObject(location) else { return .resumable }
-        if let last = state.parts.last, last.chainDigest == nil, head.contentLength == last.end {
-            unlink(statePath)
-            return .complete
+        let store = S3Client(configuration: configuration)
+        guard let head = try store.headObject(location) else { return .resumable }
+        if let difference = try objectDifference(at: location, store: store, upload: state, length: head.contentLength) {
+            return .objectInTheWay(difference)
         }
-        return .objectInTheWay
+        unlink(statePath)
+        return .complete
     }
 
     /// The device and inode of the state file, which the archiver leaves out of the archive
@@ -432,9 +440,8 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
             try await emit(part, end: partStart, chainDigest: nil)
         }
         try await waitForInFlight()
-        let (store, location, overwrite, ledger) = (store, location, overwrite, ledger)
+        let (store, location, overwrite, ledger, statePath) = (store, location, overwrite, ledger, statePath)
         let state = ledger.state.withLock { $0 }
-        let total = partStart
         let parts = state.parts.map { S3Client.Part(number: $0.number, etag: $0.etag, size: $0.size) }
         // Every part of this archive, 1 to the last, each once: anything else is a bug, and
         // completing it would publish a wrong object.
@@ -457,9 +464,15 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
                     try store.completeMultipartUpload(location, uploadID: state.uploadID, parts: parts, ifNoneMatch: !overwrite)
                 } catch {
                     // A retried Complete whose first try went through but whose answer was lost
-                    // finds the upload gone: the object of this archive's length is there.
-                    guard error.httpStatusCode == 404, let head = try? store.headObject(location), head.contentLength == total else {
-                        throw error
+                    // finds the upload gone: the object at the key must then be this archive,
+                    // checked by content, the rule `--resume` applies too.
+                    guard error.httpStatusCode == 404, let head = try store.headObject(location) else { throw error }
+                    if let difference = try Self.objectDifference(at: location, store: store, upload: state, length: head.contentLength) {
+                        throw CairnError(
+                            .alreadyExists,
+                            "CompleteMultipartUpload found the upload gone (404), and the object at the key is not this archive: "
+                                + "\(difference); it was left as it is, and \(statePath) kept (replace it with --resume --force)",
+                            path: location.description)
                     }
                 }
             }
