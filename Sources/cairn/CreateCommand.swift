@@ -145,8 +145,20 @@ enum CreateCommand {
         if toStandardOutput { try Terminal.refuseArchive(on: 1) }
         let archiver: Archiver
         let sink: (any ArchiveSink)?
+        let showProgress = ProgressBar.shouldShow(args)
+        // One quick scan (lstat only) of the sources, for what wants their size and was given
+        // none: the progress bar's total (not on --resume) and a new upload's part size (a resumed
+        // one keeps its recorded sizes). The archive is unaffected (its header's estimate is only
+        // --size-estimate). An operand that vanished since it was checked leaves the size unknown.
+        let scanned: UInt64? =
+            configuration.sizeEstimate == nil && ((showProgress && !args.flag("--resume")) || toStore)
+            ? try? Archiver.sizeEstimate(ofPaths: operands, excluding: ExclusionPatterns(configuration.exclusions)) : nil
         if toStore {
-            guard let upload = try Self.makeObjectStoreSink(output, args, configuration: &configuration, sources: operands, force: force) else {
+            guard
+                let upload = try Self.makeObjectStoreSink(
+                    output, args, configuration: &configuration, sources: operands, force: force,
+                    sizeEstimate: configuration.sizeEstimate ?? scanned)
+            else {
                 return .success
             }
             archiver = try Archiver(sink: upload, configuration: configuration)
@@ -216,11 +228,7 @@ enum CreateCommand {
         }
         let started = monotonicSeconds()
         let cpuStarted = ProcessTimes.cpuSeconds()
-        let showProgress = ProgressBar.shouldShow(args)
         if showProgress, configuration.sizeEstimate == nil, !args.flag("--resume") {
-            // A quick scan (lstat only) gives the bar a real total; the archive is unaffected.
-            // An operand that vanished since it was checked leaves the total indeterminate (-1).
-            let scanned = try? Archiver.sizeEstimate(ofPaths: operands, excluding: ExclusionPatterns(configuration.exclusions))
             archiver.progress.totalUnitCount = scanned.map { Int64(clamping: $0) } ?? -1
         }
         let bar = showProgress ? ProgressBar(progress: archiver.progress, label: "create") : nil
@@ -285,9 +293,11 @@ enum CreateCommand {
     /// the upload recorded in the state file continued, or nil when there is nothing to do (the
     /// recorded upload or an earlier run completed the object); otherwise a new multipart
     /// upload, refused when the object exists or an interrupted upload is recorded, unless
-    /// `force`.
+    /// `force`, with parts sized for `sizeEstimate` bytes (`--size-estimate`, else the scan of
+    /// the sources).
     static func makeObjectStoreSink(
-        _ output: String, _ args: Arguments, configuration: inout Archiver.Configuration, sources: [[UInt8]], force: Bool
+        _ output: String, _ args: Arguments, configuration: inout Archiver.Configuration, sources: [[UInt8]], force: Bool,
+        sizeEstimate: UInt64?
     ) throws(CairnError) -> ObjectStoreSink? {
         let location = try S3Location(parsing: output)
         let endpoint = args.value(ArchiveOperand.endpointOption)
@@ -299,11 +309,11 @@ enum CreateCommand {
             case .complete:
                 if !quiet { Output.out("\(output) is already complete; nothing to resume") }
                 return nil
-            case .objectInTheWay where !force:
+            case .objectInTheWay(let difference) where !force:
                 throw CairnError(
                     .alreadyExists,
-                    "an object that is not the interrupted upload's is at the key; continuing would replace it: use --resume --force, "
-                        + "or remove \(statePath) to give the upload up",
+                    "the object at the key is not the interrupted upload's (\(difference)); continuing would replace it: "
+                        + "use --resume --force, or remove \(statePath) to give the upload up (it is kept)",
                     path: output)
             case .resumable, .objectInTheWay:
                 // The interrupted run's header: name what differs, and take what is not given.
@@ -335,7 +345,7 @@ enum CreateCommand {
         }
         do throws(CairnError) {
             return try ObjectStoreSink(
-                location: location, configuration: store, overwrite: force, statePath: statePath, sizeEstimate: configuration.sizeEstimate)
+                location: location, configuration: store, overwrite: force, statePath: statePath, sizeEstimate: sizeEstimate)
         } catch {
             guard error.code == .alreadyExists, error.path == output else { throw error }
             throw CairnError(.alreadyExists, "already exists; use --force to replace it", path: output)

@@ -245,13 +245,15 @@ struct ObjectStoreTests {
         try Data(local).write(to: URL(fileURLWithPath: server.objectPath(key: "done.cairn")))
         let state = try Self.statePath(server, "s3://cairn/done.cairn")
         // What a run killed between CompleteMultipartUpload and removing its state file leaves.
+        // Its one part is the whole archive: the completion check reads it back by content.
+        let digest = try SHA256.hash(local).hexString
         func record(lastEnd: UInt64) throws {
             unlink(state)
             let journal = try UploadJournal(path: state, creating: true)
             defer { journal.close() }
             try journal.begin(
                 MultipartUploadState(endpoint: server.endpoint, bucket: "cairn", key: "done.cairn", uploadID: "gone", partSize: 8 << 20))
-            try journal.record(.init(number: 1, etag: "\"e\"", size: lastEnd, end: lastEnd, chainDigest: nil, sha256: "00"))
+            try journal.record(.init(number: 1, etag: "\"e\"", size: lastEnd, end: lastEnd, chainDigest: nil, sha256: digest))
         }
         try record(lastEnd: UInt64(local.count))
         let resumed = try Self.cli(["create", "--resume", "-o", "s3://cairn/done.cairn", "data"], in: source, server)
@@ -264,6 +266,73 @@ struct ObjectStoreTests {
         #expect(blocked.status == 1)
         #expect(blocked.stderr.contains("not the interrupted upload's") && blocked.stderr.contains("--resume --force"), "\(blocked.stderr)")
         try FetchTests.expectSame(server.objectPath(key: "done.cairn"), local)
+    }
+
+    @Test(
+        "issue 23: a state captured just before CompleteMultipartUpload, and an object of the archive's length that is not the archive: --resume refuses (exit 1), names what differs, keeps the state; --resume --force completes the upload over it"
+    )
+    func replacedObjectIsNotComplete() async throws { try await onDedicatedThread { try Self().replacedObjectIsNotCompleteOnThread() } }
+
+    func replacedObjectIsNotCompleteOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-s3-replaced")
+        defer { work.remove() }
+        let server = try RcloneS3Server()
+        defer { server.stop() }
+        let (source, local) = try Self.source(work, seed: 15, count: 6)
+        let location = try S3Location(parsing: "s3://cairn/same.cairn")
+        let configuration = try Self.configuration(server)
+        let state = try Self.statePath(server, "s3://cairn/same.cairn")
+        let objectPath = server.objectPath(key: "same.cairn")
+        var generator = SeededGenerator(seed: 16)
+        let random = generator.bytes(local.count)
+        try blockingAsync {
+            var archiverConfiguration = Archiver.Configuration()
+            archiverConfiguration.sourcePaths = [Array("data".utf8)]
+            let sink = try ObjectStoreSink(location: location, configuration: configuration, statePath: state)
+            let archiver = try Archiver(sink: sink, configuration: archiverConfiguration)
+            try await archiver.appendItem(atPath: Array((source + "/data").utf8), pathInArchive: Array("data".utf8))
+            // Random bytes of the archive's length appear at the key before the upload completes:
+            // the sink sends its last part, finds the object and keeps the upload (Spec/0003
+            // §3.3 item 4), so the state file records every part, as just before
+            // CompleteMultipartUpload.
+            try Data(random).write(to: URL(fileURLWithPath: objectPath))
+            do {
+                _ = try await archiver.finish()
+                Issue.record("the upload completed over an object at the key")
+            } catch let error as CairnError {
+                #expect(error.code == .alreadyExists, "\(error)")
+            }
+            await sink.abandon()
+        }
+        let recorded = try #require(try MultipartUploadState.load(from: state))
+        #expect(recorded.parts.last?.chainDigest == nil && recorded.parts.last?.end == UInt64(local.count), "the last part is recorded")
+        #expect(recorded.parts.count >= 2)
+
+        func refused(_ object: [UInt8], saying detail: String) throws {
+            try Data(object).write(to: URL(fileURLWithPath: objectPath))
+            let resumed = try Self.cli(["create", "--resume", "-o", "s3://cairn/same.cairn", "data"], in: source, server)
+            #expect(resumed.status == 1, "\(resumed.stdout)\(resumed.stderr)")
+            #expect(!resumed.stdout.contains("already complete"), "\(resumed.stdout)")
+            #expect(resumed.stderr.contains("s3://cairn/same.cairn: the object at the key is not the interrupted upload's"), "\(resumed.stderr)")
+            #expect(resumed.stderr.contains(detail) && resumed.stderr.contains("--resume --force"), "\(resumed.stderr)")
+            #expect(FileManager.default.fileExists(atPath: state), "the state file is kept")
+            #expect(try FetchTests.bytes(objectPath) == object, "the object is left as it is")
+        }
+        try refused(random, saying: "its first bytes")
+        // The archive with one byte of its manifest changed: the first bytes and the footer are
+        // right, the last part's SHA-256 is not.
+        var manifestChanged = local
+        manifestChanged[local.count - Footer.framedLength - 8] ^= 0x01
+        try refused(manifestChanged, saying: "SHA-256")
+        // The archive with one byte of its header record changed.
+        var headerChanged = local
+        headerChanged[Prelude.length + RecordFraming.headerLength + 2] ^= 0x01
+        try refused(headerChanged, saying: "its first bytes")
+
+        let forced = try Self.cli(["create", "-q", "--resume", "--force", "-o", "s3://cairn/same.cairn", "data"], in: source, server)
+        #expect(forced.status == 0, "\(forced.stderr)")
+        try FetchTests.expectSame(objectPath, local)
+        #expect(!FileManager.default.fileExists(atPath: state))
     }
 
     @Test("a resume whose sources changed is refused, keeping the upload; --force starts over")
@@ -544,6 +613,105 @@ struct ObjectStoreTests {
         let digits = text[range.upperBound...].drop { !$0.isNumber }.prefix { $0.isNumber }
         return UInt64(digits) ?? 0
     }
+
+    /// A tree of seeded random files of 96–256 KiB (incompressible; a commit after each, so
+    /// parts of 1 MiB end close to 1 MiB), `total` bytes or a little more.
+    static func smallFiles(seed: UInt64, total: Int) -> TreeBuilder {
+        var generator = SeededGenerator(seed: seed)
+        var tree = TreeBuilder()
+        tree.directory("data")
+        var sum = 0
+        var index = 0
+        while sum < total {
+            let size = Int.random(in: (96 << 10)...(256 << 10), using: &generator)
+            tree.file("data/s\(index).bin", generator.bytes(size))
+            sum += size
+            index += 1
+        }
+        return tree
+    }
+
+    @Test(
+        "issue 23: parts grow with the archive: with a limit of 8 parts and 1 MiB first parts, an archive of more than 10 MiB uploads in at most 8 parts, and a resume cuts the same parts"
+    )
+    func partsGrowBeforeTheLimit() async throws { try await onDedicatedThread { try Self().partsGrowBeforeTheLimitOnThread() } }
+
+    func partsGrowBeforeTheLimitOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-s3-grow")
+        defer { work.remove() }
+        let server = try RcloneS3Server()
+        defer { server.stop() }
+        let source = work.appending("src")
+        try Self.smallFiles(seed: 31, total: 10_500 << 10).materialize(at: source)
+        let localPath = work.appending("local.cairn")
+        let created = try FetchCLI.run(["create", "-q", "-o", localPath, "data"], in: source)
+        try #require(created.status == 0, "\(created.stderr)")
+        let local = try FetchTests.bytes(localPath)
+        // More than 8 parts of the first size hold, with room to spare for the cuts at commits.
+        #expect(local.count > 10 << 20)
+        let rule = PartSizeRule(smallestPartSize: 1 << 20, largestPartSize: 5 << 30, partLimit: 8)
+        let location = try S3Location(parsing: "s3://cairn/grown.cairn")
+        let store = S3Client(configuration: try Self.configuration(server))
+        let statePath = work.appending("grown.state")
+        try blockingAsync {
+            var archiverConfiguration = Archiver.Configuration()
+            archiverConfiguration.sourcePaths = [Array("data".utf8)]
+            // The first run is given up after the archive's entries (no manifest, no last part).
+            let first = try ObjectStoreSink(location: location, store: store, overwrite: false, statePath: statePath, sizeEstimate: nil, rule: rule)
+            let archiver = try Archiver(sink: first, configuration: archiverConfiguration)
+            try await archiver.appendItem(atPath: Array((source + "/data").utf8), pathInArchive: Array("data".utf8))
+            await archiver.abandon()
+            #expect(first.partCount >= 7, "parts past the first six were cut: \(first.partCount)")
+        }
+        let recorded = try #require(try MultipartUploadState.load(from: statePath))
+        #expect(recorded.partSizeRule == rule, "the state records the rule, so a resume cuts the same parts")
+        #expect(recorded.parts.count >= 7)
+        #expect(recorded.parts.count > 6 && recorded.parts[6].size >= 2 << 20, "part 7 is at least twice the first size")
+        try blockingAsync {
+            var archiverConfiguration = Archiver.Configuration()
+            archiverConfiguration.sourcePaths = [Array("data".utf8)]
+            let resumed = try ObjectStoreSink(resuming: location, configuration: store.configuration, statePath: statePath)
+            let archiver = try Archiver(sink: resumed, configuration: archiverConfiguration)
+            try await archiver.appendItem(atPath: Array((source + "/data").utf8), pathInArchive: Array("data".utf8))
+            _ = try await archiver.finish()
+            #expect(resumed.partCount <= 8, "\(resumed.partCount) parts")
+            #expect(resumed.keptBytes == recorded.parts.reduce(0) { $0 + $1.size }, "every part of the first run was kept")
+        }
+        try FetchTests.expectSame(server.objectPath(key: "grown.cairn"), local)
+    }
+
+    @Test(
+        "issue 23: create -o s3:// sizes its parts from the scan of its sources: a sparse file of 1 TiB gives first parts of ⌈1 TiB / 7,000⌉ rounded up to a MiB, not 8 MiB"
+    )
+    func partSizeFromTheScan() async throws { try await onDedicatedThread { try Self().partSizeFromTheScanOnThread() } }
+
+    func partSizeFromTheScanOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-s3-scan")
+        defer { work.remove() }
+        let server = try RcloneS3Server()
+        defer { server.stop() }
+        let source = work.appending("src")
+        try FileManager.default.createDirectory(atPath: source + "/data", withIntermediateDirectories: true)
+        let sparse = source + "/data/huge.bin"
+        #expect(FileManager.default.createFile(atPath: sparse, contents: nil))
+        #expect(truncate(sparse, 1 << 40) == 0, "a sparse file of 1 TiB")
+        let state = try Self.statePath(server, "s3://cairn/huge.cairn")
+        let child = try ChildProcess.start(
+            FetchCLI.executable, ["create", "-q", "-o", "s3://cairn/huge.cairn", "data"], in: source, environment: Self.environment(server))
+        defer {
+            kill(child.pid, SIGKILL)
+            _ = child.wait()
+        }
+        // The upload's first line is written before any byte is archived.
+        var recorded: MultipartUploadState?
+        while recorded == nil, child.process.isRunning {
+            recorded = try? MultipartUploadState.load(from: state)
+            if recorded == nil { usleep(5000) }
+        }
+        let upload = try #require(recorded, "the upload was recorded")
+        #expect(upload.partSize == ObjectStoreSink.basePartSize(estimate: 1 << 40))
+        #expect(upload.partSize == 150 << 20)
+    }
 }
 
 /// Units of the object-store code that need no server.
@@ -604,22 +772,33 @@ struct ObjectStoreUnitTests {
         }
     }
 
-    @Test("part sizes: 8 MiB at least, sized from the estimate to fit 9,000 parts, doubling every 2,000 parts, at most 5 GiB")
+    @Test(
+        "part sizes (Spec/0003 §3.3 item 2): 8 MiB at least, sized from the estimate to fit 7,000 parts, the base for 8,000 parts, then doubling every 100, at most 5 GiB; any archive S3 stores fits"
+    )
     func partSizes() {
         #expect(ObjectStoreSink.basePartSize(estimate: nil) == 8 << 20)
         #expect(ObjectStoreSink.basePartSize(estimate: 1 << 30) == 8 << 20)
         let large = ObjectStoreSink.basePartSize(estimate: 1 << 40)
         #expect(large % (1 << 20) == 0)
-        #expect(large * 9000 >= 1 << 40)
-        #expect(large < (1 << 40) / 8000)
+        #expect(large * 7000 >= 1 << 40)
+        #expect(large < (1 << 40) / 6900)
+        #expect(PartSizeRule(smallestPartSize: 1, largestPartSize: 1 << 40, partLimit: 10_000).baseSize(estimate: 7000 << 20) == 1 << 20)
+        #expect(PartSizeRule(smallestPartSize: 1, largestPartSize: 1 << 40, partLimit: 10_000).baseSize(estimate: (7000 << 20) + 1) == 2 << 20)
+        #expect(ObjectStoreSink.basePartSize(estimate: .max) == ObjectStoreSink.maximumPartSize)
         #expect(ObjectStoreSink.partSize(number: 1, base: 8 << 20) == 8 << 20)
-        #expect(ObjectStoreSink.partSize(number: 2000, base: 8 << 20) == 8 << 20)
-        #expect(ObjectStoreSink.partSize(number: 2001, base: 8 << 20) == 16 << 20)
-        #expect(ObjectStoreSink.partSize(number: 10_000, base: 8 << 20) == 128 << 20)
-        #expect(ObjectStoreSink.partSize(number: 10_000, base: 4 << 30) == ObjectStoreSink.maximumPartSize)
-        var total: UInt64 = 0
-        for number in 1...ObjectStoreSink.maximumParts { total += ObjectStoreSink.partSize(number: number, base: 8 << 20) }
-        #expect(total > 490_000_000_000)
+        #expect(ObjectStoreSink.partSize(number: 8000, base: 8 << 20) == 8 << 20)
+        #expect(ObjectStoreSink.partSize(number: 8001, base: 8 << 20) == 16 << 20)
+        #expect(ObjectStoreSink.partSize(number: 8100, base: 8 << 20) == 16 << 20)
+        #expect(ObjectStoreSink.partSize(number: 8101, base: 8 << 20) == 32 << 20)
+        #expect(ObjectStoreSink.partSize(number: 10_000, base: 8 << 20) == ObjectStoreSink.maximumPartSize)
+        #expect(ObjectStoreSink.partSize(number: .max, base: 8 << 20) == ObjectStoreSink.maximumPartSize)
+        #expect(ObjectStoreSink.partSize(number: 8001, base: 4 << 30) == ObjectStoreSink.maximumPartSize)
+        // With the smallest parts, 10,000 of them hold more than S3's largest object (5 TiB).
+        #expect(PartSizeRule.s3.capacity(base: 8 << 20) > 5 << 40)
+        // A small limit scales the same way: 8 parts are 6 of the base, then 2×, 4×.
+        let small = PartSizeRule(smallestPartSize: 1 << 20, largestPartSize: 5 << 30, partLimit: 8)
+        #expect((1...8).map { small.size(ofPart: $0, base: 1 << 20) >> 20 } == [1, 1, 1, 1, 1, 1, 2, 4])
+        #expect(small.baseSize(estimate: 10 << 20) == 2 << 20)
     }
 
     @Test("the upload journal: appended lines, a torn last line ignored, a part recorded again replaces the later ones, locked while open")

@@ -4,7 +4,7 @@ import Glibc
 /// What an interrupted `cairn create -o s3://BUCKET/KEY` keeps on the local disk so that
 /// `--resume` continues the same multipart upload (`Spec/0003-command-line.md §3.3`).
 ///
-/// It records the store, the object, the upload id, the part size and, for every part the store
+/// It records the store, the object, the upload id, the part sizes (``PartSizeRule``) and, for every part the store
 /// acknowledged, its number, ETag, size, where it ends in the archive and the chain digest of
 /// the commit record it ends with (the last part, which ends with the footer, records only the
 /// SHA-256 of its bytes). A resume compares the parts it produces again with these before it
@@ -31,23 +31,45 @@ package struct MultipartUploadState: Codable, Sendable, Equatable {
     package var bucket: String
     package var key: String
     package var uploadID: String
-    /// The size of the first parts in bytes (``ObjectStoreSink/partSize(number:base:)``).
+    /// The size of the first parts in bytes (the base of ``partSizeRule``).
     package var partSize: UInt64
+    /// The part limit the part sizes grow against (nil in a state written before it was
+    /// recorded: S3's 10,000).
+    package var partLimit: Int?
+    /// The largest part, bytes (nil: S3's 5 GiB).
+    package var largestPartSize: UInt64?
     /// The acknowledged parts, by number from 1.
     package var parts: [Part] = []
     /// The payload of the archive's header record (base64 in the file), recorded from the
     /// first bytes uploaded: what a resume compares its options with, naming each difference.
     package var header: [UInt8]?
 
-    package init(endpoint: String, bucket: String, key: String, uploadID: String, partSize: UInt64) {
+    package init(endpoint: String, bucket: String, key: String, uploadID: String, partSize: UInt64, rule: PartSizeRule = .s3) {
         self.endpoint = endpoint
         self.bucket = bucket
         self.key = key
         self.uploadID = uploadID
         self.partSize = partSize
+        partLimit = rule.partLimit
+        largestPartSize = rule.largestPartSize
     }
 
-    private enum CodingKeys: String, CodingKey { case endpoint, bucket, key, uploadID, partSize }
+    private enum CodingKeys: String, CodingKey { case endpoint, bucket, key, uploadID, partSize, partLimit, largestPartSize }
+
+    /// The rule that cut the recorded parts, so a resume cuts the same ones.
+    package var partSizeRule: PartSizeRule {
+        PartSizeRule(
+            smallestPartSize: min(partSize, PartSizeRule.s3.smallestPartSize),
+            largestPartSize: largestPartSize ?? PartSizeRule.s3.largestPartSize, partLimit: partLimit ?? PartSizeRule.s3.partLimit)
+    }
+
+    /// Whether the recorded sizes are ones an upload can have (they come from a file): a part
+    /// limit of 1 to 10,000, parts of 1 byte to 5 GiB, the base no larger than the largest part.
+    var hasValidPartSizes: Bool {
+        let largest = largestPartSize ?? PartSizeRule.s3.largestPartSize
+        return (1...PartSizeRule.s3.partLimit).contains(partLimit ?? PartSizeRule.s3.partLimit)
+            && (1...PartSizeRule.s3.largestPartSize).contains(largest) && (1...largest).contains(partSize)
+    }
 
     /// Records `part`: a part recorded again replaces the one of its number and every later one.
     mutating func record(_ part: Part) {
@@ -110,6 +132,9 @@ package struct MultipartUploadState: Codable, Sendable, Equatable {
             if let upload = entry.upload {
                 guard entry.version == 1 else {
                     throw CairnError(.unsupportedVersion, "upload state version \(entry.version ?? 0)", path: path)
+                }
+                guard upload.hasValidPartSizes else {
+                    throw CairnError(.corrupted, "not an upload state file of cairn (part sizes out of range)" + remove, path: path)
                 }
                 state = upload
             } else if let part = entry.part, state != nil {

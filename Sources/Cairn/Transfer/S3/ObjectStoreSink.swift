@@ -8,8 +8,9 @@ import Synchronization
 ///
 /// - The archive is cut into parts at commit records (`Spec/0001 §10.3`): each part
 ///   but the last ends just after a commit record and holds at least ``partSize(number:base:)``
-///   bytes. Part `n` is uploaded while part `n+1` fills, so memory holds at most two parts
-///   beyond the archiver's own budget.
+///   bytes, a size that grows with the part number so that any archive S3 can store fits in
+///   its 10,000 parts (``PartSizeRule``). Part `n` is uploaded while part `n+1` fills, so
+///   memory holds at most two parts beyond the archiver's own budget.
 /// - After every acknowledged part, a local state file (JSON lines, mode 0600)
 ///   records the upload id and the part's number, ETag, size, end offset and chain digest.
 /// - ``finish()`` uploads the last part (manifest and footer) and only then sends
@@ -20,6 +21,9 @@ import Synchronization
 ///   store already holds (same end, same chain digest, listed by `ListParts` with the same ETag)
 ///   is skipped instead of sent. Unchanged sources therefore give an object byte for byte the one
 ///   an uninterrupted run uploads; changed ones are refused (`.notResumable`).
+/// - ``finish()`` and ``recordedUpload(at:location:configuration:)`` decide that an object at the
+///   key is this upload's by its content, never by its length alone
+///   (``objectDifference(at:store:upload:length:)``).
 /// - An error of the store that repeating cannot cure (a 4xx status, too many parts) aborts the
 ///   multipart upload (`AbortMultipartUpload`) and says so; a cut connection, a store that went
 ///   away, or an interruption keeps the upload and the state file for `--resume`.
@@ -43,6 +47,8 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     private let ledger: Ledger
     /// The size of the first parts, bytes.
     private let basePartSize: UInt64
+    /// How the part sizes grow, and the part limit.
+    private let rule: PartSizeRule
 
     /// Bytes of the part being filled, from archive offset `partStart` on.
     private var filling: [UInt8] = []
@@ -57,11 +63,11 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     private var finished = false
 
     /// The smallest part (8 MiB; S3 requires 5 MiB for every part but the last).
-    public static let minimumPartSize: UInt64 = 8 << 20
+    public static let minimumPartSize: UInt64 = PartSizeRule.s3.smallestPartSize
     /// The largest part S3 takes (5 GiB).
-    public static let maximumPartSize: UInt64 = 5 << 30
+    public static let maximumPartSize: UInt64 = PartSizeRule.s3.largestPartSize
     /// The most parts an upload may have.
-    public static let maximumParts = 10_000
+    public static let maximumParts = PartSizeRule.s3.partLimit
 
     /// The upload's statistics: bytes sent in parts by this run, and bytes of parts an earlier
     /// run had sent that this run kept.
@@ -73,21 +79,18 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     /// The multipart upload's id.
     public var uploadID: String { ledger.state.withLock { $0.uploadID } }
 
-    /// The size of part `number` (1-based) when the first parts are `base` bytes: `base` for
-    /// parts 1 to 2,000, then doubling every 2,000 parts, never above ``maximumPartSize``. An
-    /// archive of unknown size can so grow to about 31 × 2,000 × `base` (496 GB with 8 MiB).
+    /// The size of part `number` (1-based) when the first parts are `base` bytes, in bytes:
+    /// `base` for parts 1 to 8,000, then doubling every 100 parts, never above
+    /// ``maximumPartSize`` (``PartSizeRule``). With 8 MiB first parts the 10,000 parts hold
+    /// about 5.7 TiB, more than S3's largest object.
     public static func partSize(number: Int, base: UInt64) -> UInt64 {
-        let doublings = UInt64(min(max(0, (number - 1) / 2000), 16))
-        let size = base.multipliedReportingOverflow(by: 1 << doublings)
-        return size.overflow ? maximumPartSize : min(size.partialValue, maximumPartSize)
+        PartSizeRule.s3.size(ofPart: number, base: base)
     }
 
     /// The size of the first parts for an archive of about `estimate` bytes: enough for it to
-    /// fit in 9,000 parts, rounded up to a MiB, at least ``minimumPartSize``.
+    /// fit in 7,000 parts, rounded up to a MiB, at least ``minimumPartSize``, in bytes.
     public static func basePartSize(estimate: UInt64?) -> UInt64 {
-        guard let estimate, estimate > 0 else { return minimumPartSize }
-        let needed = (estimate / 9000 + (1 << 20)) & ~((1 << 20) - 1)
-        return min(max(minimumPartSize, needed), maximumPartSize)
+        PartSizeRule.s3.baseSize(estimate: estimate)
     }
 
     /// Starts a new multipart upload to `location`.
@@ -110,14 +113,19 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
         try self.init(location: location, store: S3Client(configuration: configuration), overwrite: overwrite, statePath: statePath, sizeEstimate: sizeEstimate)
     }
 
-    package init(location: S3Location, store: S3Client, overwrite: Bool, statePath: String, sizeEstimate: UInt64?) throws(CairnError) {
+    /// Starts a new multipart upload whose parts follow `rule` (S3's limits unless a test
+    /// gives smaller ones); otherwise as ``init(location:configuration:overwrite:statePath:sizeEstimate:)``.
+    package init(
+        location: S3Location, store: S3Client, overwrite: Bool, statePath: String, sizeEstimate: UInt64?, rule: PartSizeRule = .s3
+    ) throws(CairnError) {
         self.location = location
         self.statePath = statePath
         self.overwrite = overwrite
         self.store = store
         isResumed = false
         expected = []
-        basePartSize = Self.basePartSize(estimate: sizeEstimate)
+        self.rule = rule
+        basePartSize = rule.baseSize(estimate: sizeEstimate)
         // Locked before it is read: a second process uploading with this state file is refused
         // before anything is aborted or cut.
         let journal = try UploadJournal(path: statePath, creating: true)
@@ -141,7 +149,8 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
             cleared = true
             let id = try store.createMultipartUpload(location)
             let state = MultipartUploadState(
-                endpoint: store.configuration.endpoint, bucket: location.bucket, key: location.key, uploadID: id, partSize: basePartSize)
+                endpoint: store.configuration.endpoint, bucket: location.bucket, key: location.key, uploadID: id, partSize: basePartSize,
+                rule: rule)
             ledger = Ledger(state: state, journal: journal)
             do throws(CairnError) {
                 try journal.begin(state)
@@ -195,6 +204,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
         self.store = store
         isResumed = true
         basePartSize = state.partSize
+        rule = state.partSizeRule
         var kept: [MultipartUploadState.Part] = []
         do throws(CairnError) {
             let listed = try Dictionary(store.listParts(location, uploadID: state.uploadID).map { ($0.number, $0) }) { first, _ in first }
@@ -208,7 +218,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
             // restarted): start a new one.
             state = MultipartUploadState(
                 endpoint: state.endpoint, bucket: state.bucket, key: state.key, uploadID: try store.createMultipartUpload(location),
-                partSize: state.partSize)
+                partSize: state.partSize, rule: state.partSizeRule)
         }
         state.parts = kept
         expected = kept
@@ -229,19 +239,23 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
         case none
         /// The upload can be continued.
         case resumable
-        /// The upload completed (its last part was recorded and an object of the archive's
-        /// length is at the key): the state file was only left behind, and is removed.
+        /// The upload completed: the object at the key is its archive, checked by content
+        /// (``objectDifference(at:store:upload:length:)``); the state file was only left behind,
+        /// and is removed.
         case complete
-        /// An object that is not this upload's is at the key: continuing would replace it.
-        case objectInTheWay
+        /// An object that is not this upload's is at the key: continuing would replace it. The
+        /// text says how it differs (its length, its header, its last part's SHA-256, ...).
+        case objectInTheWay(String)
     }
 
-    /// Looks at the upload recorded in `statePath` and at the object at its key (one
-    /// `HeadObject`): whether a resume can continue it, has nothing to do, or would replace
-    /// another object.
+    /// Looks at the upload recorded in `statePath` and at the object at its key (`HeadObject`,
+    /// then, for an object of the archive's length, ranged reads of its first bytes and its last
+    /// part): whether a resume can continue it, has nothing to do, or would replace another
+    /// object. The state file is removed only when the object is confirmed as the upload's.
     ///
     /// - Throws: `.busy` when another process is uploading with the state file; `.corrupted`
-    ///   for a state file that does not parse; `.httpStatus`, `.network` naming the endpoint.
+    ///   for a state file that does not parse; `.httpStatus`, `.network`, `.sourceChanged`
+    ///   naming the endpoint (the state file is then kept).
     public static func recordedUpload(at statePath: String, location: S3Location, configuration: S3Configuration) throws(CairnError)
         -> RecordedUpload
     {
@@ -249,12 +263,13 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
         let journal = try UploadJournal(path: statePath, creating: false)
         defer { journal.close() }
         guard let state = try MultipartUploadState.load(from: statePath) else { return .none }
-        guard let head = try S3Client(configuration: configuration).headObject(location) else { return .resumable }
-        if let last = state.parts.last, last.chainDigest == nil, head.contentLength == last.end {
-            unlink(statePath)
-            return .complete
+        let store = S3Client(configuration: configuration)
+        guard let head = try store.headObject(location) else { return .resumable }
+        if let difference = try objectDifference(at: location, store: store, upload: state, length: head.contentLength) {
+            return .objectInTheWay(difference)
         }
-        return .objectInTheWay
+        unlink(statePath)
+        return .complete
     }
 
     /// The device and inode of the state file, which the archiver leaves out of the archive
@@ -308,7 +323,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
             // a few MiB), so a part is never held twice.
             // The next buffer gets its room first, so the bytes after the cut move once.
             var part: [UInt8] = []
-            part.reserveCapacity(Int(Self.partSize(number: nextPartNumber + 1, base: basePartSize)) + (4 << 20))
+            part.reserveCapacity(Int(rule.size(ofPart: nextPartNumber + 1, base: basePartSize)) + (4 << 20))
             part.append(contentsOf: filling[count...])
             swap(&part, &filling)
             part.removeSubrange(count...)
@@ -320,7 +335,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
 
     /// The first commit point at which the filling part reaches its size.
     private func nextCut() -> (end: UInt64, chainDigest: Digest?)? {
-        let size = Self.partSize(number: nextPartNumber, base: basePartSize)
+        let size = rule.size(ofPart: nextPartNumber, base: basePartSize)
         if cutsAtAnyOffset { return UInt64(filling.count) >= size ? (partStart + size, nil) : nil }
         return commits.first { $0.end - partStart >= size }.map { ($0.end, $0.chainDigest) }
     }
@@ -328,10 +343,15 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     /// Sends part `nextPartNumber` (or skips it when the earlier run's copy is the same).
     nonisolated(nonsending) private func emit(_ part: [UInt8], end: UInt64, chainDigest: Digest?) async throws(CairnError) {
         let number = nextPartNumber
-        guard number <= Self.maximumParts else {
+        guard number <= rule.partLimit else {
+            // Only past what the store can hold (``PartSizeRule/capacity(base:)``): a resume
+            // would cut the same parts, so the parts sent are of no use and are given back.
             throw await aborting(
                 CairnError(
-                    .limitExceeded, "the archive needs more than \(Self.maximumParts) parts; give a larger --size-estimate",
+                    .limitExceeded,
+                    "the archive is larger than the \(rule.partLimit) parts of an upload hold (\(rule.capacity(base: basePartSize)) bytes "
+                        + "with first parts of \(basePartSize) bytes, growing to \(rule.largestPartSize)); "
+                        + "a --size-estimate of its size gives larger parts",
                     path: location.description))
         }
         nextPartNumber += 1
@@ -420,9 +440,8 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
             try await emit(part, end: partStart, chainDigest: nil)
         }
         try await waitForInFlight()
-        let (store, location, overwrite, ledger) = (store, location, overwrite, ledger)
+        let (store, location, overwrite, ledger, statePath) = (store, location, overwrite, ledger, statePath)
         let state = ledger.state.withLock { $0 }
-        let total = partStart
         let parts = state.parts.map { S3Client.Part(number: $0.number, etag: $0.etag, size: $0.size) }
         // Every part of this archive, 1 to the last, each once: anything else is a bug, and
         // completing it would publish a wrong object.
@@ -445,9 +464,15 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
                     try store.completeMultipartUpload(location, uploadID: state.uploadID, parts: parts, ifNoneMatch: !overwrite)
                 } catch {
                     // A retried Complete whose first try went through but whose answer was lost
-                    // finds the upload gone: the object of this archive's length is there.
-                    guard error.httpStatusCode == 404, let head = try? store.headObject(location), head.contentLength == total else {
-                        throw error
+                    // finds the upload gone: the object at the key must then be this archive,
+                    // checked by content, the rule `--resume` applies too.
+                    guard error.httpStatusCode == 404, let head = try store.headObject(location) else { throw error }
+                    if let difference = try Self.objectDifference(at: location, store: store, upload: state, length: head.contentLength) {
+                        throw CairnError(
+                            .alreadyExists,
+                            "CompleteMultipartUpload found the upload gone (404), and the object at the key is not this archive: "
+                                + "\(difference); it was left as it is, and \(statePath) kept (replace it with --resume --force)",
+                            path: location.description)
                     }
                 }
             }
