@@ -31,6 +31,13 @@ public enum ChildProcess {
             self.io = io
         }
 
+        /// What the child has written to standard error so far, while it runs: lines a test can
+        /// wait for.
+        public var stderrSoFar: String {
+            let err = (try? Data(contentsOf: io.appendingPathComponent("stderr"))) ?? Data()
+            return String(decoding: err, as: UTF8.self)
+        }
+
         /// Waits for the child and collects its output.
         public func wait() -> Result {
             process.waitUntilExit()

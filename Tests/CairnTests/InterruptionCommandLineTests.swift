@@ -38,27 +38,29 @@ struct InterruptionCommandLineTests {
         try Self.slowTree().materialize(at: work.path)
         let archive = work.appending("export.cairn")
         let partial = Array((archive + ".partial").utf8)
+        // -v names each entry on standard error once it is written: the event to signal at.
         let child = try BehaviourCLI.start(
-            ["create", "-q", "--compression", "zstd:19", "--chunking", "cdc:4k:16k:64k", "-o", archive, "slow"], in: work.path)
-        // Signalled once some content is committed: most of the slow work is still ahead.
-        try await Await.suspendingUntil("\(archive).partial commits some content") {
-            guard RawFileSystem.exists(partial) else { return false }
-            return ((try? await Extractor.verifyPrefix(atPath: archive + ".partial"))?.contentBytes ?? 0) > 0
+            ["create", "-q", "-v", "--compression", "zstd:19", "--chunking", "cdc:4k:16k:64k", "-o", archive, "slow"], in: work.path)
+        // Signalled once the first file is written: five slow files are still ahead.
+        try Await.until("create -v names slow/f0.txt") {
+            child.stderrSoFar.split(separator: "\n").contains("slow/f0.txt") || !child.process.isRunning
         }
+        #expect(RawFileSystem.exists(partial))
         kill(child.pid, SIGINT)
         let result = try child.wait(for: "create ends after SIGINT")
         try #require(result.status == 130, "exit 130 after SIGINT: \(result.status) \(result.stderr)")
         // Stopping promptly means it did not first compress the rest (seconds of zstd level 19).
         let kept = try await Extractor.verifyPrefix(atPath: archive + ".partial")
         #expect(!kept.isComplete && kept.contentBytes < 6 << 20, "stops promptly: \(kept.contentBytes) bytes committed")
+        // The entries -v named, then one line.
         let lines = result.stderr.split(separator: "\n").map(String.init)
-        #expect(lines.count == 1, "one line: \(result.stderr)")
-        let line = try #require(lines.first)
+        #expect(lines.dropLast().allSatisfy { $0 == "slow" || $0.hasPrefix("slow/f") }, "one line after the entries: \(result.stderr)")
+        let line = try #require(lines.last)
         #expect(line.hasPrefix("cairn: interrupted; kept \(archive).partial ("), "\(line)")
         #expect(line.contains(" committed"), "\(line)")
         #expect(!FileManager.default.fileExists(atPath: archive), "no archive appears at ARCHIVE")
         let command = try #require(line.components(separatedBy: "continue with: ").last)
-        #expect(command == "cairn create --resume -q --compression zstd:19 --chunking cdc:4k:16k:64k -o \(archive) slow")
+        #expect(command == "cairn create --resume -q -v --compression zstd:19 --chunking cdc:4k:16k:64k -o \(archive) slow")
 
         let continued = try Self.shell(command, in: work.path)
         #expect(continued.status == 0, "\(continued.stderr)")
