@@ -723,6 +723,34 @@ struct HostileArchiveTests {
         #expect(open?.code == .corrupted && open?.offset == UInt64(at), "\(String(describing: open))")
     }
 
+    @Test("a skippable record between the final commit and the manifest is corrupted for every reader: no commit covers it (§3.3, §9, §12.2)")
+    func skippableAfterFinalCommit() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let original = try Self.smallArchive()
+        let manifestOffset = Int(Self.u64(Self.footerPayload(original), 0))
+        // The footer is rewritten to find the manifest after the record: only the order is wrong.
+        let record = Self.framed(type: 200, flags: 1, payload: Array("from 2.9".utf8))
+        let bytes = try Self.inserting(record, at: manifestOffset, in: original)
+        let path = try Self.write(bytes, "after-final-commit.cairn", in: directory)
+        let at = UInt64(manifestOffset + record.count)
+        let message = "the manifest does not start right after a commit"
+        let verify = await Self.verifyError(path)
+        #expect(verify?.code == .corrupted && verify?.offset == at && verify?.message == message, "\(String(describing: verify))")
+        let open = #expect(throws: CairnError.self) { _ = try Extractor(path: path) }
+        #expect(open?.code == .corrupted && open?.offset == at && open?.message == message, "\(String(describing: open))")
+        let stream = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+        defer { try? stream.close() }
+        let streamed = await #expect(throws: CairnError.self) {
+            _ = try await Extractor.extractStream(from: stream, to: directory.url(appending: "streamed"))
+        }
+        #expect(streamed?.code == .corrupted && streamed?.offset == at && streamed?.message == message, "\(String(describing: streamed))")
+        #expect(!FileManager.default.fileExists(atPath: directory.appending("streamed")))
+        // What the final commit covers still verifies; the rest is not complete.
+        let prefix = try await Extractor.verifyPrefix(atPath: path)
+        #expect(!prefix.isComplete && prefix.verifiedLength == UInt64(manifestOffset), "\(prefix)")
+    }
+
     @Test("a manifest of a few KB that decompresses past 64 MiB is limitExceeded for the seekable and the streaming reader")
     func manifestBomb() async throws {
         let directory = try TemporaryDirectory()
