@@ -27,12 +27,12 @@ struct HarnessProcessTests {
             "--only", "end-to-end", "--size-mib", "1", "--small-files", "40", "--runs", "1", "--peers", "none", "--pause", "0",
             "--work", directory.appending("work"), "--out", out,
         ]
-        let first = try ChildProcess.run(try Self.harness(), arguments, timeout: 240)
+        let first = try ChildProcess.run(try Self.harness(), arguments)
         #expect(first.status == 0, "\(first.stderr.suffix(2000))")
         #expect(first.stdout.contains("(indicative: 1 round, needs 5)"))
         #expect(!first.stdout.contains("| PASS |") && !first.stdout.contains("| FAIL |"))
         #expect(first.stdout.contains("## Case 2: 40 small text files"))
-        let second = try ChildProcess.run(try Self.harness(), arguments, timeout: 240)
+        let second = try ChildProcess.run(try Self.harness(), arguments)
         #expect(second.status == 0, "\(second.stderr.suffix(2000))")
         let names = try FileManager.default.contentsOfDirectory(atPath: out).sorted()
         #expect(names.count == 6, "\(names)")
@@ -50,7 +50,7 @@ struct HarnessProcessTests {
             "--only", "end-to-end", "--size-mib", "1", "--small-files", "30", "--random-mib", "2", "--large-file-mib", "3",
             "--profile", "--runs", "1", "--peers", "none", "--pause", "0", "--work", directory.appending("work"), "--out", out,
         ]
-        let run = try ChildProcess.run(try Self.harness(), arguments, timeout: 240)
+        let run = try ChildProcess.run(try Self.harness(), arguments)
         #expect(run.status == 0, "\(run.stderr.suffix(2000))")
         let text = run.stdout
         let table = try #require(text.range(of: "## Issue 9 targets: verdicts"))

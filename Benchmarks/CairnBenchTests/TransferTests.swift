@@ -50,8 +50,7 @@ struct TransferTests {
         let out = directory.appending("out")
         let run = try ChildProcess.run(
             try HarnessProcessTests.harness(),
-            ["--only", "transfer", "--transfer-mib", "2", "--runs", "1", "--pause", "0", "--work", directory.appending("work"), "--out", out],
-            timeout: 120)
+            ["--only", "transfer", "--transfer-mib", "2", "--runs", "1", "--pause", "0", "--work", directory.appending("work"), "--out", out])
         #expect(run.status == 0, "\(run.stderr.suffix(2000))")
         let text = run.stdout
         let section = try #require(text.range(of: "## Transfer (issue 10)"))

@@ -51,8 +51,7 @@ struct UploadTests {
         // between them.
         let run = try ChildProcess.run(
             try HarnessProcessTests.harness(),
-            ["--only", "upload", "--upload-mib", "24", "--runs", "1", "--pause", "0", "--work", directory.appending("work"), "--out", out],
-            timeout: 240)
+            ["--only", "upload", "--upload-mib", "24", "--runs", "1", "--pause", "0", "--work", directory.appending("work"), "--out", out])
         #expect(run.status == 0, "\(run.stderr.suffix(2000))")
         let text = run.stdout
         let section = try #require(text.range(of: "## Object storage (issue 12)"))

@@ -6,9 +6,10 @@ enum ListCommand {
     static let usage = """
         usage: cairn list ARCHIVE [--long] [--json]
 
-        Prints one line per entry: its path, with bytes that are not printable UTF-8 escaped as
-        \\xHH and backslashes doubled (reversible). --long adds kind, mode, size and mtime;
-        --json prints a JSON array with one object per entry and line. ARCHIVE may be an
+        Prints one line per entry: its path, with the bytes of control characters (C0, DEL, C1)
+        and bytes that are not UTF-8 escaped as \\xHH and backslashes doubled (reversible).
+        --long adds kind, mode, size and mtime; --json prints a JSON array with one object per
+        entry and line. ARCHIVE may be an
         http:// or https:// URL (the server must support range requests: the footer and the
         manifest are fetched, and for --json the packs holding files), or an s3://BUCKET/KEY object, read the same way with signed requests (--s3-endpoint URL or
         AWS_ENDPOINT_URL; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION).

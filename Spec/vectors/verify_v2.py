@@ -11,7 +11,8 @@ record of the archive given as hex (default: v2.hex beside this script), checks 
   - the entry lists (§6.1) of entry records, of the pack's item table (§7.5) and of the manifest,
   - the pack's section lengths, inline chunk ids and content digest (§7.5),
   - chunk records' ids (§7.1, codec 0 only), chunk references and file ends (§8),
-  - the order of §9, every commit's counts (§10.1) and chain digest (§10.3),
+  - the order of §9, every commit's counts (§10.1) and chain digest (§10.3), records of unknown
+    skippable types skipped from commit 0 to the final commit and refused elsewhere (§3.3),
   - the manifest records (§11.2), the manifest body (§11.3–§11.6) against the records,
   - format 2.1: the manifest index (§11.8) just before the final commit, against the manifest records,
   - the footer (§12): manifest digest, counts, chain digest,
@@ -225,6 +226,19 @@ def main():
         payload = framed[8:8 + length]
         d = sha(framed)
         name = NAMES.get(t)
+        if name is None and t not in (7, 8, 9) and flags & 1 and footer is None:
+            # §3.3: an unknown skippable record (a later minor's) is skipped in the body, from
+            # commit 0 to the final commit; it belongs to the chain and the order rules look
+            # through it. After the final commit the manifest then does not start right after
+            # a commit (§9), which the manifest's own check below refuses.
+            if manifest_start is not None:
+                raise Bad(f"unknown record type {t} inside the manifest")
+            if sequence == 0:
+                raise Bad(f"unknown record type {t} before the first commit")
+            chain_link.append(d)
+            rows.append((o, f"skipped type {t}", length, crc, d, "unknown, skippable: skipped (§3.3)"))
+            o += 12 + length
+            continue
         if name is None or t in (7, 8, 9) or (t == 13 and minor < 1):
             raise Bad(f"record at {o}: type {t} is not a {major}.{minor} record type")
         if footer is not None:

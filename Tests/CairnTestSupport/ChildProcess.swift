@@ -31,6 +31,13 @@ public enum ChildProcess {
             self.io = io
         }
 
+        /// What the child has written to standard error so far, while it runs: lines a test can
+        /// wait for.
+        public var stderrSoFar: String {
+            let err = (try? Data(contentsOf: io.appendingPathComponent("stderr"))) ?? Data()
+            return String(decoding: err, as: UTF8.self)
+        }
+
         /// Waits for the child and collects its output.
         public func wait() -> Result {
             process.waitUntilExit()
@@ -103,23 +110,15 @@ public enum ChildProcess {
         return Child(process: process, io: io)
     }
 
-    /// Runs `executable arguments` to completion; kills it and throws after `timeout` seconds.
+    /// Runs `executable arguments` to completion; a child still running after `timeout` seconds
+    /// (a generous bound against hangs, ``Await/safetyBound`` by default) is killed, and that throws.
     public static func run(
         _ executable: URL, _ arguments: [String], in directory: String? = nil, standardInput: String? = nil,
-        fileSizeLimitKiB: Int? = nil, timeout: Double = 60, environment: [String: String] = [:]
+        fileSizeLimitKiB: Int? = nil, timeout: Double = Await.safetyBound, environment: [String: String] = [:]
     ) throws -> Result {
         let child = try start(
             executable, arguments, in: directory, standardInput: standardInput, fileSizeLimitKiB: fileSizeLimitKiB,
             environment: environment)
-        let deadline = Date().addingTimeInterval(timeout)
-        while child.process.isRunning {
-            if Date() > deadline {
-                kill(child.pid, SIGKILL)
-                _ = child.wait()
-                throw CairnError(.io, "\(executable.lastPathComponent) \(arguments.joined(separator: " ")) did not finish in \(timeout) s")
-            }
-            usleep(2000)
-        }
-        return child.wait()
+        return try child.wait(bound: timeout, for: "\(executable.lastPathComponent) \(arguments.joined(separator: " ")) ends")
     }
 }

@@ -97,7 +97,8 @@ public final class FaultProxy {
         try Self.write(mode, generation: 0, into: scratch)
         try process.run()
 
-        let deadline = Date().addingTimeInterval(10)
+        // Python starting on a loaded machine can take seconds: only its death ends the wait early.
+        let deadline = Date().addingTimeInterval(Await.safetyBound)
         var found: UInt16? = nil
         while found == nil, Date() < deadline, process.isRunning {
             if let text = try? String(contentsOfFile: scratch.appending("port"), encoding: .utf8) {
@@ -142,6 +143,13 @@ public final class FaultProxy {
 
     /// How many requests the proxy has answered.
     public var requestCount: Int { requests.count }
+
+    /// How many answers have reached their stall (every byte before it sent) and now send
+    /// nothing: the event a test waits for before it acts on a stalled transfer.
+    public var stallCount: Int {
+        let text = (try? String(contentsOfFile: scratch.appending("stalls.log"), encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").count
+    }
 
     /// The body bytes of one finished request, as the proxy relayed them.
     public struct Transfer: Sendable, Equatable {

@@ -44,10 +44,11 @@ public enum Loopback {
         return connected == 0
     }
 
-    /// Waits until 127.0.0.1:`port` accepts connections, polling every 10 ms; gives up after
-    /// `timeout` seconds or as soon as `stillRunning` says the server died.
+    /// Waits until 127.0.0.1:`port` accepts connections, polling every 10 ms; gives up as soon
+    /// as `stillRunning` says the server died, or after `timeout` seconds (only a bound against a
+    /// hang: a server starting on a loaded machine can take many seconds).
     /// - Returns: whether it accepts.
-    public static func waitUntilAccepting(port: UInt16, timeout: Double = 10, stillRunning: () -> Bool) -> Bool {
+    public static func waitUntilAccepting(port: UInt16, timeout: Double = Await.safetyBound, stillRunning: () -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if accepts(port: port) { return true }

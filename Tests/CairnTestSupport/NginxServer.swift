@@ -166,8 +166,8 @@ public final class NginxServer {
 
     /// The access log once it has at least `count` entries (nginx writes a line when it has
     /// finished a request, which can be a moment after the client saw the last byte), or what it
-    /// has after `timeout` seconds.
-    public func accessLog(waitingFor count: Int, timeout: Double = 5) -> [AccessLogEntry] {
+    /// has after `timeout` seconds (a bound against a hang).
+    public func accessLog(waitingFor count: Int, timeout: Double = Await.safetyBound) -> [AccessLogEntry] {
         let deadline = Date().addingTimeInterval(timeout)
         var entries = accessLog()
         while entries.count < count, Date() < deadline {

@@ -151,8 +151,7 @@ package final class RcloneS3Server: S3TestServer {
         // waits for it; a supervisor that does not end in time is killed, and rclone with it
         // (PR_SET_PDEATHSIG).
         process.stop(with: SIGTERM, timeout: 5)
-        let deadline = Date().addingTimeInterval(5)
-        while Loopback.accepts(port: port), Date() < deadline { usleep(10_000) }
+        try? Await.until("127.0.0.1:\(port) refuses connections once rclone was killed") { !Loopback.accepts(port: port) }
     }
 
     /// Starts the server again on the same port and root (after ``halt()``; a running server is
@@ -164,7 +163,7 @@ package final class RcloneS3Server: S3TestServer {
     package func restart() throws {
         guard !stopped else { throw TestServerError("the S3 server was stopped; it cannot restart") }
         halt()
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(Await.safetyBound)
         while true {
             if let process = try? Self.launch(
                 port: port, executable: executable, scratch: scratch, addressing: addressing,
@@ -262,7 +261,7 @@ enum SupervisedServer {
     /// - Returns: the supervisor's process: SIGTERM ends the server and then the supervisor;
     ///   SIGKILL ends the supervisor and, through PR_SET_PDEATHSIG, the server.
     /// - Throws: ``TestServerError`` when it does not start (the process is ended).
-    static func launch(_ command: [String], port: UInt16, log: String, timeout: Double = 20) throws -> Process {
+    static func launch(_ command: [String], port: UInt16, log: String, timeout: Double = Await.safetyBound) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: FaultProxy.python)
         process.arguments = ["-c", supervisor] + command

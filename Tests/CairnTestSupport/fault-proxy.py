@@ -29,7 +29,10 @@ request appends a line `METHOD TARGET STATUS FAULT` to STATE_DIR/requests.log, F
 came: a cut request); a mode that found nothing to change logs "pass". When a request is over
 (answered, cut, or its client gone) a line `METHOD TARGET STATUS REQUEST_BYTES RESPONSE_BYTES`
 goes to STATE_DIR/bytes.log: the request body bytes relayed upstream (as sent, framing
-included) and the response body bytes relayed to the client. Removing Range from a
+included) and the response body bytes relayed to the client. A stall, once every byte before
+it was sent, appends `METHOD TARGET` to STATE_DIR/stalls.log; the connection then stays open,
+silent, until the client closes it (or, against a hang, for the tests' safety bound of 600 s,
+Await.safetyBound, after which the proxy closes it). Removing Range from a
 request whose SigV4 signature covers it (SignedHeaders with `range`) breaks the signature: the
 mode suits clients that sign only host and x-amz-* headers, as S3 clients commonly do.
 """
@@ -48,6 +51,7 @@ STATE = sys.argv[2]
 CONTROL = os.path.join(STATE, "control.json")
 LOG = os.path.join(STATE, "requests.log")
 BYTES_LOG = os.path.join(STATE, "bytes.log")
+STALLS_LOG = os.path.join(STATE, "stalls.log")
 lock = threading.Lock()
 applied = {}  # generation -> faults injected
 
@@ -230,12 +234,16 @@ class Handler(socketserver.BaseRequestHandler):
                 if not answer:
                     return
             if fault == "stall":
-                # Keep the connection open and send nothing, until the client gives up.
+                # Keep the connection open and send nothing, until the client gives up: only the
+                # client's own stall timeout, a cancel or a signal ends it (the safety bound only
+                # ends a client that never gives up: the test then fails instead of hanging).
                 body.finish()
                 final["request"] = body.sent
                 body = None
+                with lock, open(STALLS_LOG, "a") as f:
+                    f.write("%s %s\n" % (request_line[0], request_line[1]))
                 while True:
-                    readable, _, _ = select.select([client], [], [], 120)
+                    readable, _, _ = select.select([client], [], [], 600)
                     if not readable or not client.recv(65536):
                         break
         except OSError:

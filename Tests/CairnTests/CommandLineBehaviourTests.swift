@@ -240,7 +240,7 @@ enum BehaviourCLI {
     static func executable() throws -> URL { try ChildProcess.cairnExecutable(besideBundle: Bundle.module.bundleURL) }
 
     static func run(
-        _ arguments: [String], in directory: String? = nil, standardInput: String? = nil, timeout: Double = 60
+        _ arguments: [String], in directory: String? = nil, standardInput: String? = nil, timeout: Double = Await.safetyBound
     ) throws -> ChildProcess.Result {
         try ChildProcess.run(executable(), arguments, in: directory, standardInput: standardInput, timeout: timeout)
     }
@@ -254,7 +254,7 @@ enum BehaviourCLI {
 /// error are the terminal unless the command redirects them; what it printed comes back as
 /// standard output.
 enum BehaviourPTY {
-    static func run(_ command: String, timeout: Double = 60) throws -> ChildProcess.Result {
+    static func run(_ command: String, timeout: Double = Await.safetyBound) throws -> ChildProcess.Result {
         try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/script"), ["-qec", command, "/dev/null"], timeout: timeout)
     }
 }

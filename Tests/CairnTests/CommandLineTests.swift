@@ -367,7 +367,7 @@ private enum CLI {
 
     /// Runs the `cairn` built next to this test bundle (see ``ChildProcess``).
     static func run(
-        _ arguments: [String], in directory: String? = nil, standardInput: String? = nil, timeout: Double = 60
+        _ arguments: [String], in directory: String? = nil, standardInput: String? = nil, timeout: Double = Await.safetyBound
     ) throws -> Result {
         try ChildProcess.run(
             ChildProcess.cairnExecutable(besideBundle: Bundle.module.bundleURL), arguments, in: directory,

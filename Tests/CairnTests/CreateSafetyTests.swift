@@ -508,7 +508,7 @@ struct CreateSafetyTests {
 /// Runs the `cairn` built next to this test bundle.
 enum CreateCLI {
     static func run(
-        _ arguments: [String], in directory: String? = nil, standardInput: String? = nil, timeout: Double = 60
+        _ arguments: [String], in directory: String? = nil, standardInput: String? = nil, timeout: Double = Await.safetyBound
     ) throws -> ChildProcess.Result {
         try ChildProcess.run(
             ChildProcess.cairnExecutable(besideBundle: Bundle.module.bundleURL), arguments, in: directory,

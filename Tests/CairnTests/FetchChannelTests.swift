@@ -105,6 +105,7 @@ struct FetchChannelTests {
     func stopReadingReleasesTheWriter() async throws {
         let channel = FetchChannel()
         let outcome = Mutex<String?>(nil)
+        let sent = CountingSource.Counter()
         let done = DispatchSemaphore(value: 0)
         let writer = Thread {
             do throws(CairnError) {
@@ -113,6 +114,7 @@ struct FetchChannelTests {
                     let block = try channel.emptyBlock()
                     block.end = block.capacity
                     try channel.send(block)
+                    sent.value.add(1, ordering: .relaxed)
                 }
                 outcome.withLock { $0 = "sent" }
             } catch {
@@ -121,11 +123,14 @@ struct FetchChannelTests {
             done.signal()
         }
         writer.start()
-        let waited = try await onDedicatedThread { done.wait(timeout: .now() + 0.5) == .timedOut }
-        #expect(waited)
+        // Every block sent and none given back: the writer's next emptyBlock() waits.
+        try await Await.suspendingUntil("the writer sends all \(FetchChannel.blockLimit) blocks") {
+            sent.value.load(ordering: .relaxed) == FetchChannel.blockLimit
+        }
+        #expect(outcome.withLock { $0 } == nil, "the writer went on without a free block")
         channel.stopReading()
-        let ended = try await onDedicatedThread { done.wait(timeout: .now() + 10) == .success }
-        #expect(ended)
+        let ended = try await onDedicatedThread { done.wait(timeout: .now() + Await.safetyBound) == .success }
+        #expect(ended, "stopReading() did not release the waiting writer")
         #expect(outcome.withLock { $0 } == FetchChannel.readerStopped)
         #expect(await channel.nextBlock() == nil)
         let n = try await onDedicatedThread {

@@ -60,11 +60,10 @@ struct FetchFaultTests {
     func stallOnThread() throws {
         let setup = try Setup(seed: 22)
         try setup.proxy.set(.stall(afterBodyBytes: 400_000, times: 1))
-        let started = Date()
+        // The proxy stalls until the client gives up: only --timeout can end this run.
         let failed = try FetchCLI.run(["fetch", setup.url, "-o", setup.out, "--timeout", "1", "--retries", "0"])
         #expect(failed.status == 1)
         #expect(failed.stderr.contains(setup.url), "\(failed.stderr)")
-        #expect(Date().timeIntervalSince(started) < 20)
         #expect(!RawFileSystem.exists(Array(setup.out.utf8)))
 
         try setup.proxy.set(.stall(afterBodyBytes: 400_000, times: 1))
@@ -74,27 +73,29 @@ struct FetchFaultTests {
         #expect(retried.stdout.contains("\"retries\":1"), "\(retried.stdout)")
     }
 
-    @Test("library: cancelling a fetch of a stalled server ends it within seconds, not after the stall timeout; the partial resumes")
+    @Test("library: cancelling a fetch of a stalled server ends it, not the stall timeout; the partial resumes")
     func cancelWhileStalled() async throws {
         let setup = try Setup(seed: 25)
-        // The body stalls after 400 kB, far longer than the test waits.
+        // The body stalls after 400 kB until the client gives up; its stall timeout is the tests'
+        // safety bound, so only the cancel can end it.
         try setup.proxy.set(.stall(afterBodyBytes: 400_000, times: 1))
         var options = FetchOptions(retries: 0)
-        options.stallTimeout = 120
+        options.stallTimeout = Await.safetyBound
         let fetcher = ArchiveFetcher(url: setup.url, options: options)
         let out = setup.out
         let task = Task { try await fetcher.fetch(to: out) }
-        // Until the stall: the bytes before it have reached the partial file.
-        for _ in 0..<200 where fetcher.progress.completedUnitCount < 400_000 { try await Task.sleep(for: .milliseconds(50)) }
-        // Progress counts what arrived, piece by piece (the writer gathers 1 MiB before writing).
-        #expect(fetcher.progress.completedUnitCount >= 400_000)
-        try await Task.sleep(for: .milliseconds(300))
+        // Until the stall: every byte before it has arrived. Progress counts what arrived, piece
+        // by piece (the writer gathers 1 MiB before writing).
+        try await Await.suspendingUntil("the fetch receives the 400 kB before the stall") {
+            setup.proxy.stallCount == 1 && fetcher.progress.completedUnitCount >= 400_000
+        }
         let cancelled = Date()
         task.cancel()
         let outcome = await task.result
         let took = Date().timeIntervalSince(cancelled)
         #expect(throws: CancellationError.self) { try outcome.get() }
-        #expect(took < 20, "cancelling took \(took) s (the stall timeout is 120 s)")
+        // A timer never fires early: ending before the stall timeout could fire, the cancel ended it.
+        #expect(took < Await.safetyBound, "cancelling waited for the stall timeout")
         let resumed = try await ArchiveFetcher(url: setup.url).fetch(to: out)
         try FetchTests.expectSame(out, setup.expected)
         #expect(resumed.resumedFrom > 0)
@@ -107,23 +108,26 @@ struct FetchFaultTests {
     func interruptWhileStalledOnThread() throws {
         let setup = try Setup(seed: 27)
         try setup.proxy.set(.stall(afterBodyBytes: 400_000, times: 1))
-        let child = try FetchCLI.start(["fetch", setup.url, "-o", setup.out, "--timeout", "120"])
-        usleep(2_000_000)
+        // A stall timeout of the tests' safety bound: only the signal can end the run promptly.
+        let timeout = String(Int(Await.safetyBound))
+        let child = try FetchCLI.start(["fetch", setup.url, "-o", setup.out, "--timeout", timeout])
+        try Await.until("the proxy stalls the fetch") { setup.proxy.stallCount == 1 }
         let signalled = Date()
         kill(child.pid, SIGINT)
-        let result = child.wait()
+        let result = try child.wait(for: "the stalled fetch ends after SIGINT")
         #expect(result.status == 130, "\(result.stderr)")
-        #expect(Date().timeIntervalSince(signalled) < 5, "took \(Date().timeIntervalSince(signalled)) s")
+        // A timer never fires early: ending before the stall timeout could fire, the signal ended it.
+        #expect(Date().timeIntervalSince(signalled) < Await.safetyBound, "the fetch waited for its stall timeout")
         let lines = result.stderr.split(separator: "\n")
         #expect(
-            lines.last == "cairn: interrupted; kept what verified in \(setup.out).partial; continue with: cairn fetch \(setup.url) -o \(setup.out) --timeout 120",
+            lines.last == "cairn: interrupted; kept what verified in \(setup.out).partial; continue with: cairn fetch \(setup.url) -o \(setup.out) --timeout \(timeout)",
             "\(result.stderr)")
         let rerun = try FetchCLI.run(["fetch", setup.url, "-o", setup.out, "-q"])
         #expect(rerun.status == 0, "\(rerun.stderr)")
         try FetchTests.expectSame(setup.out, setup.expected)
     }
 
-    @Test("SIGTERM ends a remote extraction stuck on a stalled server within seconds, exit 143")
+    @Test("SIGTERM ends a remote extraction stuck on a stalled server, exit 143")
     func termWhileStalled() async throws { try await onDedicatedThread { try Self().termWhileStalledOnThread() } }
 
     /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
@@ -132,12 +136,11 @@ struct FetchFaultTests {
         // Every answer stalls after its first bytes: the footer request, then each retry.
         try setup.proxy.set(.stall(afterBodyBytes: 100))
         let child = try FetchCLI.start(["extract", setup.url, "-C", setup.work.appending("dest"), "--no-progress", "data"])
-        usleep(2_000_000)
-        let signalled = Date()
+        try Await.until("the proxy stalls the extraction") { setup.proxy.stallCount >= 1 }
         kill(child.pid, SIGTERM)
-        let result = child.wait()
+        // Without the signal, the stall timeouts and retries end the run with exit 1, not 143.
+        let result = try child.wait(for: "the stalled extraction ends after SIGTERM")
         #expect(result.status == 143, "\(result.stderr)")
-        #expect(Date().timeIntervalSince(signalled) < 12, "took \(Date().timeIntervalSince(signalled)) s")
         #expect(!RawFileSystem.exists(Array(setup.work.appending("dest").utf8)))
     }
 

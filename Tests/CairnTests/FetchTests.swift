@@ -103,7 +103,7 @@ struct FetchTests {
             // What the next run sends again: the unverified tail, at most one commit interval.
             #expect(size - prefix <= 1 << 20 + 256 << 10, "round \(round): \(size - prefix) bytes after the last commit")
         }
-        let finished = try FetchCLI.run(["fetch", url, "-o", out, "--json"], timeout: 120)
+        let finished = try FetchCLI.run(["fetch", url, "-o", out, "--json"])
         #expect(finished.status == 0, "\(finished.stderr)")
         try FetchTests.expectSame(out, expected)
         let ranged = server.accessLog().filter { $0.status == 206 }
@@ -131,12 +131,9 @@ struct FetchTests {
         // Kill the fetch once its state records checked contents (a few MiB at 1 MiB/s).
         let child = try FetchCLI.start(["fetch", url, "-o", out, "-q"])
         var recorded: FetchState?
-        for _ in 0..<400 {
-            usleep(50_000)
-            if let state = FetchState.load(for: out), (state.contentChecked ?? 0) > 0 {
-                recorded = state
-                break
-            }
+        try Await.until("the fetch's state records checked contents") {
+            if let state = FetchState.load(for: out), (state.contentChecked ?? 0) > 0 { recorded = state }
+            return recorded != nil || !child.process.isRunning
         }
         kill(child.pid, SIGKILL)
         _ = child.wait()
@@ -149,7 +146,7 @@ struct FetchTests {
         let keptState = try #require(FetchState.load(for: out))
 
         // 1. The rerun starts at the last verified commit and trusts what was checked.
-        let rerun = try FetchCLI.run(["fetch", url, "-o", out, "--json"], timeout: 120)
+        let rerun = try FetchCLI.run(["fetch", url, "-o", out, "--json"])
         #expect(rerun.status == 0, "\(rerun.stderr)")
         try FetchTests.expectSame(out, expected)
         let report = try JSONSerialization.jsonObject(with: Data(rerun.stdout.utf8)) as? [String: Any]
@@ -167,7 +164,7 @@ struct FetchTests {
         damaged[at] ^= 0x55
         try RawFileSystem.writeFile(Array(partial.utf8), damaged)
         try keptState.save(for: out)
-        let repaired = try FetchCLI.run(["fetch", url, "-o", out, "--json"], timeout: 120)
+        let repaired = try FetchCLI.run(["fetch", url, "-o", out, "--json"])
         #expect(repaired.status == 0, "\(repaired.stderr)")
         try FetchTests.expectSame(out, expected)
         let second = try JSONSerialization.jsonObject(with: Data(repaired.stdout.utf8)) as? [String: Any]
@@ -552,7 +549,11 @@ struct FetchTests {
         let url = server.url("slow/a.cairn")
         let out = work.appending("copy.cairn")
         let task = Task { try await ArchiveFetcher(url: url).fetch(to: out) }
-        try await Task.sleep(for: .milliseconds(800))
+        // Cancelled once a commit has reached the partial file (the rest takes seconds at 1 MiB/s).
+        try await Await.suspendingUntil("a commit reaches \(out).partial", interval: 0.02) {
+            guard RawFileSystem.exists(Array((out + ".partial").utf8)) else { return false }
+            return ((try? await Extractor.verifyPrefix(atPath: out + ".partial"))?.verifiedLength ?? 0) > 0
+        }
         task.cancel()
         let outcome = await task.result
         #expect(throws: CancellationError.self) { try outcome.get() }
@@ -702,7 +703,7 @@ enum FetchCLI {
         try ChildProcess.start(executable, arguments, in: directory)
     }
 
-    static func run(_ arguments: [String], in directory: String? = nil, fileSizeLimitKiB: Int? = nil, timeout: Double = 60) throws
+    static func run(_ arguments: [String], in directory: String? = nil, fileSizeLimitKiB: Int? = nil, timeout: Double = Await.safetyBound) throws
         -> ChildProcess.Result
     {
         try ChildProcess.run(executable, arguments, in: directory, fileSizeLimitKiB: fileSizeLimitKiB, timeout: timeout)

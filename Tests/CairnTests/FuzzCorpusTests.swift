@@ -99,7 +99,7 @@ struct FuzzCorpusTests {
         for (size, decodes) in [(UInt64(8 << 20), true), (UInt64(8 << 20) + 1, false)] {
             let entry = ArchiveEntry(pathBytes: Array("big".utf8), kind: .file, permissions: 0o644, modificationTime: 0, size: size)
             let table = PackItemTable.encode([PackItem(entry: entry, content: .chunk(0))])
-            let items = try? PackItemTable.decode(table, baseOffset: 0, chunkCount: 1)
+            let items = try? PackItemTable.decode(table, packOffset: 0, chunkCount: 1)
             #expect((items?.first?.entry.size == size) == decodes, "\(size)")
         }
     }

@@ -392,6 +392,21 @@ struct GoldenArchiveV2Tests {
         let digest = try GoldenArchiveV2.expectedEntries().first { $0.path == "golden2/a.txt" }?.contentDigest?.hexString
         #expect(a["contentDigest"] as? String == digest)
         #expect((a["uid"] as? NSNumber)?.uint32Value == 3_000_000_000)
+        // A packed file's contentDigest is §8.3's over its one chunk id, however the chunk is
+        // stored (inline, the same pack, an earlier pack); SHA-256("") when empty (Spec 0003 §5).
+        let c = try GoldenArchiveV2.contents()
+        let overOneID = try SHA256.hash(try SHA256.hash(c.a).bytes).hexString
+        for path in ["golden2/a.txt", "golden2/a-copy.txt", "golden2/sub/a-third.txt", "golden2/a-again.txt"] {
+            let row = try #require(rows.first { $0["path"] as? String == path })
+            #expect(row["contentDigest"] as? String == overOneID, "\(path)")
+            #expect((row["chunkCount"] as? NSNumber)?.intValue == 1, "\(path)")
+        }
+        let empty = try #require(rows.first { $0["path"] as? String == "golden2/empty" })
+        #expect(empty["contentDigest"] as? String == (try SHA256.hash([])).hexString)
+        #expect((empty["chunkCount"] as? NSNumber)?.intValue == 0)
+        // xattrs only where an entry has some.
+        #expect(a["xattrs"] == nil)
+        #expect((rows.first { $0["path"] as? String == "golden2/big.bin" }?["xattrs"] as? [[String: String]])?.count == 1)
     }
 }
 

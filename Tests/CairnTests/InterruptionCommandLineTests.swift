@@ -7,7 +7,10 @@ import Cairn
 
 /// SIGINT and SIGTERM during `create` and `extract` (`Spec/0003-command-line.md §2`): exit 130 /
 /// 143, one line on standard error naming what was kept and the command that continues it, and
-/// that command does continue it. Serialized: they depend on timing and share two cores.
+/// that command does continue it. Each signal is sent at an event (a commit in the `.partial`,
+/// the input drained), never after a delay, and nothing is timed: the create's remaining work or
+/// the extraction's endless input is what only a prompt stop gets out of. Serialized: they share
+/// two cores.
 @Suite("Interruption (command line)", .serialized)
 struct InterruptionCommandLineTests {
     /// Six files of seeded, compressible text, 1 MiB each: slow to compress at zstd level 19,
@@ -29,30 +32,35 @@ struct InterruptionCommandLineTests {
     }
 
     @Test("SIGINT during create: exit 130, one line naming the .partial kept and the create --resume that finishes it")
-    func createInterrupted() throws {
+    func createInterrupted() async throws {
         let work = try TemporaryDirectory(prefix: "cairn-interrupt-create")
         defer { work.remove() }
         try Self.slowTree().materialize(at: work.path)
         let archive = work.appending("export.cairn")
         let partial = Array((archive + ".partial").utf8)
+        // -v names each entry on standard error once it is written: the event to signal at.
         let child = try BehaviourCLI.start(
-            ["create", "-q", "--compression", "zstd:19", "--chunking", "cdc:4k:16k:64k", "-o", archive, "slow"], in: work.path)
-        // The sink writes in large blocks: wait for the file, then let a few batches commit.
-        try Self.waitFor(timeout: 20) { RawFileSystem.exists(partial) }
-        usleep(600_000)
-        let signalled = Date()
+            ["create", "-q", "-v", "--compression", "zstd:19", "--chunking", "cdc:4k:16k:64k", "-o", archive, "slow"], in: work.path)
+        // Signalled once the first file is written: five slow files are still ahead.
+        try Await.until("create -v names slow/f0.txt") {
+            child.stderrSoFar.split(separator: "\n").contains("slow/f0.txt") || !child.process.isRunning
+        }
+        #expect(RawFileSystem.exists(partial))
         kill(child.pid, SIGINT)
-        let result = child.wait()
+        let result = try child.wait(for: "create ends after SIGINT")
         try #require(result.status == 130, "exit 130 after SIGINT: \(result.status) \(result.stderr)")
-        #expect(Date().timeIntervalSince(signalled) < 5, "stops promptly")
+        // Stopping promptly means it did not first compress the rest (seconds of zstd level 19).
+        let kept = try await Extractor.verifyPrefix(atPath: archive + ".partial")
+        #expect(!kept.isComplete && kept.contentBytes < 6 << 20, "stops promptly: \(kept.contentBytes) bytes committed")
+        // The entries -v named, then one line.
         let lines = result.stderr.split(separator: "\n").map(String.init)
-        #expect(lines.count == 1, "one line: \(result.stderr)")
-        let line = try #require(lines.first)
+        #expect(lines.dropLast().allSatisfy { $0 == "slow" || $0.hasPrefix("slow/f") }, "one line after the entries: \(result.stderr)")
+        let line = try #require(lines.last)
         #expect(line.hasPrefix("cairn: interrupted; kept \(archive).partial ("), "\(line)")
         #expect(line.contains(" committed"), "\(line)")
         #expect(!FileManager.default.fileExists(atPath: archive), "no archive appears at ARCHIVE")
         let command = try #require(line.components(separatedBy: "continue with: ").last)
-        #expect(command == "cairn create --resume -q --compression zstd:19 --chunking cdc:4k:16k:64k -o \(archive) slow")
+        #expect(command == "cairn create --resume -q -v --compression zstd:19 --chunking cdc:4k:16k:64k -o \(archive) slow")
 
         let continued = try Self.shell(command, in: work.path)
         #expect(continued.status == 0, "\(continued.stderr)")
@@ -78,15 +86,18 @@ struct InterruptionCommandLineTests {
         defer { close(writer) }
         let destination = work.appending("dest")
         let child = try BehaviourCLI.start(["extract", "-q", "-", "-C", destination], standardInput: fifo)
-        try Self.write(Array(bytes[0..<(bytes.count * 2 / 3)]), to: writer, timeout: 20)
+        try Self.write(Array(bytes[0..<(bytes.count * 2 / 3)]), to: writer)
         let staging = Array(work.appending(".dest.cairn-staging").utf8)
-        try Self.waitFor(timeout: 20) { RawFileSystem.exists(staging + Array("/.cairn-journal".utf8)) }
-        usleep(300_000)
-        let signalled = Date()
+        try Await.until("the staging journal appears") { RawFileSystem.exists(staging + Array("/.cairn-journal".utf8)) }
+        // Everything written was read: from here on the child waits for input that never comes.
+        try Await.until("the extraction reads all of its input so far") {
+            var unread: Int32 = 0
+            return ioctl(writer, UInt(FIONREAD), &unread) == 0 && unread == 0
+        }
         kill(child.pid, SIGTERM)
-        let result = child.wait()
+        // Its input never ends, so only the signal can end it.
+        let result = try child.wait(for: "extract, blocked reading, ends after SIGTERM")
         try #require(result.status == 143, "exit 143 after SIGTERM: \(result.status) \(result.stderr)")
-        #expect(Date().timeIntervalSince(signalled) < 5, "stops promptly although blocked reading")
         let lines = result.stderr.split(separator: "\n").map(String.init)
         #expect(lines.count == 1, "one line: \(result.stderr)")
         let line = try #require(lines.first)
@@ -110,29 +121,16 @@ struct InterruptionCommandLineTests {
     static func shell(_ command: String, in directory: String) throws -> ChildProcess.Result {
         let bin = try BehaviourCLI.executable().deletingLastPathComponent().path
         return try ChildProcess.run(
-            URL(fileURLWithPath: "/bin/bash"), ["-c", "PATH=\(bin):$PATH; \(command)"], in: directory, timeout: 120)
-    }
-
-    static func waitFor(timeout: Double, _ condition: () -> Bool) throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !condition() {
-            guard Date() < deadline else { throw CairnError(.io, "condition not met in \(timeout) s") }
-            usleep(10_000)
-        }
+            URL(fileURLWithPath: "/bin/bash"), ["-c", "PATH=\(bin):$PATH; \(command)"], in: directory)
     }
 
     /// Writes `bytes` to a non-blocking descriptor as the reader takes them.
-    static func write(_ bytes: [UInt8], to fd: Int32, timeout: Double) throws {
-        let deadline = Date().addingTimeInterval(timeout)
+    static func write(_ bytes: [UInt8], to fd: Int32) throws {
         var offset = 0
-        while offset < bytes.count {
+        try Await.until("the reader takes all \(bytes.count) bytes (it took \(offset))") {
             let n = bytes.withUnsafeBytes { raw in Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset) }
-            if n > 0 {
-                offset += n
-            } else {
-                guard Date() < deadline else { throw CairnError(.io, "the reader stopped reading after \(offset) bytes") }
-                usleep(5_000)
-            }
+            if n > 0 { offset += n }
+            return offset == bytes.count
         }
     }
 }

@@ -155,7 +155,7 @@ struct MachineFaultTests {
 enum FaultCLI {
     typealias Result = ChildProcess.Result
 
-    static func run(_ arguments: [String], in directory: String? = nil, fileSizeLimitKiB: Int? = nil, timeout: Double = 120)
+    static func run(_ arguments: [String], in directory: String? = nil, fileSizeLimitKiB: Int? = nil, timeout: Double = Await.safetyBound)
         throws -> Result
     {
         try ChildProcess.run(

@@ -48,7 +48,7 @@ struct ObjectStoreTests {
         -> ChildProcess.Result
     {
         try ChildProcess.run(
-            FetchCLI.executable, arguments, in: directory, timeout: 120, environment: environment(server, secret: secret))
+            FetchCLI.executable, arguments, in: directory, environment: environment(server, secret: secret))
     }
 
     /// A source tree at `work/src` and the archive a local `create` of it writes.
@@ -178,10 +178,8 @@ struct ObjectStoreTests {
         let child = try ChildProcess.start(
             FetchCLI.executable, ["create", "-q", "-o", "s3://cairn/k.cairn", "data"], in: source, environment: Self.environment(server))
         // Kill it once the state file records two parts.
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline, child.process.isRunning {
-            if Self.recordedParts(state) >= 2 { break }
-            usleep(5000)
+        try Await.until("the upload state records 2 parts") {
+            Self.recordedParts(state) >= 2 || !child.process.isRunning
         }
         kill(child.pid, SIGKILL)
         _ = child.wait()
@@ -220,10 +218,8 @@ struct ObjectStoreTests {
         let state = try Self.statePath(server, "s3://cairn/live.cairn")
         let child = try ChildProcess.start(
             FetchCLI.executable, ["create", "-q", "-o", "s3://cairn/live.cairn", "data"], in: source, environment: Self.environment(server))
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline, child.process.isRunning {
-            if Self.recordedParts(state) >= 1 { break }
-            usleep(2000)
+        try Await.until("the upload state records 1 part") {
+            Self.recordedParts(state) >= 1 || !child.process.isRunning
         }
         let forced = try Self.cli(["create", "-q", "-f", "-o", "s3://cairn/live.cairn", "data/notes.txt"], in: source, server)
         #expect(forced.status == 1)
@@ -488,10 +484,8 @@ struct ObjectStoreTests {
         let state = try Self.statePath(server, "s3://cairn/g.cairn")
         let child = try ChildProcess.start(
             FetchCLI.executable, ["create", "-o", "s3://cairn/g.cairn", "data"], in: source, environment: Self.environment(server))
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline, child.process.isRunning {
-            if Self.recordedParts(state) >= 1 { break }
-            usleep(2000)
+        try Await.until("the upload state records 1 part") {
+            Self.recordedParts(state) >= 1 || !child.process.isRunning
         }
         server.halt()
         let failed = child.wait()
@@ -524,7 +518,7 @@ struct ObjectStoreTests {
         var environment = Self.environment(server)
         environment["AWS_ENDPOINT_URL"] = "http://127.0.0.1:\(proxy.port)"
         let one = try ChildProcess.run(
-            FetchCLI.executable, ["extract", "s3://cairn/w.cairn", "-C", "one", "data/f2.bin"], in: work.path, timeout: 60,
+            FetchCLI.executable, ["extract", "s3://cairn/w.cairn", "-C", "one", "data/f2.bin"], in: work.path,
             environment: environment)
         #expect(one.status == 0, "\(one.stderr)")
         #expect(try FetchTests.bytes(work.appending("one/data/f2.bin")) == FetchTests.bytes(source + "/data/f2.bin"))
@@ -548,7 +542,7 @@ struct ObjectStoreTests {
         var environment = Self.environment(server)
         environment["AWS_ENDPOINT_URL"] = "http://127.0.0.1:\(proxy.port)"
         let created = try ChildProcess.run(
-            FetchCLI.executable, ["create", "-q", "-o", "s3://cairn/cut.cairn", "data"], in: source, timeout: 120, environment: environment)
+            FetchCLI.executable, ["create", "-q", "-o", "s3://cairn/cut.cairn", "data"], in: source, environment: environment)
         #expect(created.status == 0, "\(created.stderr)")
         #expect(proxy.requests.filter { $0.fault == "cutrequest" }.count == 2, "\(proxy.requests)")
         try FetchTests.expectSame(server.objectPath(key: "cut.cairn"), local)
@@ -932,13 +926,13 @@ struct ObjectStoreMotoTests {
         defer { server.stop() }
         let (source, local) = try ObjectStoreTests.source(work, seed: 22, count: 8)
         let created = try ChildProcess.run(
-            FetchCLI.executable, ["create", "-q", "-o", "s3://cairn/m.cairn", "data"], in: source, timeout: 120, environment: server.environment)
+            FetchCLI.executable, ["create", "-q", "-o", "s3://cairn/m.cairn", "data"], in: source, environment: server.environment)
         #expect(created.status == 0, "\(created.stderr)")
         let store = S3Client(configuration: try Self.configuration(server))
         let object = try store.client.get(HTTPRequest(url: store.objectURL(try S3Location(parsing: "s3://cairn/m.cairn"))), limit: 64 << 20)
         #expect(object.body == local)
         let one = try ChildProcess.run(
-            FetchCLI.executable, ["extract", "s3://cairn/m.cairn", "-C", "one", "data/f5.bin"], in: work.path, timeout: 60,
+            FetchCLI.executable, ["extract", "s3://cairn/m.cairn", "-C", "one", "data/f5.bin"], in: work.path,
             environment: server.environment)
         #expect(one.status == 0, "\(one.stderr)")
         #expect(try FetchTests.bytes(work.appending("one/data/f5.bin")) == FetchTests.bytes(source + "/data/f5.bin"))

@@ -80,7 +80,7 @@ struct PackTests {
         }
     }
 
-    @Test("a packed file whose size is over what a pack holds is corrupted at the pack, for every reader, never a crash")
+    @Test("a packed file whose size is over what a pack holds is corrupted at the pack record's own offset (§7.5.2), for every reader, never a crash")
     func hostilePackedSize() async throws {
         let directory = try TemporaryDirectory(prefix: "cairn-pack-hostile")
         defer { directory.remove() }
@@ -107,13 +107,25 @@ struct PackTests {
         // In front of the honest pack: readers meet the lie first.
         bytes = try Hostile.inserting(record, at: pack.offset, in: bytes)
         let path = try Hostile.write(bytes, "huge.cairn", in: directory)
+        // The item table is decompressed: a position inside it is no place in the archive, so
+        // every reader names the pack record itself.
+        let at = UInt64(pack.offset)
         let verify = await Hostile.verifyError(path)
         #expect(verify?.code == .corrupted, "\(String(describing: verify))")
         #expect(verify?.message.contains("declares") == true, "\(String(describing: verify))")
+        #expect(verify?.offset == at, "\(String(describing: verify))")
         let open = #expect(throws: CairnError.self) { _ = try Extractor(path: path) }
         #expect(open?.code == .corrupted, "\(String(describing: open))")
+        #expect(open?.offset == at, "\(String(describing: open))")
+        let stream = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+        defer { try? stream.close() }
+        let streamed = await #expect(throws: CairnError.self) {
+            _ = try await Extractor.extractStream(from: stream, to: directory.url(appending: "streamed"))
+        }
+        #expect(streamed?.code == .corrupted && streamed?.offset == at, "\(String(describing: streamed))")
         let prefix = try await Extractor.verifyPrefix(atPath: path)
         #expect(!prefix.isComplete)
+        #expect(prefix.stopReason?.offset == at, "\(String(describing: prefix.stopReason))")
     }
 
     @Test(

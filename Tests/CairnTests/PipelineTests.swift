@@ -89,16 +89,18 @@ struct PipelineTests {
         var configuration = Archiver.Configuration()
         configuration.backpressure = .watermark(low: .mebibytes(2), high: .mebibytes(4))
         configuration.batchBytes = 1 << 20
+        let archiver = try Archiver(sink: sink, configuration: configuration)
+        nonisolated(unsafe) let unsafeArchiver = archiver
         let task = Task {
-            let archiver = try Archiver(sink: sink, configuration: configuration)
-            try await archiver.append(contentsOf: source, pathInArchive: "big.bin")
-            let properties = try await archiver.finish()
-            return (properties.uncompressedBytes, archiver.peakBytesInFlight)
+            try await unsafeArchiver.append(contentsOf: source, pathInArchive: "big.bin")
+            let properties = try await unsafeArchiver.finish()
+            return (properties.uncompressedBytes, unsafeArchiver.peakBytesInFlight)
         }
-        // Give the pipeline ample time to run ahead if it were going to.
-        for _ in 0..<50 {
-            try await Task.sleep(nanoseconds: 10_000_000)
-            if sink.writes > 0 && counter.value.load(ordering: .relaxed) > 8 << 20 { break }
+        // Once the sink holds a write, nothing returns to the budget: a producer suspended on it
+        // has read all it will read while the sink is stalled (one that never suspends reads
+        // all 64 MiB, which the expectations below report).
+        try await Await.suspendingUntil("the producer suspends on the backpressure budget") {
+            sink.writes > 0 && (archiver.isWaitingForBudget || counter.value.load(ordering: .relaxed) == 64 << 20)
         }
         let producedWhileStalled = counter.value.load(ordering: .relaxed)
         // High watermark (4 MiB) + the batch being filled + one source piece + the 1 MiB output flush.

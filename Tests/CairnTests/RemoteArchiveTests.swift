@@ -459,11 +459,8 @@ struct RemoteHTTPTests {
         let child = try ChildProcess.start(
             ChildProcess.cairnExecutable(besideBundle: Bundle.module.bundleURL), ["extract", server.url("slow/a.cairn"), "-C", out])
         let journal = directory.appending(".out.cairn-staging/.cairn-journal")
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            let text = (try? String(contentsOfFile: journal, encoding: .utf8)) ?? ""
-            if text.contains("\ncommit ") { break }
-            usleep(20_000)
+        try await Await.suspendingUntil("the extraction journals a commit") {
+            ((try? String(contentsOfFile: journal, encoding: .utf8)) ?? "").contains("\ncommit ") || !child.process.isRunning
         }
         kill(child.pid, SIGKILL)
         let killed = child.wait()

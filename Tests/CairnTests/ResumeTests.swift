@@ -141,14 +141,16 @@ struct ResumeTests {
         let task = Task {
             try await unsafeArchiver.appendItem(at: URL(fileURLWithPath: source))
         }
-        // Cancel once the first megabyte reached the file (about a tenth of the way).
-        let deadline = Date().addingTimeInterval(30)
-        while ((try? RawFileSystem.status(partial))?.st_size ?? 0) < 1 << 20, Date() < deadline {
-            // Sleep without holding a cooperative thread: on 2 cores a blocked thread here
-            // starves the archiver's tasks when other suites run beside this one.
-            try await Task.sleep(for: .microseconds(200))
+        // Cancel once the first megabyte reached the file (about a tenth of the way), from a
+        // thread of its own: a watcher on the cooperative pool could wait behind the archiver's
+        // own tasks on a loaded 2-core machine until the archive is done.
+        let watcher = Thread {
+            try? Await.until("the first MiB reaches the .partial", interval: 0.0002) {
+                ((try? RawFileSystem.status(partial))?.st_size ?? 0) >= 1 << 20
+            }
+            task.cancel()
         }
-        task.cancel()
+        watcher.start()
         let outcome = await task.result
         #expect(throws: CancellationError.self, "the task was cancelled mid-way") { try outcome.get() }
 

@@ -39,31 +39,24 @@ struct SourceFaultTests {
         let sink = StallableSink(stalled: true)
         let archiver = try Archiver(sink: sink, configuration: stallingConfiguration)
         let url = URL(fileURLWithPath: source)
+        nonisolated(unsafe) let unsafeArchiver = archiver
         let task = Task { () -> ExportProperties in
-            try await archiver.appendItem(at: url)
-            return try await archiver.finish()
+            try await unsafeArchiver.appendItem(at: url)
+            return try await unsafeArchiver.finish()
         }
-        // Wait until the producer has read something and then stopped (the budget is full).
-        var last: Int64 = -1
-        var stableSince = Date()
-        let started = Date()
-        while true {
-            try await Task.sleep(nanoseconds: 10_000_000)
-            let now = archiver.progress.completedUnitCount
-            if now != last {
-                last = now
-                stableSince = Date()
-            } else if now > 0, sink.writes > 0, Date().timeIntervalSince(stableSince) > 0.3 {
-                break
+        // Wait until the producer has stopped for good: once the sink holds a write, the writer
+        // returns nothing more to the budget, so a producer suspended on it stays suspended
+        // until the sink is released.
+        do {
+            try await Await.suspendingUntil("the producer suspends on the backpressure budget (read \(archiver.progress.completedUnitCount) bytes)") {
+                sink.writes > 0 && archiver.isWaitingForBudget
             }
-            // Generous: on 2 cores, tests that block in system calls can hold both threads of
-            // the cooperative pool for a while, and the archiver's tasks wait for them.
-            if Date().timeIntervalSince(started) > 120 {
-                sink.release()
-                _ = try? await task.value
-                throw CairnError(.io, "the producer never stalled (read \(now) bytes)")
-            }
+        } catch {
+            sink.release()
+            _ = try? await task.value
+            throw error
         }
+        let last = archiver.progress.completedUnitCount
         do {
             try change()
         } catch {
@@ -157,7 +150,7 @@ struct SourceFaultTests {
         let (bytes, properties, _) = try await Self.archiveChangingMidway(directory.appending("tree")) {
             writer.start()
             // Let it append a few MiB before the producer reads on.
-            while appended.load(ordering: .relaxed) < 4 << 20 { usleep(1000) }
+            try Await.until("the writer thread appends 4 MiB") { appended.load(ordering: .relaxed) >= 4 << 20 }
         }
         stop.store(true, ordering: .relaxed)
         done.wait()

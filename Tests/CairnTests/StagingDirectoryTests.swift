@@ -192,16 +192,12 @@ struct StagingDirectoryTests {
                     #expect(!error.message.contains("--resume") && !error.message.contains("remove"), "\(error)")
                 }
             }
+            // A child forked by another thread, between its fork and exec, holds a copy of the
+            // locked descriptor (close-on-exec acts only at exec), as a duplicate here does: the
+            // release must free the lock at once all the same.
+            let forkedCopy = try Self.duplicateDescriptor(of: StagingDirectory.location(for: Self.bytes(destination)))
+            defer { close(forkedCopy) }
             running.release()
-            // Other tests spawn processes meanwhile: a child between fork and exec briefly holds
-            // a copy of the locked descriptor (its close-on-exec flag acts only at exec), so the
-            // lock may outlive the release by a moment. Wait for that, not for anything of ours.
-            for _ in 0..<100 {
-                guard (try? FileDescriptor.open(StagingDirectory.location(for: Self.bytes(destination)), flags: O_RDONLY | O_DIRECTORY))
-                    .map({ fd in defer { _ = try? fd.close() }; return flock(fd.rawValue, LOCK_EX | LOCK_NB) != 0 }) == true
-                else { break }
-                usleep(10_000)
-            }
             do {
                 _ = try StagingDirectory(for: Self.bytes(destination))
                 Issue.record("an interrupted staging directory was taken without --resume")
@@ -215,6 +211,20 @@ struct StagingDirectoryTests {
             resumed.discard()
             try Self.expectNoStaging(destination, in: work)
         }
+    }
+
+    /// A duplicate of this process's open descriptor of `path` (found through /proc/self/fd),
+    /// sharing its open file description and so its `flock(2)` lock.
+    static func duplicateDescriptor(of path: [UInt8]) throws -> Int32 {
+        let target = String(decoding: path, as: UTF8.self)
+        for name in try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
+            guard let fd = Int32(name),
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)")) == target
+            else { continue }
+            let copy = dup(fd)
+            if copy >= 0 { return copy }
+        }
+        throw FileSystemTestError("no open descriptor of", path: path)
     }
 
     // MARK: - Nothing left where nothing verified
@@ -295,7 +305,7 @@ struct StagingDirectoryTests {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare") else { return false }
         guard let probe = try? ChildProcess.run(
             URL(fileURLWithPath: "/usr/bin/unshare"),
-            ["-rm", "/bin/sh", "-c", "mount -t tmpfs -o size=64k tmpfs /tmp"], timeout: 20)
+            ["-rm", "/bin/sh", "-c", "mount -t tmpfs -o size=64k tmpfs /tmp"])
         else { return false }
         return probe.status == 0
     }()

@@ -48,6 +48,10 @@ public final class Archiver {
     /// within the backpressure policy's high watermark plus one batch.
     public var peakBytesInFlight: Int { budget.peakBytesInUse }
 
+    /// Whether an append is suspended on the backpressure budget (everything read is still in
+    /// flight to the sink): the event tests wait for to act while the producer stands still.
+    package var isWaitingForBudget: Bool { budget.hasWaiters }
+
     /// Creates an archiver that writes to any sink.
     ///
     /// - Throws: `.invalidArgument` (for example a `workerCount` below 1) or `.limitExceeded` for a

@@ -122,10 +122,23 @@ package enum PackItemTable {
     /// Decodes a table; `chunkCount` is the number of chunks before the pack (a content
     /// reference must name one of them or an inline chunk earlier in this pack).
     ///
-    /// - Throws: `.corrupted` for an empty table, a reference to a chunk not before it, a
-    ///   reference for an empty file, or bytes after the last field.
-    package static func decode(_ bytes: [UInt8], baseOffset: UInt64, chunkCount: UInt64) throws(CairnError) -> [PackItem] {
-        var r = ByteReader(bytes, baseOffset: baseOffset, what: "pack item table")
+    /// - Parameter packOffset: the pack record's archive offset, which every error names
+    ///   (`Spec/0001-container-format.md §7.5.2`): the table is decompressed, so a position
+    ///   inside it is no place in the archive.
+    /// - Throws: `.corrupted` at `packOffset` for an empty table, a bad entry list, a reference to
+    ///   a chunk not before it, a reference for an empty file, or bytes after the last field.
+    package static func decode(_ bytes: [UInt8], packOffset: UInt64, chunkCount: UInt64) throws(CairnError) -> [PackItem] {
+        do throws(CairnError) {
+            return try decodeItems(bytes, chunkCount: chunkCount)
+        } catch {
+            var atPack = error
+            atPack.offset = packOffset
+            throw atPack
+        }
+    }
+
+    private static func decodeItems(_ bytes: [UInt8], chunkCount: UInt64) throws(CairnError) -> [PackItem] {
+        var r = ByteReader(bytes, baseOffset: 0, what: "pack item table")
         let entries = try EntryCodec.decode(&r, maximumCount: maximumItems)
         guard !entries.isEmpty else { throw r.error("a pack holds no item") }
         var items: [PackItem] = []
@@ -245,7 +258,7 @@ package enum PackContent {
         let table = try section(
             payload, PackRecordPrefix.length..<tableEnd, codec: prefix.tableCodec, rawLength: prefix.tableRawLength,
             what: "item table", using: decompressor, offset: offset)
-        let items = try PackItemTable.decode(table, baseOffset: offset, chunkCount: chunkCount)
+        let items = try PackItemTable.decode(table, packOffset: offset, chunkCount: chunkCount)
         // Sizes are at most 8 MiB each (``PackItemTable/decode``), so the sum cannot overflow.
         let lengths = items.compactMap { $0.content == .inline ? Int($0.entry.size) : nil }
         let inlineTotal = lengths.reduce(0, +)

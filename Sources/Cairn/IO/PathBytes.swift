@@ -9,8 +9,10 @@ package enum PathBytes {
         escaped(bytes)
     }
 
-    /// Escapes `bytes` reversibly: `\\` for a backslash, `\xHH` for control bytes, DEL and bytes
-    /// that are not part of valid UTF-8; everything else is kept.
+    /// Escapes `bytes` reversibly (`Spec/0003-command-line.md §5`): `\\` for a backslash, `\xHH`
+    /// for each byte of a control character (C0 U+0000–U+001F, DEL U+007F, and C1 U+0080–U+009F,
+    /// whose two UTF-8 bytes some terminals act on) and for each byte that is not part of valid
+    /// UTF-8; everything else is kept.
     package static func escaped(_ bytes: [UInt8]) -> String {
         // Most names are printable ASCII without a backslash: one scan, one copy.
         if !bytes.contains(where: { $0 < 0x20 || $0 >= 0x7F || $0 == 0x5C }) {
@@ -32,7 +34,11 @@ package enum PathBytes {
                 i += 1
             } else {
                 let length = utf8SequenceLength(bytes, at: i)
-                if length > 0, let s = String(validating: bytes[i..<(i + length)], as: UTF8.self) {
+                if length == 2, b == 0xC2, (0x80..<0xA0).contains(bytes[i + 1]) {
+                    // A C1 control character, U+0080–U+009F: C2 80 … C2 9F.
+                    out += hexEscape(b) + hexEscape(bytes[i + 1])
+                    i += 2
+                } else if length > 0, let s = String(validating: bytes[i..<(i + length)], as: UTF8.self) {
                     out += s
                     i += length
                 } else {

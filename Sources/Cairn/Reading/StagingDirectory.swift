@@ -402,12 +402,18 @@ final class StagingDirectory {
 
     /// Closes every descriptor; with `removing`, removes the staging directory first (before the
     /// lock on it is released).
+    ///
+    /// The lock is released with `flock(LOCK_UN)` before the close: a `flock(2)` lock belongs to
+    /// the open file description, which a child forked meanwhile (by any thread of this process)
+    /// shares until its `exec`, so a close alone can leave the directory locked for a moment after
+    /// this returns.
     private func close(removing: Bool) {
         closeCachedParent()
         if let journal = journalDescriptor { _ = try? journal.close() }
         journalDescriptor = nil
         _ = try? descriptor.close()
         if removing { FileSystem.removeTree(name, in: container) }
+        _ = flock(directory.rawValue, LOCK_UN)
         _ = try? directory.close()
         _ = try? container.close()
     }

@@ -131,7 +131,7 @@ enum EntryDecoders {
         r = ByteReader(bytes, baseOffset: 0, what: "entry record")
         _ = try? EntryCodec.decodeRecord(&r)
         for chunkCount: UInt64 in [0, 3, 1 << 40] {
-            _ = try? PackItemTable.decode(bytes, baseOffset: 0, chunkCount: chunkCount)
+            _ = try? PackItemTable.decode(bytes, packOffset: 0, chunkCount: chunkCount)
         }
         r = ByteReader(bytes, baseOffset: 0, what: "pack record")
         _ = try? PackRecordPrefix.decode(&r, payloadLength: bytes.count)
