@@ -34,7 +34,8 @@ extension Extractor {
         }
         try check(header)
         let staging = try StagingDirectory(
-            for: Archiver.fileSystemPath(destination), resume: options.resume, existingFiles: options.existingFiles)
+            for: Archiver.fileSystemPath(destination), resume: options.resume, existingFiles: options.existingFiles,
+            onWarning: options.onWarning)
         let extractor = try StreamExtractor(staging: staging, options: options, progress: progress, startedScanner: scanner)
         return try await extractor.run(stream)
     }

@@ -471,7 +471,8 @@ extension Extractor {
     nonisolated(nonsending) package static func extractStream(
         from descriptor: FileDescriptor, to destination: [UInt8], options: ExtractionOptions, progress: Progress?
     ) async throws -> VerificationReport {
-        let staging = try StagingDirectory(for: destination, resume: options.resume, existingFiles: options.existingFiles)
+        let staging = try StagingDirectory(
+            for: destination, resume: options.resume, existingFiles: options.existingFiles, onWarning: options.onWarning)
         let extractor = try StreamExtractor(staging: staging, options: options, progress: progress)
         do {
             return try await extractor.run(RecordStream(descriptor: descriptor))
