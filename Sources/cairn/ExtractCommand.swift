@@ -33,7 +33,10 @@ enum ExtractCommand {
                                    as an error (exit 1) after extracting the rest
           --skip-old-files         into an existing DEST: keep existing names silently
                                    (without one of these three, any existing top-level name
-                                   refuses the whole extraction: all or nothing)
+                                   refuses the whole extraction: all or nothing; an SQLite
+                                   database and its -wal, -journal, -shm count as one name, and
+                                   --overwrite moves a replaced database's sidecars aside to
+                                   NAME.cairn-aside, with a warning, exit 3)
           --max-output SIZE        refuse archives declaring more output (default 1T; SIZE is
                                    bytes, or with K, M, G, T: powers of 1024)
           --no-space-check         do not compare the declared output with the free space

@@ -25,8 +25,10 @@ enum Output {
     static func error(_ error: any Error) {
         if let error = error as? CairnError {
             err("cairn: error: \(error.description)")
-            // Each further problem once, unless the first message already says it.
-            for more in error.additionalErrors where !error.message.contains(more.message) {
+            // Each further problem once, unless the first already says it (same path, and its
+            // message contains the other's): clashes at several paths are each named.
+            for more in error.additionalErrors
+            where !(error.message.contains(more.message) && (more.path == nil || more.path == error.path)) {
                 err("cairn: error: \(more.description)")
             }
         } else if error is CancellationError {

@@ -499,4 +499,12 @@ final class HeldConnection {
         try? input.fileHandleForWriting.close()
         process.waitUntilExit()
     }
+
+    /// Kills `sqlite3` with SIGKILL, as a crash would, and waits for it to exit: what it had
+    /// open stays as it was (a `-wal` never checkpointed, a `-shm`).
+    func kill() {
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        try? input.fileHandleForWriting.close()
+    }
 }

@@ -777,8 +777,9 @@ struct ItemProducer {
         // one is): it is read as it is. Opening it would create the missing files in the tree
         // being archived (and change its directory's mtime); SQLite opens any database that has
         // a -wal beside it in WAL mode, whatever its header says.
-        let hasLog = (try? FileStatus.of(name + Array("-wal".utf8), relativeTo: parent)) != nil
-        let hasIndex = (try? FileStatus.of(name + Array("-shm".utf8), relativeTo: parent)) != nil
+        let files = SQLiteFileNames(main: name)
+        let hasLog = (try? FileStatus.of(files.log, relativeTo: parent)) != nil
+        let hasIndex = (try? FileStatus.of(files.index, relativeTo: parent)) != nil
         if (SQLiteSnapshot.isWriteAheadLogDatabase(fd) || hasLog) && !(hasLog && hasIndex) {
             return nil
         }
@@ -812,20 +813,20 @@ struct ItemProducer {
     private mutating func appendSnapshotSidecars(
         name: [UInt8], parent: FileDescriptor?, sourcePath: [UInt8], archivePath: [UInt8]
     ) async throws {
-        let suffix = Array("-wal".utf8)
-        for other in ["-shm", "-journal"] {
-            let path = archivePath + Array(other.utf8)
-            if !state.paths.contains(path) { state.snapshotSidecars.insert(PathKey(path)) }
+        let files = SQLiteFileNames(main: name)
+        let archived = SQLiteFileNames(main: archivePath)
+        for path in [archived.index, archived.journal] where !state.paths.contains(path) {
+            state.snapshotSidecars.insert(PathKey(path))
         }
-        let walArchivePath = archivePath + suffix
+        let walArchivePath = archived.log
         guard !state.paths.contains(walArchivePath) else { return }
         // Listed or not, gone or not, the walk must not archive it (or warn that it vanished).
         state.snapshotSidecars.insert(PathKey(walArchivePath))
-        guard !options.exclusions.excludes(walArchivePath), let status = try? FileStatus.of(name + suffix, relativeTo: parent),
+        guard !options.exclusions.excludes(walArchivePath), let status = try? FileStatus.of(files.log, relativeTo: parent),
             status.kind == .regular
         else { return }
         _ = try await appendFile(
-            name: name + suffix, parent: parent, sourcePath: sourcePath + suffix, archivePath: walArchivePath,
+            name: files.log, parent: parent, sourcePath: SQLiteFileNames(main: sourcePath).log, archivePath: walArchivePath,
             isSnapshotSidecar: true)
     }
 

@@ -20,9 +20,7 @@ extension Extractor {
             }
             return try await extractEverything(plan, to: destination, options: options)
         }
-        let staging = try StagingDirectory(
-            for: destination, resume: options.resume, existingFiles: options.existingFiles,
-            discardingInterrupted: options.discardsInterruptedExtraction)
+        let staging = try StagingDirectory(for: destination, options: options)
         try checkBeforeWriting(plan, staging: staging, destination: destination, options: options)
         let identity =
             "cairn-journal 1 seekable \(reader.footer.chainDigest.hexString) \(Extractor.selectionDigest(selection))"
@@ -78,9 +76,7 @@ extension Extractor {
     nonisolated(nonsending) private func extractEverything(_ plan: ExtractionPlan, to destination: [UInt8], options: ExtractionOptions)
         async throws -> (entries: Int, contentBytes: UInt64)
     {
-        let staging = try StagingDirectory(
-            for: destination, resume: options.resume, existingFiles: options.existingFiles,
-            discardingInterrupted: options.discardsInterruptedExtraction)
+        let staging = try StagingDirectory(for: destination, options: options)
         try checkBeforeWriting(plan, staging: staging, destination: destination, options: options)
         // Decoding the manifest freed its transient tables: return them before the stream's.
         LargeBuffers.returnFreeMemory()

@@ -19,7 +19,7 @@ extension Extractor {
     nonisolated(nonsending) func resumeEverything(_ plan: ExtractionPlan, to destination: [UInt8], options: ExtractionOptions)
         async throws -> (entries: Int, contentBytes: UInt64)?
     {
-        let staging = try StagingDirectory(for: destination, resume: true, existingFiles: options.existingFiles)
+        let staging = try StagingDirectory(for: destination, options: options, resume: true)
         guard staging.isResumed else {
             staging.discard()
             return nil

@@ -294,7 +294,9 @@ public struct ExtractionOptions: Sendable {
     /// root.
     public var restoresExtendedAttributes = true
     /// Called, on the extracting task, for each problem that does not stop the extraction: an
-    /// extended attribute the destination refuses (`.io`, naming the path and the attribute).
+    /// extended attribute the destination refuses (`.io`, naming the path and the attribute); a
+    /// replaced SQLite database's sidecar moved aside (`.alreadyExists`, naming it and where it
+    /// went).
     public var onWarning: (@Sendable (CairnError) -> Void)?
 
     public init() {}
@@ -310,10 +312,14 @@ public struct ExistingFilePolicy: Hashable, Sendable, CustomStringConvertible {
     /// is moved into place (`.alreadyExists`). The default.
     public static let refuse = ExistingFilePolicy(.refuse)
     /// Existing files and symlinks are replaced (each by an atomic rename); existing
-    /// directories are merged into. tar's `--overwrite`.
+    /// directories are merged into. tar's `--overwrite`. An SQLite database's sidecars in the
+    /// destination (`-wal`, `-journal`, `-shm`) are moved aside to `NAME.cairn-aside` when the
+    /// database is replaced, each reported to ``ExtractionOptions/onWarning``
+    /// (`Spec/0003-command-line.md §4` item 12).
     public static let overwrite = ExistingFilePolicy(.overwrite)
     /// Existing names are kept and reported as an error (`.alreadyExists`) after everything
-    /// else was moved in. tar's `--keep-old-files`.
+    /// else was moved in. tar's `--keep-old-files`. An SQLite database is kept with all of its
+    /// files: none of the archive's is written beside it.
     public static let keepOld = ExistingFilePolicy(.keepOld)
     /// Existing names are kept silently. tar's `--skip-old-files`.
     public static let skipOld = ExistingFilePolicy(.skipOld)

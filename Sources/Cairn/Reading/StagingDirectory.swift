@@ -28,6 +28,10 @@ final class StagingDirectory {
     let isResumed: Bool
     /// What ``commit()`` does with names that already exist in an existing destination.
     let existingFiles: ExistingFilePolicy
+    /// Called by ``commit()`` for each file it moved aside that the archive does not name: a
+    /// sidecar of an SQLite database that `overwrite` replaced (`.alreadyExists`, naming it and
+    /// where it went).
+    let onWarning: (@Sendable (CairnError) -> Void)?
 
     /// The destination as given, without trailing slashes.
     private let destination: [UInt8]
@@ -73,6 +77,21 @@ final class StagingDirectory {
         return PathBytes.join(place.containerPath, stagingName(in: container, base: place.baseName))
     }
 
+    /// The staging directory an extraction with `options` uses for `destination`: its resume,
+    /// existing-file policy, `--force` and warnings, read in this one place for every extraction
+    /// (seekable, stream, remote resume).
+    ///
+    /// - Parameters:
+    ///   - destination: the destination directory; it need not exist.
+    ///   - options: the extraction's options.
+    ///   - resume: overrides `options.resume` (a remote resume always reopens).
+    /// - Throws: as ``init(for:resume:existingFiles:discardingInterrupted:onWarning:)``.
+    convenience init(for destination: [UInt8], options: ExtractionOptions, resume: Bool? = nil) throws(CairnError) {
+        try self.init(
+            for: destination, resume: resume ?? options.resume, existingFiles: options.existingFiles,
+            discardingInterrupted: options.discardsInterruptedExtraction, onWarning: options.onWarning)
+    }
+
     /// Creates (or, with `resume`, reopens) the staging directory for `destination` (a raw path),
     /// at ``location(for:)``, and locks it.
     ///
@@ -83,17 +102,19 @@ final class StagingDirectory {
     ///   - discardingInterrupted: remove the staging directory an interrupted extraction left (a
     ///     directory holding a journal, under its lock) and start a new one (`extract --force`);
     ///     nothing in the destination is touched.
+    ///   - onWarning: called by ``commit()`` for a file it moved aside (``onWarning``).
     /// - Throws: `.busy` when another process holds the staging directory (a running
     ///   extraction); `.alreadyExists` when the destination exists and is not a directory, or when
     ///   an interrupted extraction's staging directory is there and neither `resume` nor
     ///   `discardingInterrupted` is set; `.notResumable` when that directory has no staging root; `.io`.
     init(
         for destination: [UInt8], resume: Bool = false, existingFiles: ExistingFilePolicy = .refuse,
-        discardingInterrupted: Bool = false
+        discardingInterrupted: Bool = false, onWarning: (@Sendable (CairnError) -> Void)? = nil
     ) throws(CairnError) {
         let trimmed = Self.trimmed(destination)
         self.destination = trimmed
         self.existingFiles = existingFiles
+        self.onWarning = onWarning
         let display = PathBytes.display(trimmed)
         let place = Self.placement(for: trimmed)
         if let kind = place.destinationKind, kind != .directory {
@@ -316,7 +337,7 @@ final class StagingDirectory {
             let component = PathValidator.components(name).first, component != self.name
         else { return }
         if (try? FileStatus.of(component, relativeTo: container)) != nil {
-            throw existsError([component], "nothing was extracted")
+            throw clashError([Clash(path: component, reason: .exists)], "nothing was extracted")
         }
     }
 
@@ -334,6 +355,10 @@ final class StagingDirectory {
     /// - ``ExistingFilePolicy/keepOld``: merged likewise, existing names are kept and, after
     ///   everything else was moved in, reported as one error.
     /// - ``ExistingFilePolicy/skipOld``: merged likewise, existing names kept silently.
+    ///
+    /// An SQLite database's files (``StagedGroup``) count as one name for each policy; under
+    /// overwrite the replaced database's sidecars are moved aside, each reported to
+    /// ``onWarning`` (`Spec/0003-command-line.md §4` item 12).
     ///
     /// - Throws: `.alreadyExists` naming the first clashing path (`DEST/...`), the others in
     ///   ``CairnError/additionalErrors``; `.io` when a rename fails; `.invalidArgument` when
@@ -445,14 +470,19 @@ final class StagingDirectory {
             path: PathBytes.display(PathBytes.join(destination, name)))
     }
 
-    /// Moves the root's items into the existing destination by ``existingFiles``.
+    /// Moves the root's items into the existing destination by ``existingFiles``, an SQLite
+    /// database's files as one (``StagedGroup``).
     private func moveItems() throws(CairnError) {
-        let names = try DirectoryReader.names(in: descriptor)
         if existingFiles == .refuse {
-            let clashes = names.filter { (try? FileStatus.of($0, relativeTo: container)) != nil }
-            if !clashes.isEmpty { throw existsError(clashes, "nothing was extracted") }
+            let groups = try StagedGroup.groups(in: descriptor, against: container)
+            let clashes = groups.flatMap { group in
+                group.existing(in: container).map { name in
+                    Clash(path: name, reason: group.incoming.contains(name) ? .exists : .companion(of: group.incoming[0]))
+                }
+            }
+            if !clashes.isEmpty { throw clashError(clashes, "nothing was extracted") }
             var moved: [[UInt8]] = []
-            for item in names {
+            for item in groups.flatMap(\.incoming) {
                 do {
                     try FileSystem.renameNoReplace(
                         item, in: descriptor, to: item, in: container,
@@ -468,30 +498,56 @@ final class StagingDirectory {
             return
         }
         if existingFiles == .overwrite {
-            var conflicts: [[UInt8]] = []
+            var conflicts: [Clash] = []
             try merge(from: descriptor, into: container, under: [], moving: false, reporting: &conflicts)
-            if !conflicts.isEmpty {
-                throw existsError(
-                    conflicts, "one of the two is a directory and the other is not; nothing was extracted")
-            }
+            if !conflicts.isEmpty { throw clashError(conflicts, "nothing was extracted") }
         }
-        var kept: [[UInt8]] = []
+        var kept: [Clash] = []
         try merge(from: descriptor, into: container, under: [], moving: true, reporting: &kept)
         if existingFiles == .keepOld, !kept.isEmpty {
-            throw existsError(kept, "kept as it was (--keep-old-files); everything else was extracted")
+            throw clashError(kept, "kept as it was (--keep-old-files); everything else was extracted")
         }
     }
 
-    /// Walks the staged items of `source` against `target` (the same place in the destination):
-    /// a missing name is moved in whole; two directories are merged into recursively; anything
-    /// else is a clash, appended to `report` (as a path relative to the destination) unless the
-    /// policy is overwrite and both are non-directories, which are replaced by one rename.
+    /// A staged name that the policy does not move in, or refuses, and why.
+    private struct Clash {
+        /// Relative to the destination.
+        var path: [UInt8]
+        var reason: Reason
+
+        enum Reason {
+            /// The name exists in the destination.
+            case exists
+            /// A directory on one side, a non-directory on the other (``ExistingFilePolicy/overwrite``).
+            case typeClash
+            /// The name exists in the destination and is a file of the same database as the
+            /// staged name `of` (a relative path).
+            case companion(of: [UInt8])
+            /// The name is not in the destination, but a file of its database is (`with`, a
+            /// relative path), which keeps or refuses the whole database.
+            case keptWith([UInt8])
+            /// A staged sidecar of a database that exists in the destination (`database`, a
+            /// relative path) and that the archive does not hold (``ExistingFilePolicy/overwrite``).
+            case sidecarWithout(database: [UInt8])
+        }
+    }
+
+    /// Walks the staged items of `source` against `target` (the same place in the destination),
+    /// by ``StagedGroup``: a database's files go by ``mergeDatabase(_:from:into:under:moving:reporting:)``;
+    /// for any other name, a missing name is moved in whole; two directories are merged into
+    /// recursively; anything else is a clash, appended to `report` unless the policy is
+    /// overwrite and both are non-directories, which are replaced by one rename.
     /// With `moving` false, nothing changes: only the clashes are reported.
     private func merge(
         from source: FileDescriptor, into target: FileDescriptor, under prefix: [UInt8], moving: Bool,
-        reporting report: inout [[UInt8]]
+        reporting report: inout [Clash]
     ) throws(CairnError) {
-        for item in try DirectoryReader.names(in: source) {
+        for group in try StagedGroup.groups(in: source, against: target) {
+            if group.database != nil {
+                try mergeDatabase(group, from: source, into: target, under: prefix, moving: moving, reporting: &report)
+                continue
+            }
+            let item = group.incoming[0]
             let path = PathBytes.join(prefix, item)
             let display = PathBytes.display(PathBytes.join(destination, path))
             guard let existing = try? FileStatus.of(item, relativeTo: target) else {
@@ -508,19 +564,131 @@ final class StagingDirectory {
                 try merge(from: from, into: into, under: path, moving: moving, reporting: &report)
             case (false, false) where existingFiles == .overwrite:
                 if moving { try FileSystem.renameReplacing(item, in: source, to: item, in: target, display: display) }
+            case (true, false), (false, true):
+                report.append(Clash(path: path, reason: existingFiles == .overwrite ? .typeClash : .exists))
             default:
-                report.append(path)
+                report.append(Clash(path: path, reason: .exists))
             }
         }
     }
 
-    /// `.alreadyExists` naming the first of `paths` (relative to the destination, at least one)
-    /// as `DEST/path`, the others as ``CairnError/additionalErrors``.
-    private func existsError(_ paths: [[UInt8]], _ what: String) -> CairnError {
-        var errors = paths.map { path in
-            CairnError(
-                .alreadyExists, "already exists in the destination; \(what)",
-                path: PathBytes.display(PathBytes.join(destination, path)))
+    /// Merges an SQLite database's staged files (`group`) as one (`Spec/0003-command-line.md §4`
+    /// item 12):
+    /// - none of its files in `target`: moved in, the main file first;
+    /// - keepOld, skipOld: kept whole, every staged file reported as a clash;
+    /// - overwrite: every sidecar in `target` is moved aside (``moveSidecarAside(_:in:under:)``),
+    ///   then the main file is replaced by one rename and the staged sidecars are moved in. So a
+    ///   kill between two renames leaves the old main file alone, the new one alone, or the new
+    ///   one with some of its own sidecars: never a main file with another one's log. Staged
+    ///   sidecars whose main file exists in `target` but is not staged, and a directory on one
+    ///   side where the other has the main file, are clashes.
+    /// With `moving` false, nothing changes: only the clashes are reported.
+    private func mergeDatabase(
+        _ group: StagedGroup, from source: FileDescriptor, into target: FileDescriptor, under prefix: [UInt8], moving: Bool,
+        reporting report: inout [Clash]
+    ) throws(CairnError) {
+        guard let files = group.database else { return }
+        let existing = group.existing(in: target)
+        let main = PathBytes.join(prefix, files.main)
+        func move(_ name: [UInt8], replacing: Bool) throws(CairnError) {
+            let display = PathBytes.display(PathBytes.join(destination, PathBytes.join(prefix, name)))
+            if replacing {
+                try FileSystem.renameReplacing(name, in: source, to: name, in: target, display: display)
+            } else {
+                try FileSystem.renameNoReplace(name, in: source, to: name, in: target, display: display)
+            }
+        }
+        if existing.isEmpty {
+            if moving { for name in group.incoming { try move(name, replacing: false) } }
+            return
+        }
+        guard existingFiles == .overwrite else {
+            let first = PathBytes.join(prefix, existing[0])
+            for name in group.incoming {
+                let path = PathBytes.join(prefix, name)
+                report.append(Clash(path: path, reason: existing.contains(name) ? .exists : .keptWith(first)))
+            }
+            return
+        }
+        if group.incoming.first != files.main {
+            for name in group.incoming {
+                report.append(Clash(path: PathBytes.join(prefix, name), reason: .sidecarWithout(database: main)))
+            }
+            return
+        }
+        let mainExists = existing.contains(files.main)
+        if mainExists {
+            let stagedIsDirectory = (try? FileStatus.of(files.main, relativeTo: source))?.kind == .directory
+            let existingIsDirectory = (try? FileStatus.of(files.main, relativeTo: target))?.kind == .directory
+            if stagedIsDirectory != existingIsDirectory {
+                report.append(Clash(path: main, reason: .typeClash))
+                return
+            }
+        }
+        guard moving else { return }
+        for sidecar in files.sidecars where StagedGroup.exists(sidecar, in: target) {
+            try moveSidecarAside(sidecar, in: target, beside: source, under: prefix, database: main)
+        }
+        try move(files.main, replacing: mainExists)
+        for name in group.incoming.dropFirst() { try move(name, replacing: false) }
+    }
+
+    /// Renames the sidecar `name` in `target` (the destination's directory `prefix`) to the first
+    /// of `NAME.cairn-aside`, `NAME.cairn-aside.1`, ... that neither the destination nor the
+    /// staged items (in `source`) have, and reports it through ``onWarning``: it belonged to the database
+    /// `database` (a relative path) that is being replaced, and SQLite would read it with the
+    /// new one. Nothing is deleted.
+    ///
+    /// - Throws: `.io` when the rename fails; `.alreadyExists` when no such name is free.
+    private func moveSidecarAside(
+        _ name: [UInt8], in target: FileDescriptor, beside source: FileDescriptor, under prefix: [UInt8], database: [UInt8]
+    ) throws(CairnError) {
+        let path = PathBytes.join(destination, PathBytes.join(prefix, name))
+        let staged = Set(try DirectoryReader.names(in: source))
+        for attempt in 0..<Self.alternativeNames {
+            let aside = name + Array(".cairn-aside".utf8) + (attempt == 0 ? [] : Array(".\(attempt)".utf8))
+            if staged.contains(aside) { continue }
+            do {
+                try FileSystem.renameNoReplace(name, in: target, to: aside, in: target, display: PathBytes.display(path))
+            } catch where error.code == .alreadyExists {
+                continue
+            }
+            onWarning?(
+                CairnError(
+                    .alreadyExists,
+                    "a file of the SQLite database \(PathBytes.display(PathBytes.join(destination, database))), which the archive "
+                        + "replaced; moved aside to \(PathBytes.display(PathBytes.join(destination, PathBytes.join(prefix, aside)))), "
+                        + "so that SQLite does not read it with the extracted database",
+                    path: PathBytes.display(path)))
+            return
+        }
+        throw CairnError(.alreadyExists, "no free name to move this SQLite file aside", path: PathBytes.display(path))
+    }
+
+    /// `.alreadyExists` naming the first of `clashes` (at least one) as `DEST/path`, the others
+    /// as ``CairnError/additionalErrors``; `what` says what became of the extraction.
+    private func clashError(_ clashes: [Clash], _ what: String) -> CairnError {
+        func display(_ path: [UInt8]) -> String { PathBytes.display(PathBytes.join(destination, path)) }
+        var errors = clashes.map { clash in
+            let message: String
+            switch clash.reason {
+            case .exists:
+                message = "already exists in the destination; \(what)"
+            case .typeClash:
+                message = "already exists in the destination; one of the two is a directory and the other is not; \(what)"
+            case .companion(let staged):
+                message =
+                    "already exists in the destination, and it and the archive's \(PathBytes.display(staged)) are files of one "
+                    + "SQLite database, extracted together; \(what)"
+            case .keptWith(let existing):
+                message =
+                    "not extracted: it and \(display(existing)), which exists, are files of one SQLite database, kept together; \(what)"
+            case .sidecarWithout(let database):
+                message =
+                    "a file of the SQLite database \(display(database)), which the archive does not hold: a database's files are "
+                    + "replaced together; \(what)"
+            }
+            return CairnError(.alreadyExists, message, path: display(clash.path))
         }
         guard !errors.isEmpty else { return CairnError(.alreadyExists, what, path: PathBytes.display(destination)) }
         var first = errors.removeFirst()

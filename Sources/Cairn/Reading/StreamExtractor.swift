@@ -447,9 +447,7 @@ extension Extractor {
     nonisolated(nonsending) package static func extractStream(
         from descriptor: FileDescriptor, to destination: [UInt8], options: ExtractionOptions, progress: Progress?
     ) async throws -> VerificationReport {
-        let staging = try StagingDirectory(
-            for: destination, resume: options.resume, existingFiles: options.existingFiles,
-            discardingInterrupted: options.discardsInterruptedExtraction)
+        let staging = try StagingDirectory(for: destination, options: options)
         let extractor = try StreamExtractor(staging: staging, options: options, progress: progress)
         do {
             return try await extractor.run(RecordStream(descriptor: descriptor))
