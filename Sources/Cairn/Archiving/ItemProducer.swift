@@ -23,8 +23,9 @@ struct ItemProducer {
         var committed: [PathKey: CommittedItem] = [:]
         /// Resuming: the file left open by the last commit, to be continued if unchanged.
         var openFileToContinue: OpenFileToContinue?
-        /// Paths in archive of an SQLite database's `-wal`, `-shm` and `-journal` files that its
-        /// snapshot already dealt with (``SQLiteSnapshot``): skipped when the walk reaches them.
+        /// Paths in archive of an SQLite database's `-wal` and `-journal` files dealt with
+        /// already: by its snapshot (``SQLiteSnapshot``), or, resuming, by its committed entry
+        /// (`Spec/0003-command-line.md §3.2` item 6): skipped when the walk reaches them.
         var snapshotSidecars: Set<PathKey> = []
     }
 
@@ -444,9 +445,10 @@ struct ItemProducer {
                         pathBytes: archivePath, kind: .symlink, status: status, linkTarget: target,
                         extendedAttributes: attributes)))
         case .regular:
-            // A database's `-wal` went in right after it, under its snapshot; its `-shm` and
-            // `-journal` are left out (`Spec/0003-command-line.md §3.2`).
+            // A database's `-wal` went in right after it, under its snapshot, and its `-journal`
+            // is left out; a database's `-shm` is never archived (`Spec/0003-command-line.md §3.2`).
             if !state.snapshotSidecars.isEmpty, state.snapshotSidecars.remove(PathKey(archivePath)) != nil { return }
+            if isDatabaseIndex(name: name, parent: parent) { return }
             let key = HardLinkKey(device: status.device, inode: status.inode)
             if !state.excluded.isEmpty, state.excluded.contains(key) { return }  // the archive being written
             if let open = state.openFileToContinue, open.path == archivePath {
@@ -467,6 +469,11 @@ struct ItemProducer {
                 if committed.kind == .file, status.linkCount > 1 { state.hardLinks[key] = archivePath }
                 if committed.kind == .file, committed.size != status.size || committed.modificationTime != status.modificationTime {
                     warn(CairnError(.sourceChanged, "changed since it was archived; the archived copy is kept", path: display))
+                }
+                if committed.kind == .file, options.snapshotsSQLiteDatabases, isDatabase(opened?.file, name: name, parent: parent) {
+                    // Its -wal and -journal went in with it, or belong to a later state than the
+                    // archived copy (`Spec/0003-command-line.md §3.2` item 6).
+                    leaveOut(["-journal", "-wal"], of: archivePath)
                 }
                 return
             }
@@ -801,17 +808,14 @@ struct ItemProducer {
     }
 
     /// Appends a snapshotted database's `-wal` (if there is one) right after it, still under
-    /// the snapshot, and marks its `-wal`, `-shm` and `-journal` as dealt with
-    /// (``State/snapshotSidecars``); `Spec/0003-command-line.md §3.2` says why the last two are
-    /// left out.
+    /// the snapshot, and marks its `-wal` and `-journal` as dealt with
+    /// (``State/snapshotSidecars``); `Spec/0003-command-line.md §3.2` says why the `-journal` is
+    /// left out (and its `-shm`, by ``isDatabaseIndex(name:parent:)``).
     private mutating func appendSnapshotSidecars(
         name: [UInt8], parent: FileDescriptor?, sourcePath: [UInt8], archivePath: [UInt8]
     ) async throws {
         let suffix = Array("-wal".utf8)
-        for other in ["-shm", "-journal"] {
-            let path = archivePath + Array(other.utf8)
-            if !state.paths.contains(path) { state.snapshotSidecars.insert(PathKey(path)) }
-        }
+        leaveOut(["-journal"], of: archivePath)
         let walArchivePath = archivePath + suffix
         guard !state.paths.contains(walArchivePath) else { return }
         // Listed or not, gone or not, the walk must not archive it (or warn that it vanished).
@@ -822,6 +826,41 @@ struct ItemProducer {
         _ = try await appendFile(
             name: name + suffix, parent: parent, sourcePath: sourcePath + suffix, archivePath: walArchivePath,
             isSnapshotSidecar: true)
+    }
+
+    /// Marks the sidecars of the database at `archivePath` named by `suffixes` as dealt with
+    /// (``State/snapshotSidecars``), unless they are in the archive already.
+    private mutating func leaveOut(_ suffixes: [String], of archivePath: [UInt8]) {
+        for suffix in suffixes {
+            let path = archivePath + Array(suffix.utf8)
+            if !state.paths.contains(path) { state.snapshotSidecars.insert(PathKey(path)) }
+        }
+    }
+
+    /// Whether the regular file `file` (nil: `name` in `parent`, opened for this) is an SQLite
+    /// database (``SQLiteSnapshot/isDatabase(_:)``).
+    private func isDatabase(_ file: FileDescriptor?, name: [UInt8], parent: FileDescriptor?) -> Bool {
+        if let file { return SQLiteSnapshot.isDatabase(file) }
+        guard let opened = try? FileDescriptor.open(name, flags: Self.fileOpenFlags, relativeTo: parent) else { return false }
+        defer { _ = try? opened.close() }
+        return (try? opened.status())?.kind == .regular && SQLiteSnapshot.isDatabase(opened)
+    }
+
+    /// Whether `name` in `parent` is an SQLite database's `-shm` (its WAL index): `NAME-shm`
+    /// beside a regular file `NAME` that begins with ``SQLiteSnapshot/header``. Such a file is
+    /// never archived while ``Options/snapshotsSQLiteDatabases`` is on, whatever state its
+    /// database is in (open, at rest, locked, committed by an interrupted run) and however it is
+    /// reached (by the walk, or as a source of its own): the first connection rebuilds it from
+    /// the `-wal`, and a stored one could only be stale (`Spec/0003-command-line.md §3.2`).
+    ///
+    /// Opens the database only for a name ending in `-shm`, and never while a snapshot is held
+    /// (closing a descriptor of a database drops the process's locks on it).
+    private func isDatabaseIndex(name: [UInt8], parent: FileDescriptor?) -> Bool {
+        let suffix = Array("-shm".utf8)
+        guard options.snapshotsSQLiteDatabases, name.count > suffix.count, name.suffix(suffix.count).elementsEqual(suffix) else {
+            return false
+        }
+        return isDatabase(nil, name: Array(name.dropLast(suffix.count)), parent: parent)
     }
 
     /// Appends a file whose content comes from an async sequence of byte arrays.
