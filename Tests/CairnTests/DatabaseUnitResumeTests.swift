@@ -162,6 +162,31 @@ struct DatabaseUnitResumeTests {
         #expect(restored.rows == 6000 && restored.contiguous, "\(restored)")
     }
 
+    @Test("a database's -wal or -shm appended after it, on its own or again through its directory, is the same item: nothing added, thrown or warned; a -shm given before its database is left out too")
+    func sidecarsGivenExplicitly() async throws {
+        let fixture = try await Fixture()
+        defer { fixture.close() }
+        let archive = fixture.work.appending("explicit.cairn")
+        let archiver = try Archiver(writingTo: archive)
+        try await archiver.appendItem(at: fixture.work.url(appending: "src/app.db-shm"))
+        try await archiver.appendItem(at: fixture.work.url(appending: "src/app.db"))
+        try await archiver.appendItem(at: fixture.work.url(appending: "src/app.db-wal"))
+        try await archiver.appendItem(at: fixture.work.url(appending: "src/app.db-shm"))
+        try await archiver.appendItem(at: fixture.work.url(appending: "src"))
+        try await archiver.appendItem(at: fixture.work.url(appending: "src/app.db-wal"), pathInArchive: "src/app.db-wal")
+        try await archiver.appendItem(at: fixture.work.url(appending: "src/app.db-shm"), pathInArchive: "src/app.db-shm")
+        let properties = try await archiver.finish()
+        #expect(properties.warnings.isEmpty, "\(properties.warnings)")
+        let extractor = try Extractor(path: archive)
+        defer { extractor.close() }
+        #expect(extractor.entries.map(\.path) == ["app.db", "app.db-wal", "src", "src/app.db", "src/app.db-wal", "src/z.txt"])
+        try await extractor.extractAll(to: fixture.work.url(appending: "out"))
+        for copy in ["out/app.db", "out/src/app.db"] {
+            let restored = try LiveDatabaseTests.check(fixture.work.appending(copy))
+            #expect(restored.integrity == "ok" && restored.rows == 6000 && restored.contiguous, "\(copy): \(restored)")
+        }
+    }
+
     @Test("a rollback-journal database committed by the interrupted run gets no -journal a later transaction left beside it: the copy is the archived state")
     func laterJournalIsLeftOut() async throws {
         let work = try TemporaryDirectory()

@@ -236,6 +236,15 @@ public final class Archiver {
     /// Appends the file, directory (recursively) or symlink at `url`, stored under its last path
     /// component (as `tar` does: `some/dir` is stored as `dir/...`).
     ///
+    /// An SQLite database (with ``Configuration/snapshotsSQLiteDatabases``, the default) is read
+    /// under a read transaction and its `-wal` right after it, under the same transaction; its
+    /// `-journal` is then left out, and a database's `-shm` is never stored (`Spec/0003 §3.2`).
+    /// A sidecar reached again after its database, given as a source of its own or inside
+    /// another directory, is the same item: nothing is added, nothing is thrown and nothing is
+    /// warned about (the `-wal` went in with its database). A `-wal` appended *before* its
+    /// database is an ordinary file, read without the database's transaction: append the
+    /// database (or its directory) instead.
+    ///
     /// - Throws: `CairnError` (`.notFound` when `url` does not exist, `.io` when the sink
     ///   fails) or `CancellationError`. Problems with single files inside a directory (unreadable,
     ///   changed while read, unsupported type) do not throw; they are collected in
@@ -245,7 +254,8 @@ public final class Archiver {
         try await appendItem(atPath: path)
     }
 
-    /// Appends the item at `url` under `pathInArchive` (a relative path with `/` separators).
+    /// Appends the item at `url` under `pathInArchive` (a relative path with `/` separators),
+    /// as ``appendItem(at:)`` does (SQLite databases and their sidecars included).
     nonisolated(nonsending) public func appendItem(at url: URL, pathInArchive: String) async throws {
         try await appendItem(atPath: Archiver.fileSystemPath(url), pathInArchive: Array(pathInArchive.utf8))
     }

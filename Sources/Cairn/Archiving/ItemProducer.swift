@@ -25,7 +25,9 @@ struct ItemProducer {
         var openFileToContinue: OpenFileToContinue?
         /// Paths in archive of an SQLite database's `-wal` and `-journal` files dealt with
         /// already: by its snapshot (``SQLiteSnapshot``), or, resuming, by its committed entry
-        /// (`Spec/0003-command-line.md §3.2` item 6): skipped when the walk reaches them.
+        /// (`Spec/0003-command-line.md §3.2` item 6). Skipped whenever they are reached again,
+        /// by the walk or given as a source of their own, as the same item (two per database at
+        /// most, kept to the end).
         var snapshotSidecars: Set<PathKey> = []
     }
 
@@ -413,7 +415,7 @@ struct ItemProducer {
             for child in children {
                 let childArchivePath = PathBytes.join(archivePath, child.name)
                 // A snapshotted database's sidecar, dealt with already; it may be gone by now.
-                if !state.snapshotSidecars.isEmpty, state.snapshotSidecars.remove(PathKey(childArchivePath)) != nil { continue }
+                if !state.snapshotSidecars.isEmpty, state.snapshotSidecars.contains(PathKey(childArchivePath)) { continue }
                 let childPath = PathBytes.join(sourcePath, child.name)
                 var childStatus: FileStatus?
                 if !child.isRegularFile {
@@ -447,7 +449,7 @@ struct ItemProducer {
         case .regular:
             // A database's `-wal` went in right after it, under its snapshot, and its `-journal`
             // is left out; a database's `-shm` is never archived (`Spec/0003-command-line.md §3.2`).
-            if !state.snapshotSidecars.isEmpty, state.snapshotSidecars.remove(PathKey(archivePath)) != nil { return }
+            if !state.snapshotSidecars.isEmpty, state.snapshotSidecars.contains(PathKey(archivePath)) { return }
             if isDatabaseIndex(name: name, parent: parent) { return }
             let key = HardLinkKey(device: status.device, inode: status.inode)
             if !state.excluded.isEmpty, state.excluded.contains(key) { return }  // the archive being written
