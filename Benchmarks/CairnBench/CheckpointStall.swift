@@ -4,7 +4,7 @@ import Glibc
 
 /// Issue 23's checkpoint case (`--only checkpoint`): how long an app's own checkpoint waits
 /// while `cairn create` holds the read transaction of its WAL database (`Spec/0003 §3.2`
-/// item 8).
+/// item 9).
 ///
 /// The harness plays the app: it keeps one connection open on `<work>/checkpoint/data/app.db`
 /// (WAL mode, automatic checkpoints off, so every commit stays in the `-wal`), grows the `-wal`
@@ -160,7 +160,7 @@ extension Report {
         var lines = [
             "## An app's checkpoint during an export (issue 23)", "",
             "The app's connection checkpoints its WAL database while `cairn create` holds the database's read transaction "
-                + "(Spec/0003 §3.2 item 8); busy timeout 600 s. Medians of \(runs) rounds; export = `cairn create` start to exit.", "",
+                + "(Spec/0003 §3.2 item 9); busy timeout 600 s. Medians of \(runs) rounds; export = `cairn create` start to exit.", "",
             "| mode | -wal | checkpoint alone | during the export | export | result during the export (log / checkpointed frames) |",
             "|---|---|---|---|---|---|",
         ]

@@ -19,6 +19,10 @@ public final class ResourcesArchiver {
     /// Appends the file, directory (recursively) or symlink at `url` under `pathInArchive`, or
     /// under its last path component when `pathInArchive` is nil.
     ///
+    /// An SQLite database is read at one committed state, with its `-wal` right after it; its
+    /// `-shm` is never stored. Appending the database's `-wal`, `-journal` or `-shm` after the
+    /// database is the same item: nothing is added and nothing is thrown (`Archiver.appendItem(at:)`).
+    ///
     /// - Parameters:
     ///   - url: a file URL.
     ///   - pathInArchive: a relative path with `/` separators (no `..`, no leading `/`).

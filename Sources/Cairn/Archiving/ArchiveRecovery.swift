@@ -25,6 +25,9 @@ package struct ArchiveRecovery {
     package var last: Checkpoint
     /// The last valid commit with no file open (the start of an entry).
     package var lastBoundary: Checkpoint
+    /// The commit with no file open before ``lastBoundary`` (nil when that is commit 0): the
+    /// start of the last entry complete at ``lastBoundary`` (or of the pack holding it).
+    package var previousBoundary: Checkpoint?
     /// Everything the scan rebuilt, possibly past ``last``; cut it with ``writerState(at:)``.
     package var manifest: Manifest
     /// The id of every chunk the scan read, by index (packed chunks' too: they are hashed).
@@ -48,6 +51,7 @@ package struct ArchiveRecovery {
         }
         var last: Checkpoint?
         var boundary: Checkpoint?
+        var previousBoundary: Checkpoint?
         var stopReason: CairnError?
         do {
             while let record = try stream.next() {
@@ -57,7 +61,10 @@ package struct ArchiveRecovery {
                         end: end, commit: commit, framed: record.framed,
                         referenceCount: scanner.manifestSoFar.references.count, linkBefore: scanner.linkBeforeLastCommit)
                     last = checkpoint
-                    if commit.openEntry == CommitRecord.noOpenEntry { boundary = checkpoint }
+                    if commit.openEntry == CommitRecord.noOpenEntry {
+                        previousBoundary = boundary
+                        boundary = checkpoint
+                    }
                 }
                 if scanner.footer != nil { break }
             }
@@ -77,8 +84,56 @@ package struct ArchiveRecovery {
             throw CairnError(.notResumable, "the archive has no valid commit record to resume from", path: path)
         }
         return ArchiveRecovery(
-            header: header, last: last, lastBoundary: boundary, manifest: scanner.manifestSoFar,
+            header: header, last: last, lastBoundary: boundary, previousBoundary: previousBoundary, manifest: scanner.manifestSoFar,
             chunkIDs: scanner.chunkIDs, wasComplete: scanner.footer != nil, stopReason: stopReason)
+    }
+
+    /// The commit a resume continues from (`Spec/0001 §10.4` step 2, `Spec/0003 §3.2` item 6):
+    /// ``last``, unless it lies inside a database unit that is not complete.
+    ///
+    /// A database read under a read transaction and the `-wal` read right after it under the
+    /// same transaction are one unit: its main file pairs only with that `-wal`. When the last
+    /// entry complete at ``lastBoundary`` is a file whose archived content begins with the SQLite
+    /// header (``SQLiteSnapshot/isDatabase(firstBytes:)``), and after it there is no entry, or
+    /// only its own `-wal` (the same path and `-wal`), open at ``last``, the `-wal` that goes
+    /// with it is not (all) in the archive: continuing would pair the kept main file with a
+    /// `-wal` read later, under another transaction or none, after a checkpoint may have
+    /// rewritten both. The resume then goes back to ``previousBoundary``, the commit before the
+    /// database's entry (or before the pack holding it), so the unit is read again, whole, under
+    /// one transaction. Going back to any commit with no file open gives the bytes an
+    /// uninterrupted run gives when nothing changed, so a database at rest or without a `-wal`
+    /// that ends the committed prefix costs only its reading again.
+    ///
+    /// Complete archives, and archives made without snapshots (`no-sqlite-snapshot` in
+    /// `cairn.selection`: a database is then a plain file), resume at ``last``.
+    ///
+    /// - Parameter source: the interrupted archive, to read the first chunk of that entry; a
+    ///   chunk that cannot be read leaves the resume at ``last`` (the scan verified everything
+    ///   before it, so this does not happen short of the file changing meanwhile).
+    /// - Returns: ``last`` or ``previousBoundary``.
+    package func resumePoint(reading source: any ArchiveSource) -> Checkpoint {
+        let selection = Archiver.SelectionOptions(recorded: header.metadata[Archiver.selectionMetadataKey])
+        guard !wasComplete, selection.snapshotsSQLiteDatabases, let before = previousBoundary else { return last }
+        let count = min(Int(clamping: lastBoundary.commit.entryCount), manifest.entries.count)
+        guard count > 0 else { return last }
+        let row = manifest.entries[count - 1]
+        guard row.entry.kind == .file, row.entry.size >= UInt64(SQLiteSnapshot.header.count), row.referenceCount > 0 else {
+            return last
+        }
+        if last.commit.openEntry != CommitRecord.noOpenEntry {
+            // Inside a file: only the database's own `-wal` right after it leaves the unit open.
+            guard last.commit.openEntry == UInt64(count), count < manifest.entries.count,
+                manifest.entries[count].entry.pathBytes == SQLiteFileNames(main: row.entry.pathBytes).log
+            else { return last }
+        }
+        let first = Int(clamping: row.firstReference)
+        guard first < manifest.references.count, Int(manifest.references[first]) < manifest.chunks.count else { return last }
+        let chunks = ChunkPrefetcher.Source(source: source, path: source.name, chunks: manifest.chunks, limit: last.end)
+        var cache: ChunkPrefetcher.Source.PackCache?
+        guard let bytes = try? chunks.decode(Int(manifest.references[first]), using: ChunkDecompressor(), cache: &cache) else {
+            return last
+        }
+        return bytes.withUnsafeBytes { SQLiteSnapshot.isDatabase(firstBytes: $0) } ? before : last
     }
 
     /// What an ``ArchiveWriter`` needs to continue after `checkpoint`.

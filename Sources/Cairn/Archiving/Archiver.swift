@@ -88,7 +88,11 @@ public final class Archiver {
     /// Appending the same sources again skips every item already committed with the same path,
     /// size and mtime without reading it; a file cut in the middle continues after its last
     /// committed chunk when its size and mtime are unchanged (otherwise it is archived again from
-    /// its start). The finished archive is the one an uninterrupted run would have written.
+    /// its start). A database and the `-wal` read with it under one read transaction are one
+    /// unit: when the last commit falls after the database's entry but before its `-wal` is
+    /// complete, the resume goes back to the commit before the database, which is read again
+    /// with its `-wal` (``ArchiveRecovery/resumePoint(reading:)``, `Spec/0003 §3.2` item 6).
+    /// The finished archive is the one an uninterrupted run would have written.
     /// The archive keeps its own header (chunking, codec, metadata); `configuration` supplies
     /// the backpressure, batch, exclusion, worker and callback settings. What the caller says the
     /// interrupted run used (`expected`) is checked first, before the file is touched: resuming
@@ -110,8 +114,11 @@ public final class Archiver {
         let partial = path + ".partial"
         let input = try FileDescriptor.open(partial, flags: O_RDONLY | O_NOFOLLOW)
         let recovery: ArchiveRecovery
+        let point: ArchiveRecovery.Checkpoint
         do {
             recovery = try ArchiveRecovery.scan(input, path: partial)
+            // Not inside a database and its -wal (`Spec/0003 §3.2` item 6).
+            point = recovery.resumePoint(reading: LocalArchiveSource(descriptor: input, size: try input.status().size))
         } catch {
             _ = try? input.close()
             throw (error as? CairnError) ?? CairnError(.io, "cannot read the archive", path: partial)
@@ -139,8 +146,8 @@ public final class Archiver {
         resumed.staysOnOneFileSystem = selection.staysOnOneFileSystem
         resumed.collectsExtendedAttributes = selection.collectsExtendedAttributes
         resumed.snapshotsSQLiteDatabases = selection.snapshotsSQLiteDatabases
-        let state = recovery.writerState(at: recovery.last)
-        let sink = try FileSink(resuming: path, at: recovery.last.end, writingFrom: state.writerStart, overwrite: overwrite)
+        let state = recovery.writerState(at: point)
+        let sink = try FileSink(resuming: path, at: point.end, writingFrom: state.writerStart, overwrite: overwrite)
         try self.init(sink: sink, configuration: resumed)
         try adoptRecovery(recovery, state: state)
         isResumed = true
@@ -233,6 +240,15 @@ public final class Archiver {
     /// Appends the file, directory (recursively) or symlink at `url`, stored under its last path
     /// component (as `tar` does: `some/dir` is stored as `dir/...`).
     ///
+    /// An SQLite database (with ``Configuration/snapshotsSQLiteDatabases``, the default) is read
+    /// under a read transaction and its `-wal` right after it, under the same transaction; its
+    /// `-journal` is then left out, and a database's `-shm` is never stored (`Spec/0003 §3.2`).
+    /// A sidecar reached again after its database, given as a source of its own or inside
+    /// another directory, is the same item: nothing is added, nothing is thrown and nothing is
+    /// warned about (the `-wal` went in with its database). A `-wal` appended *before* its
+    /// database is an ordinary file, read without the database's transaction: append the
+    /// database (or its directory) instead.
+    ///
     /// - Throws: `CairnError` (`.notFound` when `url` does not exist, `.io` when the sink
     ///   fails) or `CancellationError`. Problems with single files inside a directory (unreadable,
     ///   changed while read, unsupported type) do not throw; they are collected in
@@ -242,7 +258,8 @@ public final class Archiver {
         try await appendItem(atPath: path)
     }
 
-    /// Appends the item at `url` under `pathInArchive` (a relative path with `/` separators).
+    /// Appends the item at `url` under `pathInArchive` (a relative path with `/` separators),
+    /// as ``appendItem(at:)`` does (SQLite databases and their sidecars included).
     nonisolated(nonsending) public func appendItem(at url: URL, pathInArchive: String) async throws {
         try await appendItem(atPath: Archiver.fileSystemPath(url), pathInArchive: Array(pathInArchive.utf8))
     }

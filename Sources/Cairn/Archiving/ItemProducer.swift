@@ -23,8 +23,11 @@ struct ItemProducer {
         var committed: [PathKey: CommittedItem] = [:]
         /// Resuming: the file left open by the last commit, to be continued if unchanged.
         var openFileToContinue: OpenFileToContinue?
-        /// Paths in archive of an SQLite database's `-wal`, `-shm` and `-journal` files that its
-        /// snapshot already dealt with (``SQLiteSnapshot``): skipped when the walk reaches them.
+        /// Paths in archive of an SQLite database's `-wal` and `-journal` files dealt with
+        /// already: by its snapshot (``SQLiteSnapshot``), or, resuming, by its committed entry
+        /// (`Spec/0003-command-line.md §3.2` item 6). Skipped whenever they are reached again,
+        /// by the walk or given as a source of their own, as the same item (two per database at
+        /// most, kept to the end).
         var snapshotSidecars: Set<PathKey> = []
     }
 
@@ -412,7 +415,7 @@ struct ItemProducer {
             for child in children {
                 let childArchivePath = PathBytes.join(archivePath, child.name)
                 // A snapshotted database's sidecar, dealt with already; it may be gone by now.
-                if !state.snapshotSidecars.isEmpty, state.snapshotSidecars.remove(PathKey(childArchivePath)) != nil { continue }
+                if !state.snapshotSidecars.isEmpty, state.snapshotSidecars.contains(PathKey(childArchivePath)) { continue }
                 let childPath = PathBytes.join(sourcePath, child.name)
                 var childStatus: FileStatus?
                 if !child.isRegularFile {
@@ -444,9 +447,10 @@ struct ItemProducer {
                         pathBytes: archivePath, kind: .symlink, status: status, linkTarget: target,
                         extendedAttributes: attributes)))
         case .regular:
-            // A database's `-wal` went in right after it, under its snapshot; its `-shm` and
-            // `-journal` are left out (`Spec/0003-command-line.md §3.2`).
-            if !state.snapshotSidecars.isEmpty, state.snapshotSidecars.remove(PathKey(archivePath)) != nil { return }
+            // A database's `-wal` went in right after it, under its snapshot, and its `-journal`
+            // is left out; a database's `-shm` is never archived (`Spec/0003-command-line.md §3.2`).
+            if !state.snapshotSidecars.isEmpty, state.snapshotSidecars.contains(PathKey(archivePath)) { return }
+            if isDatabaseIndex(name: name, parent: parent) { return }
             let key = HardLinkKey(device: status.device, inode: status.inode)
             if !state.excluded.isEmpty, state.excluded.contains(key) { return }  // the archive being written
             if let open = state.openFileToContinue, open.path == archivePath {
@@ -467,6 +471,12 @@ struct ItemProducer {
                 if committed.kind == .file, status.linkCount > 1 { state.hardLinks[key] = archivePath }
                 if committed.kind == .file, committed.size != status.size || committed.modificationTime != status.modificationTime {
                     warn(CairnError(.sourceChanged, "changed since it was archived; the archived copy is kept", path: display))
+                }
+                if committed.kind == .file, options.snapshotsSQLiteDatabases, isDatabase(opened?.file, name: name, parent: parent) {
+                    // Its -wal and -journal went in with it, or belong to a later state than the
+                    // archived copy (`Spec/0003-command-line.md §3.2` item 6).
+                    let archived = SQLiteFileNames(main: archivePath)
+                    leaveOut([archived.journal, archived.log])
                 }
                 return
             }
@@ -807,17 +817,15 @@ struct ItemProducer {
     }
 
     /// Appends a snapshotted database's `-wal` (if there is one) right after it, still under
-    /// the snapshot, and marks its `-wal`, `-shm` and `-journal` as dealt with
-    /// (``State/snapshotSidecars``); `Spec/0003-command-line.md §3.2` says why the last two are
-    /// left out.
+    /// the snapshot, and marks its `-wal` and `-journal` as dealt with
+    /// (``State/snapshotSidecars``); `Spec/0003-command-line.md §3.2` says why the `-journal` is
+    /// left out (and its `-shm`, by ``isDatabaseIndex(name:parent:)``).
     private mutating func appendSnapshotSidecars(
         name: [UInt8], parent: FileDescriptor?, sourcePath: [UInt8], archivePath: [UInt8]
     ) async throws {
         let files = SQLiteFileNames(main: name)
         let archived = SQLiteFileNames(main: archivePath)
-        for path in [archived.index, archived.journal] where !state.paths.contains(path) {
-            state.snapshotSidecars.insert(PathKey(path))
-        }
+        leaveOut([archived.journal])
         let walArchivePath = archived.log
         guard !state.paths.contains(walArchivePath) else { return }
         // Listed or not, gone or not, the walk must not archive it (or warn that it vanished).
@@ -828,6 +836,40 @@ struct ItemProducer {
         _ = try await appendFile(
             name: files.log, parent: parent, sourcePath: SQLiteFileNames(main: sourcePath).log, archivePath: walArchivePath,
             isSnapshotSidecar: true)
+    }
+
+    /// Marks a database's sidecars at `paths` (in the archive) as dealt with
+    /// (``State/snapshotSidecars``), unless they are in the archive already.
+    private mutating func leaveOut(_ paths: [[UInt8]]) {
+        for path in paths where !state.paths.contains(path) {
+            state.snapshotSidecars.insert(PathKey(path))
+        }
+    }
+
+    /// Whether the regular file `file` (nil: `name` in `parent`, opened for this) is an SQLite
+    /// database (``SQLiteSnapshot/isDatabase(_:)``).
+    private func isDatabase(_ file: FileDescriptor?, name: [UInt8], parent: FileDescriptor?) -> Bool {
+        if let file { return SQLiteSnapshot.isDatabase(file) }
+        guard let opened = try? FileDescriptor.open(name, flags: Self.fileOpenFlags, relativeTo: parent) else { return false }
+        // An app exporting its own open database holds locks a plain close would drop.
+        defer { ProcessRecordLocks.close(opened) }
+        return (try? opened.status())?.kind == .regular && SQLiteSnapshot.isDatabase(opened)
+    }
+
+    /// Whether `name` in `parent` is an SQLite database's `-shm` (its WAL index): `NAME-shm`
+    /// beside a regular file `NAME` that begins with ``SQLiteSnapshot/header``. Such a file is
+    /// never archived while ``Options/snapshotsSQLiteDatabases`` is on, whatever state its
+    /// database is in (open, at rest, locked, committed by an interrupted run) and however it is
+    /// reached (by the walk, or as a source of its own): the first connection rebuilds it from
+    /// the `-wal`, and a stored one could only be stale (`Spec/0003-command-line.md §3.2`).
+    ///
+    /// Opens the database only for a name ending in `-shm`, and never while a snapshot is held
+    /// (closing a descriptor of a database drops the process's locks on it).
+    private func isDatabaseIndex(name: [UInt8], parent: FileDescriptor?) -> Bool {
+        guard options.snapshotsSQLiteDatabases, let files = SQLiteFileNames(sidecar: name), files.index == name else {
+            return false
+        }
+        return isDatabase(nil, name: files.main, parent: parent)
     }
 
     /// Appends a file whose content comes from an async sequence of byte arrays.

@@ -31,6 +31,15 @@ final class ChunkPrefetcher {
             if reader.source.isRemote { recordStarts = ArchiveReader.recordStarts(of: reader.manifest, end: limit) }
         }
 
+        /// A local archive's `chunks`, whose records all end before `limit` (no record starts
+        /// are needed: a local pack record is read by its own length).
+        init(source: any ArchiveSource, path: String, chunks: [Manifest.ChunkRow], limit: UInt64) {
+            self.source = source
+            self.path = path
+            self.chunks = chunks
+            self.limit = limit
+        }
+
         /// The bytes that hold the record of chunk `index`: exactly its chunk record, or its pack
         /// record and what follows up to the next record the manifest names.
         func recordRange(ofChunk index: Int) -> Range<UInt64> {
