@@ -126,6 +126,9 @@ DOCS_TARGETS := Cairn CairnMigration
 docs: deps
 	@rm -rf $(SCRATCH)/symbol-graphs $(SCRATCH)/docs
 	@mkdir -p $(SCRATCH)/docs
+	@# dump-symbol-graph extracts a graph for every module of the package, the test modules too,
+	@# and fails on a fresh clone where they were never built: build them first (make test would).
+	$(SWIFT) build --scratch-path $(SCRATCH) --build-tests
 	@set -eo pipefail; graphs=$$($(SWIFT) package --scratch-path $(SCRATCH) dump-symbol-graph | tee /dev/stderr | sed -n 's/^Files written to //p'); \
 	test -d "$$graphs" || { echo "make docs: swift package dump-symbol-graph wrote no symbol graphs" >&2; exit 1; }; \
 	for target in $(DOCS_TARGETS); do \
