@@ -162,4 +162,27 @@ struct ExistingDatabaseExtractionTests {
         #expect(try RawFileSystem.contents(ofFile: Self.bytes(destination + "/app.db-wal")) == stale.log)
         #expect(try RawFileSystem.contents(ofFile: Self.bytes(destination + "/app.db-shm")) == stale.index)
     }
+
+    @Test("a PATH naming a database selects the -wal archived with it: the extracted database opens as the archived state, not an older one")
+    func selectedDatabaseBringsItsLog() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-db-select")
+        defer { work.remove() }
+        try FileManager.default.createDirectory(atPath: work.appending("src"), withIntermediateDirectories: true)
+        let source = work.appending("src/app.db")
+        try Self.makeClosedDatabase(source, rows: 1000)
+        try RawFileSystem.writeFile(Self.bytes(work.appending("src/app.dbx")), Array("not a sidecar".utf8))
+        // An open connection keeps its last commit only in the -wal, archived beside the database.
+        let holder = try HeldConnection(source, running: "PRAGMA wal_autocheckpoint=0;\nINSERT INTO t VALUES(1001, randomblob(100));\n")
+        let archive = work.appending("a.cairn")
+        let entries = try Self.create(archive, ["src"], in: work.path)
+        holder.close()
+        #expect(entries == ["src", "src/app.db", "src/app.db-wal", "src/app.dbx"])
+
+        let destination = work.appending("dest")
+        let result = try ChildProcess.run(try Self.cairn(), ["extract", "-q", archive, "-C", destination, "src/app.db"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(RawFileSystem.exists(Self.bytes(destination + "/src/app.db-wal")), "the -wal came with its database")
+        #expect(!RawFileSystem.exists(Self.bytes(destination + "/src/app.dbx")), "a name that only starts alike is not selected")
+        #expect(try Self.rows(destination + "/src/app.db") == ["ok", "1001"], "the archived state, with the commit in the -wal")
+    }
 }

@@ -75,11 +75,14 @@ extension Extractor {
         return mapped
     }
 
-    /// Whether `path` is one of `selection` or below one of them.
+    /// Whether `path` is one of `selection`, below one of them, or the sidecar of one of them
+    /// (``SQLiteFileNames``: selecting a database `X` selects the `X-wal` archived with it, one
+    /// unit, `Spec/0003-command-line.md §4`).
     static func isSelected(_ path: [UInt8], by selection: [[UInt8]]?) -> Bool {
         guard let selection else { return true }
+        let database = SQLiteFileNames(sidecar: path)?.main
         for prefix in selection {
-            if path == prefix { return true }
+            if path == prefix || database == prefix { return true }
             if path.count > prefix.count, path[prefix.count] == 0x2F, path.starts(with: prefix) { return true }
         }
         return false
