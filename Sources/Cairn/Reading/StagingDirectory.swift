@@ -657,7 +657,7 @@ final class StagingDirectory {
                 CairnError(
                     .alreadyExists,
                     "a file of the SQLite database \(PathBytes.display(PathBytes.join(destination, database))), which the archive "
-                        + "replaced; moved aside to \(PathBytes.display(PathBytes.join(destination, PathBytes.join(prefix, aside)))), "
+                        + "puts in place; moved aside to \(PathBytes.display(PathBytes.join(destination, PathBytes.join(prefix, aside)))), "
                         + "so that SQLite does not read it with the extracted database",
                     path: PathBytes.display(path)))
             return
