@@ -103,4 +103,56 @@ extension RemoteHTTPTests {
         let b = try TreeSnapshot(at: directory.appending("expected/t"))
         #expect(a == b, "\(a.diff(b))")
     }
+
+    @Test("extract URL --resume after a cut inside a large file keeps its verified chunks and fetches only the rest of it")
+    func resumeAfterCutInsideAFileFetchesOnlyItsRest() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let www = directory.appending("www")
+        try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
+        var generator = SeededGenerator(seed: 2304)
+        var tree = TreeBuilder()
+        tree.directory("t")
+        let content = generator.bytes(24 << 20)
+        tree.file("t/big.bin", content)
+        let local = www + "/a.cairn"
+        try FileManager.default.moveItem(atPath: try await Remote.archive(tree, in: directory), toPath: local)
+        let server = try NginxServer(root: www)
+        defer { server.stop() }
+        let bytes = try RawFileSystem.contents(ofFile: Array(local.utf8))
+        // The stream ends after 60% of the archive, inside the file's chunks.
+        let cutAt = bytes.count * 6 / 10
+        try RawFileSystem.writeFile(Array((server.root + "/cut.cairn").utf8), Array(bytes[0..<cutAt]))
+        let out = directory.appending("out")
+        let cut = try Self.cairn(["extract", server.url("cut.cairn"), "-C", out])
+        #expect(cut.status == 1 && cut.stderr.contains("--resume"), "\(cut.stderr)")
+        let staged = try FileStatus.of(Array(directory.appending(".out.cairn-staging/root/t/big.bin").utf8)).size
+        // What is missing: every chunk record from the first chunk the staged file does not hold whole.
+        let reader = try ArchiveReader(path: local)
+        defer { reader.close() }
+        let index = try #require(reader.manifest.entries.firstIndex { $0.entry.path == "t/big.bin" })
+        let rows = reader.references(ofEntry: index).map { reader.manifest.chunks[Int($0)] }
+        #expect(rows.count >= 4, "the file must span several chunks")
+        var heldLength: UInt64 = 0
+        var firstMissing = rows.endIndex
+        for (number, row) in rows.enumerated() {
+            guard heldLength + UInt64(row.rawLength) <= staged else {
+                firstMissing = number
+                break
+            }
+            heldLength += UInt64(row.rawLength)
+        }
+        #expect(heldLength > 0 && firstMissing < rows.count, "the cut must leave part of the file staged: \(staged) bytes")
+        let missing = UInt64(bytes.count) - (firstMissing < rows.count ? rows[firstMissing].offset : UInt64(bytes.count))
+        let before = server.accessLog().count
+        let resumed = try Self.cairn(["extract", server.url("a.cairn"), "-C", out, "--resume"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        let (transferred, log) = Self.bodyBytes(server, after: before)
+        // Beyond the missing records: the header's block, the commit that proves the journal and
+        // the file's entry record (one small block each).
+        let allowance = 3 * HTTPArchiveSource.blockSize
+        print("remote resume inside a file: \(transferred) bytes in \(log.count) requests; \(staged) staged, \(missing) of \(bytes.count) missing")
+        #expect(transferred <= missing + allowance, "\(transferred) bytes for \(missing) missing: \(log)")
+        #expect(try RawFileSystem.contents(ofFile: Array((out + "/t/big.bin").utf8)) == content)
+    }
 }

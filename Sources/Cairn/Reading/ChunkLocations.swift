@@ -160,3 +160,38 @@ extension ChunkLocations {
         return bytes
     }
 }
+
+extension ChunkLocations {
+    /// How many of a file's chunk references, from its first, the file an interrupted extraction
+    /// left at `path` in the staging directory holds verified (`Spec/0003 §4`): each whole chunk
+    /// is read back with ``readBack(_:id:staging:open:entryPath:)`` and counts only if its SHA-256
+    /// is its manifest id; the count ends at the first chunk that is short, differs or is packed
+    /// (a packed chunk's row holds no id of its own). A file holding some is made writable by
+    /// its owner (mode 0600), so the rest can be appended after them.
+    ///
+    /// - Parameters:
+    ///   - path: the staged path of the file, relative to the staging root.
+    ///   - references: the file's chunk references (indices into `chunks`), in order.
+    ///   - chunks: the manifest's chunk table.
+    ///   - staging: the staging directory.
+    /// - Returns: the number of leading references held, 0 when there is no such file or it
+    ///   cannot be read or made writable. Never throws: what cannot be verified is fetched again.
+    static func verifiedPrefix(
+        of path: [UInt8], references: ArraySlice<UInt32>, chunks: [Manifest.ChunkRow], staging: StagingDirectory
+    ) -> Int {
+        guard !references.isEmpty, let fd = try? staging.openStagedFile(path) else { return 0 }
+        defer { _ = try? fd.close() }
+        var count = 0
+        var offset: UInt64 = 0
+        for reference in references {
+            guard Int(reference) < chunks.count, chunks[Int(reference)].pack == nil else { break }
+            let row = chunks[Int(reference)]
+            let location = Location(path: path, scratch: nil, offset: offset, length: Int(row.rawLength))
+            guard (try? readBack(location, id: row.id, staging: staging, open: (path, fd), entryPath: fd.path)) != nil else { break }
+            count += 1
+            offset += UInt64(row.rawLength)
+        }
+        guard count > 0, fchmod(fd.rawValue, 0o600) == 0 else { return 0 }
+        return count
+    }
+}

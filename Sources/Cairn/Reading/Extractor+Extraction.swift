@@ -164,6 +164,7 @@ extension Extractor {
         var reuse = ChunkReuse(
             chunks: reader.manifest.chunks, references: plan.indices.compactMap(content(of:)).map(reader.references(ofEntry:)))
         var reuseWhileWriting = reuse
+        let held = heldPrefixes(of: plan, in: staging, skipping: skipping, options: options)
         var order: [Int] = []
         for (position, index) in plan.indices.enumerated() {
             guard let contentIndex = content(of: index) else { continue }
@@ -172,7 +173,9 @@ extension Extractor {
                 reuse.planSkipped(references)
                 continue
             }
-            for reference in references where zeros.needsDecoding(reference) && reuse.planDecodes(reference) {
+            let heldCount = held[position] ?? 0
+            reuse.planSkipped(references.prefix(heldCount))
+            for reference in references.dropFirst(heldCount) where zeros.needsDecoding(reference) && reuse.planDecodes(reference) {
                 order.append(Int(reference))
             }
         }
@@ -197,7 +200,7 @@ extension Extractor {
                 }
                 continue
             }
-            if staging.isResumed, entry.kind != .directory { try staging.removeLeftover(entry.pathBytes) }
+            if staging.isResumed, entry.kind != .directory, held[position] == nil { try staging.removeLeftover(entry.pathBytes) }
             switch entry.kind {
             case .directory:
                 let parent = try staging.parentDirectory(of: entry.pathBytes)
@@ -210,12 +213,12 @@ extension Extractor {
             case .file:
                 try await writeFile(
                     entry, contentOf: index, in: staging, chunks: chunks, zeros: &zerosWhileWriting, reuse: &reuseWhileWriting,
-                    options: options)
+                    held: held[position] ?? 0, options: options)
             case .hardLink:
                 if let target = plan.copiedHardLinks[index] {
                     try await writeFile(
                         entry, contentOf: target, in: staging, chunks: chunks, zeros: &zerosWhileWriting, reuse: &reuseWhileWriting,
-                        options: options)
+                        held: held[position] ?? 0, options: options)
                 } else {
                     let parent = try staging.parentDirectory(of: entry.pathBytes)
                     try FileSystem.makeHardLink(
@@ -252,6 +255,32 @@ extension Extractor {
         }
     }
 
+    /// The files an interrupted run left in the staging directory at positions from `skipping` on,
+    /// mapped to how many chunk references each holds verified from its start
+    /// (``ChunkLocations/verifiedPrefix(of:references:chunks:staging:)``): those chunks are not
+    /// read (over HTTP: fetched) again. Entries are written in plan order, so the search ends at
+    /// the first file the staging directory holds nothing of.
+    private func heldPrefixes(
+        of plan: ExtractionPlan, in staging: StagingDirectory, skipping: Int, options: ExtractionOptions
+    ) -> [Int: Int] {
+        guard staging.isResumed else { return [:] }
+        let rows = reader.manifest.entries
+        var held: [Int: Int] = [:]
+        for (position, index) in plan.indices.enumerated() where position >= skipping {
+            let contentIndex = rows[index].entry.kind == .file ? index : plan.copiedHardLinks[index]
+            guard let contentIndex,
+                let entry = Extractor.destinationEntry(for: rows[index].entry, stripping: options.stripComponents)
+            else { continue }
+            let references = reader.references(ofEntry: contentIndex)
+            if references.isEmpty { continue }
+            let count = ChunkLocations.verifiedPrefix(
+                of: entry.pathBytes, references: references, chunks: reader.manifest.chunks, staging: staging)
+            guard count > 0 else { break }
+            held[position] = count
+        }
+        return held
+    }
+
     /// Checks the records of the plan's entries from position `skipping` on against the manifest
     /// (§13.7), keeping the pack records read in `kept`.
     private func checkRecords(of plan: ExtractionPlan, skipping: Int, keeping kept: KeptRecords?) throws(CairnError) {
@@ -277,23 +306,32 @@ extension Extractor {
     /// `zeros` leaves out (holes) and the chunks `reuse` kept the location of (read back).
     nonisolated(nonsending) private func writeFile(
         _ entry: ArchiveEntry, contentOf contentIndex: Int, in staging: StagingDirectory, chunks: ChunkPrefetcher,
-        zeros: inout RepeatedZeroChunk, reuse: inout ChunkReuse,
+        zeros: inout RepeatedZeroChunk, reuse: inout ChunkReuse, held: Int,
         options: ExtractionOptions
     ) async throws {
         let parent = try staging.parentDirectory(of: entry.pathBytes)
         let name = PathBytes.lastComponent(entry.pathBytes)
-        // Read and write: a chunk the file repeats is read back from it.
+        let references = reader.references(ofEntry: contentIndex)
+        let heldLength = references.prefix(held).reduce(UInt64(0)) { $0 + UInt64(reader.manifest.chunks[Int($1)].rawLength) }
+        // Read and write: a chunk the file repeats is read back from it. A file an interrupted
+        // run left keeps its first `held` chunks, verified, and continues after them.
         let fd = try FileDescriptor.open(
-            name, flags: O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600, relativeTo: parent)
+            name, flags: held > 0 ? O_RDWR | O_NOFOLLOW : O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600, relativeTo: parent)
         let file = FileDescriptor(rawValue: fd.rawValue, path: entry.path)
         do {
             let digest = SHA256()
             var written: UInt64 = 0
+            if held > 0 {
+                try file.truncate(to: heldLength)
+                reuse.recordSkipped(references.prefix(held), path: entry.pathBytes)
+            }
             // Zero chunks are not written: holes come back as holes.
-            var sparse = SparseWriter(file: file)
-            for reference in reader.references(ofEntry: contentIndex) {
+            var sparse = SparseWriter(file: file, offset: heldLength)
+            for (number, reference) in references.enumerated() {
                 let row = reader.manifest.chunks[Int(reference)]
-                if !zeros.needsDecoding(reference) {
+                if number < held {
+                    // Verified in place (``heldPrefixes(of:in:skipping:options:)``).
+                } else if !zeros.needsDecoding(reference) {
                     sparse.skip(UInt64(row.rawLength))
                 } else if let kept = reuse.kept(reference) {
                     if kept.isZero {
