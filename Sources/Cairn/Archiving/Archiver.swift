@@ -91,7 +91,7 @@ public final class Archiver {
     /// its start). A database and the `-wal` read with it under one read transaction are one
     /// unit: when the last commit falls after the database's entry but before its `-wal` is
     /// complete, the resume goes back to the commit before the database, which is read again
-    /// with its `-wal` (``ArchiveRecovery/resumePoint(reading:)``, `Spec/0003 §3.2` item 6).
+    /// with its `-wal` (`ArchiveRecovery.resumePoint(reading:)`, `Spec/0003 §3.2` item 6).
     /// The finished archive is the one an uninterrupted run would have written.
     /// The archive keeps its own header (chunking, codec, metadata); `configuration` supplies
     /// the backpressure, batch, exclusion, worker and callback settings. What the caller says the

@@ -9,7 +9,7 @@ import Synchronization
 /// - The archive is cut into parts at commit records (`Spec/0001 §10.3`): each part
 ///   but the last ends just after a commit record and holds at least ``partSize(number:base:)``
 ///   bytes, a size that grows with the part number so that any archive S3 can store fits in
-///   its 10,000 parts (``PartSizeRule``). Part `n` is uploaded while part `n+1` fills, so
+///   its 10,000 parts (`PartSizeRule`). Part `n` is uploaded while part `n+1` fills, so
 ///   memory holds at most two parts beyond the archiver's own budget.
 /// - After every acknowledged part, a local state file (JSON lines, mode 0600)
 ///   records the upload id and the part's number, ETag, size, end offset and chain digest.
@@ -23,7 +23,7 @@ import Synchronization
 ///   an uninterrupted run uploads; changed ones are refused (`.notResumable`).
 /// - ``finish()`` and ``recordedUpload(at:location:configuration:)`` decide that an object at the
 ///   key is this upload's by its content, never by its length alone
-///   (``objectDifference(at:store:upload:length:)``).
+///   (`objectDifference(at:store:upload:length:)`).
 /// - An error of the store that repeating cannot cure (a 4xx status, too many parts) aborts the
 ///   multipart upload (`AbortMultipartUpload`) and says so; a cut connection, a store that went
 ///   away, or an interruption keeps the upload and the state file for `--resume`.
@@ -81,7 +81,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
 
     /// The size of part `number` (1-based) when the first parts are `base` bytes, in bytes:
     /// `base` for parts 1 to 8,000, then doubling every 100 parts, never above
-    /// ``maximumPartSize`` (``PartSizeRule``). With 8 MiB first parts the 10,000 parts hold
+    /// ``maximumPartSize`` (`PartSizeRule`). With 8 MiB first parts the 10,000 parts hold
     /// about 5.7 TiB, more than S3's largest object.
     public static func partSize(number: Int, base: UInt64) -> UInt64 {
         PartSizeRule.s3.size(ofPart: number, base: base)
@@ -240,7 +240,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
         /// The upload can be continued.
         case resumable
         /// The upload completed: the object at the key is its archive, checked by content
-        /// (``objectDifference(at:store:upload:length:)``); the state file was only left behind,
+        /// (`objectDifference(at:store:upload:length:)`); the state file was only left behind,
         /// and is removed.
         case complete
         /// An object that is not this upload's is at the key: continuing would replace it. The
