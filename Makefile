@@ -129,7 +129,8 @@ docs: deps
 	@# dump-symbol-graph extracts a graph for every module of the package, the test modules too,
 	@# and fails on a fresh clone where they were never built: build them first (make test would).
 	$(SWIFT) build --scratch-path $(SCRATCH) --build-tests
-	@set -eo pipefail; graphs=$$($(SWIFT) package --scratch-path $(SCRATCH) dump-symbol-graph | tee /dev/stderr | sed -n 's/^Files written to //p'); \
+	@set -eo pipefail; out=$$($(SWIFT) package --scratch-path $(SCRATCH) dump-symbol-graph 2>&1) || { printf '%s\n' "$$out" >&2; exit 1; }; \
+	printf '%s\n' "$$out"; graphs=$$(printf '%s\n' "$$out" | sed -n 's/^Files written to //p'); \
 	test -d "$$graphs" || { echo "make docs: swift package dump-symbol-graph wrote no symbol graphs" >&2; exit 1; }; \
 	for target in $(DOCS_TARGETS); do \
 	  mkdir -p $(SCRATCH)/symbol-graphs/$$target; \
