@@ -850,10 +850,7 @@ struct ItemProducer {
     /// database (``SQLiteSnapshot/isDatabase(_:)``).
     private func isDatabase(_ file: FileDescriptor?, name: [UInt8], parent: FileDescriptor?) -> Bool {
         if let file { return SQLiteSnapshot.isDatabase(file) }
-        guard let opened = try? FileDescriptor.open(name, flags: Self.fileOpenFlags, relativeTo: parent) else { return false }
-        // An app exporting its own open database holds locks a plain close would drop.
-        defer { ProcessRecordLocks.close(opened) }
-        return (try? opened.status())?.kind == .regular && SQLiteSnapshot.isDatabase(opened)
+        return SQLiteSnapshot.isDatabase(named: name, in: parent)
     }
 
     /// Whether `name` in `parent` is an SQLite database's `-shm` (its WAL index): `NAME-shm`

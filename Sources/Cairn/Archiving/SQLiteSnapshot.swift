@@ -51,6 +51,19 @@ final class SQLiteSnapshot {
         }
     }
 
+    /// ``isDatabase(_:)`` on the regular file `name` in `directory` (nil: the working directory),
+    /// opened for this with `O_NOFOLLOW | O_NONBLOCK`, so neither a symlink nor a FIFO put there
+    /// is followed or waited on. The one way the archiver and the extraction probe a name; the
+    /// descriptor is closed through ``ProcessRecordLocks`` (an app exporting or importing in-process
+    /// may hold SQLite locks on the file that a plain close would drop).
+    static func isDatabase(named name: [UInt8], in directory: FileDescriptor?) -> Bool {
+        guard let file = try? FileDescriptor.open(name, flags: O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, relativeTo: directory)
+        else { return false }
+        defer { ProcessRecordLocks.close(file) }
+        guard let status = try? file.status(), status.kind == .regular, status.size >= UInt64(header.count) else { return false }
+        return isDatabase(file)
+    }
+
     /// Whether `file`'s header says WAL mode: file format versions (bytes 18 and 19) both 2.
     static func isWriteAheadLogDatabase(_ file: FileDescriptor) -> Bool {
         var bytes: [UInt8] = [0, 0]

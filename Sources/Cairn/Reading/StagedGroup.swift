@@ -7,7 +7,7 @@ import Glibc
 /// replay into it) or without its own.
 ///
 /// A staged name `N` belongs to a database when `N` is a sidecar name (``SQLiteFileNames``) of a
-/// file that is a database (``SQLiteSnapshot/isDatabase(_:)``, the rule the archiver uses) in
+/// file that is a database (``SQLiteSnapshot/isDatabase(named:in:)``, the probe the archiver uses) in
 /// the staged directory or in the destination, or else when `N` itself is a database there.
 /// Only regular files are read to tell, never through a symlink.
 struct StagedGroup {
@@ -72,25 +72,14 @@ struct StagedGroup {
     private static func database(of name: [UInt8], staged: Set<[UInt8]>, source: FileDescriptor, target: FileDescriptor)
         -> SQLiteFileNames?
     {
-        if let files = SQLiteFileNames(sidecar: name), isDatabase(files.main, in: source) || isDatabase(files.main, in: target) {
-            return files
+        func isDatabase(_ name: [UInt8]) -> Bool {
+            SQLiteSnapshot.isDatabase(named: name, in: source) || SQLiteSnapshot.isDatabase(named: name, in: target)
         }
+        if let files = SQLiteFileNames(sidecar: name), isDatabase(files.main) { return files }
         let files = SQLiteFileNames(main: name)
         guard files.sidecars.contains(where: { staged.contains($0) || exists($0, in: target) }),
-            isDatabase(name, in: source) || isDatabase(name, in: target)
+            isDatabase(name)
         else { return nil }
         return files
-    }
-
-    /// Whether `name` in `directory` is a regular file that ``SQLiteSnapshot/isDatabase(_:)``
-    /// calls a database. Opened with `O_NOFOLLOW | O_NONBLOCK` after `fstatat(2)` said it is
-    /// regular, so neither a symlink nor a FIFO put there meanwhile is followed or waited on.
-    private static func isDatabase(_ name: [UInt8], in directory: FileDescriptor) -> Bool {
-        guard let status = try? FileStatus.of(name, relativeTo: directory), status.kind == .regular,
-            status.size >= UInt64(SQLiteSnapshot.header.count),
-            let file = try? FileDescriptor.open(name, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK, relativeTo: directory)
-        else { return false }
-        defer { _ = try? file.close() }
-        return SQLiteSnapshot.isDatabase(file)
     }
 }
