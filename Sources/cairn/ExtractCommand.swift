@@ -118,11 +118,11 @@ enum ExtractCommand {
         do {
             return try ArchiveOperand.open(archive, args)
         } catch {
-            guard resumingAll, error.message.hasPrefix(HTTPArchiveSource.noRangesMessage) else { throw error }
+            guard resumingAll, error.message.hasPrefix(RangeAnswer.noRangesMessage) else { throw error }
             let staging = String(decoding: StagingLocation.path(for: destination), as: UTF8.self)
             var refused = error
             refused.message =
-                HTTPArchiveSource.noRangesMessage + ", which --resume needs to fetch only what is missing; "
+                RangeAnswer.noRangesMessage + ", which --resume needs to fetch only what is missing; "
                 + "start over with --force instead of --resume: it discards what the interrupted extraction staged in \(staging) "
                 + "and reads the archive again with one GET (nothing in the destination is touched)"
             throw refused

@@ -50,14 +50,6 @@ package final class ArchiveWriter {
     /// The commit records written since the last ``takeCommitPoints()``.
     private var pendingCommits: [CommitPoint] = []
 
-    /// Where a commit record ends and the chain digest it carries: a point a sink may cut the
-    /// archive at (an object store's part boundary, `Spec/0003-command-line.md §3.3`).
-    package struct CommitPoint: Sendable, Equatable {
-        /// The archive offset just after the commit record.
-        package var end: UInt64
-        /// The chain digest the commit record carries (§10.3).
-        package var chainDigest: Digest
-    }
 
     /// Hands over the commit points produced since the last call, in order (with the bytes of
     /// ``takeOutput()``: every point ends at or before the bytes taken).
@@ -593,9 +585,6 @@ package final class ArchiveWriter {
         return false
     }
 
-    /// The manifest is compressed with zstd whatever the chunks use: it is small, read whole,
-    /// and mostly names and numbers, which zstd packs far tighter than LZ4.
-    package static let manifestCompression = CompressionMethod.zstd(level: 9)
 
     private var manifestStart: UInt64?
     private var manifestRecords: [UInt8] = []

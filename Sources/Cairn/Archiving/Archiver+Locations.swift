@@ -84,7 +84,7 @@ extension Archiver {
         var paths: [[UInt8]] = []
         for source in sources {
             _ = try ArchiveLocation.requireFilePath(source, for: "a source")
-            paths.append(Archiver.fileSystemPath(source))
+            paths.append(PathBytes.fileSystemPath(source))
         }
         return try sizeEstimate(ofPaths: paths, excluding: ExclusionPatterns(exclusions))
     }

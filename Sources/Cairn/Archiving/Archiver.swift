@@ -254,14 +254,14 @@ public final class Archiver {
     ///   changed while read, unsupported type) do not throw; they are collected in
     ///   ``ExportProperties/warnings``.
     nonisolated(nonsending) public func appendItem(at url: URL) async throws {
-        let path = Archiver.fileSystemPath(url)
+        let path = PathBytes.fileSystemPath(url)
         try await appendItem(atPath: path)
     }
 
     /// Appends the item at `url` under `pathInArchive` (a relative path with `/` separators),
     /// as ``appendItem(at:)`` does (SQLite databases and their sidecars included).
     nonisolated(nonsending) public func appendItem(at url: URL, pathInArchive: String) async throws {
-        try await appendItem(atPath: Archiver.fileSystemPath(url), pathInArchive: Array(pathInArchive.utf8))
+        try await appendItem(atPath: PathBytes.fileSystemPath(url), pathInArchive: Array(pathInArchive.utf8))
     }
 
     /// Appends the item at the raw file-system path `path` under its last component; a path
@@ -330,7 +330,7 @@ public final class Archiver {
             do {
                 try await self.sink.finish()
             } catch {
-                throw Archiver.wrap(error)
+                throw CairnError.sinkFailure(wrapping: error)
             }
         }
         state = .finished
@@ -376,13 +376,8 @@ public final class Archiver {
             throw error
         } catch {
             await abandon()
-            throw Archiver.wrap(error)
+            throw CairnError.sinkFailure(wrapping: error)
         }
-    }
-
-    static func wrap(_ error: any Error) -> any Error {
-        if error is CairnError || error is CancellationError { return error }
-        return CairnError(.io, "the sink failed", cause: String(describing: error))
     }
 
     nonisolated(nonsending) private func flush(force: Bool) async throws {
@@ -393,7 +388,7 @@ public final class Archiver {
         do {
             try await send(bytes)
         } catch {
-            throw Archiver.wrap(error)
+            throw CairnError.sinkFailure(wrapping: error)
         }
     }
 
@@ -460,7 +455,7 @@ public final class Archiver {
             _ = try? await producer.value
             budget.reset()
             await abandon()
-            throw Archiver.wrap(error)
+            throw CairnError.sinkFailure(wrapping: error)
         }
     }
 
@@ -564,14 +559,6 @@ public final class Archiver {
     }
 
     // MARK: - Paths
-
-    /// The raw file-system bytes of a file URL.
-    static func fileSystemPath(_ url: URL) -> [UInt8] {
-        url.withUnsafeFileSystemRepresentation { pointer in
-            guard let pointer else { return Array(url.path.utf8) }
-            return Array(UnsafeBufferPointer(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: strlen(pointer)))
-        }
-    }
 
     /// Checks a caller-given path in archive: relative, no empty, `.` or `..` components, no NUL;
     /// trailing slashes are dropped.

@@ -48,3 +48,12 @@ package struct CommitRecord: Sendable, Equatable {
             chainDigest: try r.digest("chain digest"))
     }
 }
+
+/// Where a commit record ends and the chain digest it carries: a point a sink may cut the
+/// archive at (an object store's part boundary, `Spec/0003-command-line.md §3.3`).
+package struct CommitPoint: Sendable, Equatable {
+    /// The archive offset just after the commit record.
+    package var end: UInt64
+    /// The chain digest the commit record carries (§10.3).
+    package var chainDigest: Digest
+}

@@ -327,11 +327,11 @@ extension Manifest {
 
 extension Manifest {
     /// Appends the 2.0 manifest records (§11) to `out`, compressed as the reference writer
-    /// compresses them: with zstd (``ArchiveWriter/manifestCompression``), or stored raw when
+    /// compresses them: with zstd (``Manifest/compression``), or stored raw when
     /// `compressible` is false (the header's `isCompressible`); segments cut by content for 2.1,
     /// of fixed length for 2.0 (`minorVersion` 0).
     package func encode(into out: inout [UInt8], compressible: Bool = true, minorVersion: UInt16 = Prelude.minorVersion) {
-        let method = compressible ? ArchiveWriter.manifestCompression : .none
+        let method = compressible ? Manifest.compression : .none
         Manifest.appendRecords(
             body: encodedBody(), compressor: ChunkCompressor(method: method), cutByContent: Prelude.hasManifestIndex(minor: minorVersion), to: &out)
     }

@@ -201,3 +201,9 @@ package struct Manifest: Sendable {
         }
     }
 }
+
+extension Manifest {
+    /// The manifest is compressed with zstd whatever the chunks use: it is small, read whole,
+    /// and mostly names and numbers, which zstd packs far tighter than LZ4.
+    package static let compression = CompressionMethod.zstd(level: 9)
+}

@@ -78,12 +78,12 @@ package final class ArchiveReader {
                 try source.read(fromAbsoluteOffset: 0, into: raw)
             }
             let version = try Prelude.parse(Array(prelude[0..<got]))
-            let (headerRecord, headerEnd) = try ArchiveReader.readRecord(source, at: UInt64(Prelude.length), fileSize: size)
+            let (headerRecord, headerEnd) = try source.readRecord(at: UInt64(Prelude.length), fileSize: size)
             guard headerRecord.type == .header else {
                 throw CairnError(.corrupted, "the first record is not a header record", offset: UInt64(Prelude.length))
             }
             let header = try ArchiveHeader.decode(headerRecord.payload, offset: UInt64(Prelude.length + RecordFraming.headerLength))
-            let footer = try ArchiveReader.readFooter(source, fileSize: size)
+            let footer = try source.readFooter(fileSize: size)
             let manifest: Manifest
             var region: [UInt8]?
             // Where the manifest and footer claim to start: a problem the scan finds there is the
@@ -192,65 +192,6 @@ package final class ArchiveReader {
     /// Closes the source.
     package func close() {
         source.close()
-    }
-
-    /// A decoded record.
-    package struct Record {
-        package var type: RecordType?
-        package var typeByte: UInt8
-        package var payload: [UInt8]
-        /// The record as it is on disk: header, payload and CRC.
-        package var framed: [UInt8]
-    }
-
-    /// Reads and checks the record at `offset`; returns it and the offset after it.
-    package static func readRecord(_ fd: any ArchiveSource, at offset: UInt64, fileSize: UInt64) throws(CairnError)
-        -> (Record, UInt64)
-    {
-        guard offset < fileSize, fileSize - offset >= UInt64(RecordFraming.overhead) else {
-            throw CairnError(.truncated, "record runs past the end of the file", offset: offset)
-        }
-        var head = [UInt8](repeating: 0, count: RecordFraming.headerLength)
-        _ = try head.withMutableBytes { (raw) throws(CairnError) in try fd.read(fromAbsoluteOffset: offset, into: raw) }
-        let header = try head.withBytes { (raw) throws(CairnError) in try RecordCodec.parseHeader(raw, offset: offset) }
-        guard UInt64(header.framedLength) <= fileSize - offset else {
-            throw CairnError(.truncated, "record of \(header.length) payload bytes runs past the end of the file", offset: offset)
-        }
-        var whole = [UInt8](repeating: 0, count: header.framedLength)
-        let got = try whole.withMutableBytes { (raw) throws(CairnError) in
-            try fd.read(fromAbsoluteOffset: offset, into: raw)
-        }
-        guard got == whole.count else { throw CairnError(.truncated, "record is cut off", offset: offset) }
-        try whole.withBytes { (raw) throws(CairnError) in try RecordCodec.checkCRC(raw, offset: offset) }
-        let payload = Array(whole[RecordFraming.headerLength..<(RecordFraming.headerLength + header.length)])
-        return (Record(type: header.type, typeByte: header.typeByte, payload: payload, framed: whole), offset + UInt64(header.framedLength))
-    }
-
-    package static func readFooter(_ fd: any ArchiveSource, fileSize: UInt64) throws(CairnError) -> Footer {
-        let length = UInt64(Footer.framedLength)
-        guard fileSize >= UInt64(Prelude.length) + length else {
-            throw CairnError(.truncated, "the archive is incomplete: it has no footer", offset: fileSize)
-        }
-        let offset = fileSize - length
-        let record: Record
-        do throws(CairnError) {
-            (record, _) = try readRecord(fd, at: offset, fileSize: fileSize)
-        } catch {
-            throw CairnError(
-                .truncated,
-                "no valid footer at the end (\(error.message)): the archive is incomplete, or has bytes after its end; "
-                    + "'cairn verify' names the first bad offset, 'cairn verify --partial' how much is good",
-                offset: offset)
-        }
-        guard record.type == .footer else {
-            throw CairnError(
-                .truncated,
-                "the last record is not a footer: the archive is incomplete, or has bytes after its end; "
-                    + "'cairn verify' names the first bad offset, 'cairn verify --partial' how much is good",
-                offset: offset)
-        }
-        var r = ByteReader(record.payload, baseOffset: offset + UInt64(RecordFraming.headerLength), what: "footer")
-        return try Footer.decode(&r)
     }
 
     private static func readManifest(

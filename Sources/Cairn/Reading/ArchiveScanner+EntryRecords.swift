@@ -75,7 +75,7 @@ extension ArchiveScanner {
     ) throws(CairnError) {
         let manifestRow = manifest.entries[index]
         let offset = manifestRow.recordOffset
-        let (record, _) = try ArchiveReader.readRecord(source, at: offset, fileSize: limit)
+        let (record, _) = try source.readRecord(at: offset, fileSize: limit)
         guard record.type == .entry else {
             throw CairnError(
                 .corrupted, "the record the manifest names as entry \(index)'s is not an entry record", path: manifestRow.entry.path,
@@ -99,7 +99,7 @@ extension ArchiveScanner {
     ) throws(CairnError) {
         let packRow = manifest.packs[packIndex]
         let offset = packRow.offset
-        let (record, _) = try ArchiveReader.readRecord(source, at: offset, fileSize: limit)
+        let (record, _) = try source.readRecord(at: offset, fileSize: limit)
         guard record.type == .pack else {
             throw CairnError(.corrupted, "the record the manifest names as a pack is not one", offset: offset)
         }

@@ -92,7 +92,7 @@ public enum ArchiveTransfer {
                 do {
                     try await sink.write(block)
                 } catch {
-                    throw Archiver.wrap(error)
+                    throw CairnError.sinkFailure(wrapping: error)
                 }
                 position += UInt64(block.count)
             }
@@ -100,7 +100,7 @@ public enum ArchiveTransfer {
             do {
                 try await sink.finish()
             } catch {
-                throw Archiver.wrap(error)
+                throw CairnError.sinkFailure(wrapping: error)
             }
         } catch {
             await sink.abandon()

@@ -92,7 +92,7 @@ final class ChunkPrefetcher {
             let row = chunks[index]
             if row.pack != nil {
                 if cache?.offset != row.offset {
-                    let (record, _) = try ArchiveReader.readRecord(source, at: row.offset, fileSize: limit)
+                    let (record, _) = try source.readRecord(at: row.offset, fileSize: limit)
                     guard record.type == .pack else {
                         throw CairnError(.corrupted, "the record the manifest names as a pack is not one", path: path, offset: row.offset)
                     }
@@ -112,7 +112,7 @@ final class ChunkPrefetcher {
                 }
                 return Array(content[row.packOffset..<(row.packOffset + Int(row.rawLength))])
             }
-            let (record, _) = try ArchiveReader.readRecord(source, at: row.offset, fileSize: limit)
+            let (record, _) = try source.readRecord(at: row.offset, fileSize: limit)
             guard record.type == .chunk, record.payload.count == ChunkRecordPrefix.length + Int(row.storedLength),
                 record.payload.count > ChunkRecordPrefix.length, record.payload[32] == row.codec.rawValue
             else {

@@ -61,3 +61,58 @@ extension Extractor {
         try await verifyPrefix(atPath: ArchiveLocation.requireFilePath(location, for: "the archive"))
     }
 }
+
+extension Extractor {
+    /// Opens the archive at `url`: a `file:` URL as ``init(path:)``, an `http:` or `https:` URL
+    /// through range requests (footer and manifest by range requests; extraction then
+    /// fetches only the records it needs, `Spec/0001-container-format.md §13.7`).
+    ///
+    /// - Throws: as ``init(path:)``, plus `.network`, `.httpStatus`, `.sourceChanged` naming the URL,
+    ///   and `.invalidArgument` for a server without range support.
+    public convenience init(url: URL) throws(CairnError) {
+        if url.isFileURL {
+            try self.init(path: url.path)
+        } else {
+            try self.init(source: HTTPArchiveSource(url: url.absoluteString))
+        }
+    }
+
+    /// Verifies the archive at `url` front to back without opening its manifest first: a
+    /// `file:` URL as ``verifyArchive(atPath:)``, an `http:`, `https:` or `s3:` URL (resolved as
+    /// ``init(at:)`` resolves it) read with one GET (no range support needed), every byte
+    /// through the same checker.
+    ///
+    /// - Returns: what was verified.
+    /// - Throws: `CairnError` naming the archive: the first problem found, naming its offset;
+    ///   `.network`, `.httpStatus` naming the URL; `.invalidArgument` for another scheme; or
+    ///   `CancellationError`.
+    nonisolated(nonsending) public static func verifyArchive(at url: URL) async throws -> VerificationReport {
+        switch try ArchiveLocation(url) {
+        case .file(let path): return try await verifyArchive(atPath: path)
+        case .remote(let remote): return try await verify(remote.openSequential(), path: remote.name)
+        }
+    }
+}
+
+extension Extractor {
+    /// Opens the archive stored as `location` in an object store, through ranged `GetObject`
+    /// requests signed with AWS Signature Version 4: the footer and manifest first, then only
+    /// the records extraction needs (`Spec/0001-container-format.md §13.7`).
+    ///
+    /// - Throws: `.httpStatus` (403 for bad credentials, 404 for a missing bucket or object) and
+    ///   `.network` naming the endpoint's URL; what ``init(path:)`` throws for a bad archive.
+    public convenience init(object location: S3Location, configuration: S3Configuration) throws(CairnError) {
+        try self.init(source: RemoteArchive(location: location, store: S3Client(configuration: configuration)).openRandomAccess())
+    }
+
+    /// Verifies the archive stored as `location` front to back with one `GetObject`.
+    ///
+    /// - Returns: what was verified.
+    /// - Throws: the first problem found, naming its offset; `.network`, `.httpStatus` naming the endpoint's URL.
+    nonisolated(nonsending) public static func verifyArchive(object location: S3Location, configuration: S3Configuration) async throws
+        -> VerificationReport
+    {
+        let remote = RemoteArchive(location: location, store: S3Client(configuration: configuration))
+        return try await verify(remote.openSequential(), path: location.description)
+    }
+}

@@ -33,7 +33,7 @@ extension Extractor {
             throw CairnError(.corrupted, "the stream has no header record", path: "<input>", offset: stream.offset)
         }
         try check(header)
-        let staging = try StagingDirectory(for: Archiver.fileSystemPath(destination), options: options)
+        let staging = try StagingDirectory(for: PathBytes.fileSystemPath(destination), options: options)
         let extractor = try StreamExtractor(staging: staging, options: options, progress: progress, startedScanner: scanner)
         return try await extractor.run(stream)
     }

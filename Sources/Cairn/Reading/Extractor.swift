@@ -116,7 +116,7 @@ public final class Extractor {
     ///   declared output exceeds ``ExtractionOptions/maximumOutputBytes`` or the free space,
     ///   `.alreadyExists`, `.checksumMismatch` / `.corrupted` for damaged data, `.io`.
     nonisolated(nonsending) public func extractAll(to destination: URL, options: ExtractionOptions = ExtractionOptions()) async throws {
-        try await extract(selection: nil, to: Archiver.fileSystemPath(destination), options: options)
+        try await extract(selection: nil, to: PathBytes.fileSystemPath(destination), options: options)
     }
 
     /// Extracts the entry at `path` (and, for a directory, everything below it) into
@@ -126,7 +126,7 @@ public final class Extractor {
     nonisolated(nonsending) public func extractItem(
         atPathInArchive path: String, to destination: URL, options: ExtractionOptions = ExtractionOptions()
     ) async throws {
-        try await extract(selection: [Array(path.utf8)], to: Archiver.fileSystemPath(destination), options: options)
+        try await extract(selection: [Array(path.utf8)], to: PathBytes.fileSystemPath(destination), options: options)
     }
 
     /// Verifies the whole archive front to back: every record's CRC, every chunk's SHA-256,

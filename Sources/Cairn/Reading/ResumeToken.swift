@@ -43,9 +43,9 @@ public struct ResumeToken: Hashable, Sendable, CustomStringConvertible {
         for framedLength in [CommitRecord.framedLength, Footer.framedLength] {
             guard length >= UInt64(framedLength) else { continue }
             let start = length - UInt64(framedLength)
-            let record: ArchiveReader.Record
+            let record: ArchiveRecord
             do throws(CairnError) {
-                (record, _) = try ArchiveReader.readRecord(descriptor, at: start, fileSize: length)
+                (record, _) = try descriptor.readRecord(at: start, fileSize: length)
             } catch {
                 // A record that does not parse there is no commit; a source that cannot be read is
                 // its own problem.

@@ -439,7 +439,7 @@ extension Extractor {
         progress: Progress? = nil
     ) async throws -> VerificationReport {
         let descriptor = FileDescriptor(rawValue: input.fileDescriptor, path: "<input>")
-        return try await extractStream(from: descriptor, to: Archiver.fileSystemPath(destination), options: options, progress: progress)
+        return try await extractStream(from: descriptor, to: PathBytes.fileSystemPath(destination), options: options, progress: progress)
     }
 
     /// ``extractStream(from:to:options:progress:)`` from a descriptor (a pipe: standard input,

@@ -137,7 +137,7 @@ package struct LocalArchiveSource: ArchiveSource {
 }
 
 /// Bytes already fetched from a source (the ranges of one prefetch group), served from memory;
-/// reads outside them go to the source. Lets ``ArchiveReader/readRecord(_:at:fileSize:)`` decode
+/// reads outside them go to the source. Lets ``ArchiveSource/readRecord(at:fileSize:)`` decode
 /// records from one coalesced transfer without a request per record.
 package struct PrefetchedArchiveBytes: ArchiveSource {
     package let base: any ArchiveSource
@@ -214,4 +214,65 @@ package struct PrefetchedArchiveBytes: ArchiveSource {
 
     /// Does nothing: the base source belongs to its opener.
     package func close() {}
+}
+
+/// A decoded record: its type, payload and framed bytes as read from an ``ArchiveSource``.
+package struct ArchiveRecord {
+    package var type: RecordType?
+    package var typeByte: UInt8
+    package var payload: [UInt8]
+    /// The record as it is on disk: header, payload and CRC.
+    package var framed: [UInt8]
+}
+
+extension ArchiveSource {
+    /// Reads and checks the record at `offset`; returns it and the offset after it.
+    package func readRecord(at offset: UInt64, fileSize: UInt64) throws(CairnError)
+        -> (ArchiveRecord, UInt64)
+    {
+        guard offset < fileSize, fileSize - offset >= UInt64(RecordFraming.overhead) else {
+            throw CairnError(.truncated, "record runs past the end of the file", offset: offset)
+        }
+        var head = [UInt8](repeating: 0, count: RecordFraming.headerLength)
+        _ = try head.withMutableBytes { (raw) throws(CairnError) in try read(fromAbsoluteOffset: offset, into: raw) }
+        let header = try head.withBytes { (raw) throws(CairnError) in try RecordCodec.parseHeader(raw, offset: offset) }
+        guard UInt64(header.framedLength) <= fileSize - offset else {
+            throw CairnError(.truncated, "record of \(header.length) payload bytes runs past the end of the file", offset: offset)
+        }
+        var whole = [UInt8](repeating: 0, count: header.framedLength)
+        let got = try whole.withMutableBytes { (raw) throws(CairnError) in
+            try read(fromAbsoluteOffset: offset, into: raw)
+        }
+        guard got == whole.count else { throw CairnError(.truncated, "record is cut off", offset: offset) }
+        try whole.withBytes { (raw) throws(CairnError) in try RecordCodec.checkCRC(raw, offset: offset) }
+        let payload = Array(whole[RecordFraming.headerLength..<(RecordFraming.headerLength + header.length)])
+        return (ArchiveRecord(type: header.type, typeByte: header.typeByte, payload: payload, framed: whole), offset + UInt64(header.framedLength))
+    }
+
+    package func readFooter(fileSize: UInt64) throws(CairnError) -> Footer {
+        let length = UInt64(Footer.framedLength)
+        guard fileSize >= UInt64(Prelude.length) + length else {
+            throw CairnError(.truncated, "the archive is incomplete: it has no footer", offset: fileSize)
+        }
+        let offset = fileSize - length
+        let record: ArchiveRecord
+        do throws(CairnError) {
+            (record, _) = try readRecord(at: offset, fileSize: fileSize)
+        } catch {
+            throw CairnError(
+                .truncated,
+                "no valid footer at the end (\(error.message)): the archive is incomplete, or has bytes after its end; "
+                    + "'cairn verify' names the first bad offset, 'cairn verify --partial' how much is good",
+                offset: offset)
+        }
+        guard record.type == .footer else {
+            throw CairnError(
+                .truncated,
+                "the last record is not a footer: the archive is incomplete, or has bytes after its end; "
+                    + "'cairn verify' names the first bad offset, 'cairn verify --partial' how much is good",
+                offset: offset)
+        }
+        var r = ByteReader(record.payload, baseOffset: offset + UInt64(RecordFraming.headerLength), what: "footer")
+        return try Footer.decode(&r)
+    }
 }

@@ -32,7 +32,7 @@ package protocol RewindableArchiveSink: ArchiveSink {
 /// each end at a commit (an object store's parts, `Spec/0003-command-line.md §3.3`).
 package protocol CommitAwareArchiveSink: ArchiveSink {
     /// Consumes the next bytes, and the commit records ending in them or before (in order).
-    nonisolated(nonsending) func write(_ bytes: [UInt8], commits: [ArchiveWriter.CommitPoint]) async throws
+    nonisolated(nonsending) func write(_ bytes: [UInt8], commits: [CommitPoint]) async throws
 }
 
 /// A sink that writes a local file which may lie inside a tree being archived (the archive
@@ -286,5 +286,15 @@ public final class StandardOutputSink: ArchiveSink, LocalFileWritingSink {
     package var writtenFileIdentity: (device: UInt64, inode: UInt64)? {
         guard let status = try? descriptor.status(), status.kind == .regular else { return nil }
         return (status.device, status.inode)
+    }
+}
+
+extension CairnError {
+    /// What a sink's failure becomes for the archiver's caller: a `CairnError` or a
+    /// cancellation as it is, anything else (a caller's own ``ArchiveSink`` threw it) as `.io`
+    /// "the sink failed" with the error's description as its cause.
+    static func sinkFailure(wrapping error: any Error) -> any Error {
+        if error is CairnError || error is CancellationError { return error }
+        return CairnError(.io, "the sink failed", cause: String(describing: error))
     }
 }

@@ -151,13 +151,10 @@ package final class HTTPArchiveSource: ArchiveSource {
     /// Whether answers with the whole resource are accepted for range requests.
     private let acceptsWholeObject: Bool
 
-    /// How every error about a server that ignores range requests begins.
-    package static let noRangesMessage = "the server does not support range requests"
-
     private static func noRanges(_ url: String, status: Int) -> CairnError {
         CairnError(
             .invalidArgument,
-            noRangesMessage + " (it answered \(status) to 'Range: bytes=-N'), which reading an archive "
+            RangeAnswer.noRangesMessage + " (it answered \(status) to 'Range: bytes=-N'), which reading an archive "
                 + "at random needs; 'cairn extract URL -C DEST' (without PATHs), 'cairn verify URL' and 'cairn fetch URL -o FILE' "
                 + "read it front to back and work without them",
             path: url)
@@ -371,37 +368,5 @@ private struct BlockCache {
         blocks[block] = bytes
         order.append(block)
         if order.count > capacity { blocks[order.removeFirst()] = nil }
-    }
-}
-
-extension Extractor {
-    /// Opens the archive at `url`: a `file:` URL as ``init(path:)``, an `http:` or `https:` URL
-    /// through range requests (footer and manifest by range requests; extraction then
-    /// fetches only the records it needs, `Spec/0001-container-format.md §13.7`).
-    ///
-    /// - Throws: as ``init(path:)``, plus `.network`, `.httpStatus`, `.sourceChanged` naming the URL,
-    ///   and `.invalidArgument` for a server without range support.
-    public convenience init(url: URL) throws(CairnError) {
-        if url.isFileURL {
-            try self.init(path: url.path)
-        } else {
-            try self.init(source: HTTPArchiveSource(url: url.absoluteString))
-        }
-    }
-
-    /// Verifies the archive at `url` front to back without opening its manifest first: a
-    /// `file:` URL as ``verifyArchive(atPath:)``, an `http:`, `https:` or `s3:` URL (resolved as
-    /// ``init(at:)`` resolves it) read with one GET (no range support needed), every byte
-    /// through the same checker.
-    ///
-    /// - Returns: what was verified.
-    /// - Throws: `CairnError` naming the archive: the first problem found, naming its offset;
-    ///   `.network`, `.httpStatus` naming the URL; `.invalidArgument` for another scheme; or
-    ///   `CancellationError`.
-    nonisolated(nonsending) public static func verifyArchive(at url: URL) async throws -> VerificationReport {
-        switch try ArchiveLocation(url) {
-        case .file(let path): return try await verifyArchive(atPath: path)
-        case .remote(let remote): return try await verify(remote.openSequential(), path: remote.name)
-        }
     }
 }

@@ -69,26 +69,3 @@ package struct RemoteArchive: Sendable {
         try HTTPArchiveSource.openSequential(url: url, client: client)
     }
 }
-
-extension Extractor {
-    /// Opens the archive stored as `location` in an object store, through ranged `GetObject`
-    /// requests signed with AWS Signature Version 4: the footer and manifest first, then only
-    /// the records extraction needs (`Spec/0001-container-format.md §13.7`).
-    ///
-    /// - Throws: `.httpStatus` (403 for bad credentials, 404 for a missing bucket or object) and
-    ///   `.network` naming the endpoint's URL; what ``init(path:)`` throws for a bad archive.
-    public convenience init(object location: S3Location, configuration: S3Configuration) throws(CairnError) {
-        try self.init(source: RemoteArchive(location: location, store: S3Client(configuration: configuration)).openRandomAccess())
-    }
-
-    /// Verifies the archive stored as `location` front to back with one `GetObject`.
-    ///
-    /// - Returns: what was verified.
-    /// - Throws: the first problem found, naming its offset; `.network`, `.httpStatus` naming the endpoint's URL.
-    nonisolated(nonsending) public static func verifyArchive(object location: S3Location, configuration: S3Configuration) async throws
-        -> VerificationReport
-    {
-        let remote = RemoteArchive(location: location, store: S3Client(configuration: configuration))
-        return try await verify(remote.openSequential(), path: location.description)
-    }
-}

@@ -54,7 +54,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     private var filling: [UInt8] = []
     private var partStart: UInt64 = 0
     /// Commit records ending inside `filling`.
-    private var commits: [ArchiveWriter.CommitPoint] = []
+    private var commits: [CommitPoint] = []
     private var nextPartNumber = 1
     /// Parts an earlier run uploaded that the store still holds, by number, in order from 1.
     private var expected: [MultipartUploadState.Part]
@@ -312,7 +312,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     /// Whether parts are cut at their size, not at commit points (bytes came without them).
     private var cutsAtAnyOffset = false
 
-    nonisolated(nonsending) package func write(_ bytes: [UInt8], commits newCommits: [ArchiveWriter.CommitPoint]) async throws {
+    nonisolated(nonsending) package func write(_ bytes: [UInt8], commits newCommits: [CommitPoint]) async throws {
         guard !finished else { throw CairnError(.invalidArgument, "the upload is finished", path: location.description) }
         filling.append(contentsOf: bytes)
         commits.append(contentsOf: newCommits)

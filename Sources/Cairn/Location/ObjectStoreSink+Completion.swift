@@ -36,7 +36,7 @@ extension ObjectStoreSink {
             return difference
         }
         if let difference = try decided("its last bytes", { () throws(CairnError) -> String? in
-            let footer = try ArchiveReader.readFooter(source, fileSize: source.size)
+            let footer = try source.readFooter(fileSize: source.size)
             let (manifestEnd, overflow) = footer.manifestOffset.addingReportingOverflow(footer.manifestLength)
             return !overflow && manifestEnd == source.size - UInt64(Footer.framedLength)
                 ? nil : "the footer points at a manifest that does not end where the footer starts"
@@ -69,7 +69,7 @@ extension ObjectStoreSink {
         let prelude = try source.read(ranges: [0..<UInt64(Prelude.length)])[0]
         _ = try Prelude.parse(prelude)
         guard let header else { return nil }
-        let (record, _) = try ArchiveReader.readRecord(source, at: UInt64(Prelude.length), fileSize: source.size)
+        let (record, _) = try source.readRecord(at: UInt64(Prelude.length), fileSize: source.size)
         return record.type == .header && record.payload == header ? nil : "the header record is not the one the upload sent"
     }
 

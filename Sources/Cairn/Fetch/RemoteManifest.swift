@@ -61,7 +61,7 @@ package struct RemoteManifest: Sendable {
     ///   - seeds: the indexed seeds whose manifest records may be copied.
     /// - Throws: `.sourceChanged` naming the URL when the archive is not the one `validator` and
     ///   `length` name, or a range answer does not match its request; `.invalidArgument` whose
-    ///   message starts with ``HTTPArchiveSource/noRangesMessage`` when the server ignores
+    ///   message starts with ``RangeAnswer/noRangesMessage`` when the server ignores
     ///   ranges; what ``ArchiveReader/init(source:verifyingStructure:keepingManifestRegion:)``
     ///   throws for a footer or manifest that fails its checks; `.network` and `.httpStatus`
     ///   (transient ones retried).
@@ -73,7 +73,7 @@ package struct RemoteManifest: Sendable {
         defer { source.close() }
         let size = source.size
         do throws(CairnError) {
-            let footer = try ArchiveReader.readFooter(source, fileSize: size)
+            let footer = try source.readFooter(fileSize: size)
             var head = try source.read(ranges: [0..<min(size, headRead)], gap: 0)[0]
             if head.count >= Prelude.length + RecordFraming.headerLength {
                 let header = try head.withBytes { (raw) throws(CairnError) in

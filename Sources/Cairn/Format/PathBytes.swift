@@ -1,3 +1,5 @@
+import Foundation
+
 /// Helpers for file names kept as raw bytes.
 ///
 /// Linux file names are byte strings; Cairn never converts them to `String` except for display,
@@ -162,5 +164,15 @@ extension Array where Element == UInt8 {
             Result { () throws(CairnError) -> R in try body(raw) }
         }
         return try result.get()
+    }
+}
+
+extension PathBytes {
+    /// The raw file-system bytes of a file URL.
+    package static func fileSystemPath(_ url: URL) -> [UInt8] {
+        url.withUnsafeFileSystemRepresentation { pointer in
+            guard let pointer else { return Array(url.path.utf8) }
+            return Array(UnsafeBufferPointer(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: strlen(pointer)))
+        }
     }
 }

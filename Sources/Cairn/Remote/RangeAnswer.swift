@@ -2,6 +2,9 @@
 /// range download, for every reader of a remote archive: the HTTP archive source, the seeded
 /// fetch's manifest and a fetch's look-ahead.
 package enum RangeAnswer {
+    /// How every error about a server that ignores range requests begins.
+    package static let noRangesMessage = "the server does not support range requests"
+
     /// Checks the head of the answer to a request for `start ..< end` (`end` nil: to the end):
     /// a 206 (or a 200 that carries a Content-Range, as `rclone serve s3` answers ranges) whose
     /// Content-Range starts exactly at `start`, ends at `end` when bounded, has the
@@ -9,7 +12,7 @@ package enum RangeAnswer {
     /// the field of its kind) when one was sent as `If-Range`.
     ///
     /// - Throws: `.sourceChanged` naming the URL, the offset and what the server sent instead;
-    ///   its message starts with ``HTTPArchiveSource/noRangesMessage`` when the server answered
+    ///   its message starts with ``RangeAnswer/noRangesMessage`` when the server answered
     ///   200 with the same validator (it ignores ranges).
     package static func check(
         _ head: HTTPResponseHead, url: String, start: UInt64, end: UInt64?, total: UInt64?, validator: String?
@@ -21,7 +24,7 @@ package enum RangeAnswer {
         guard head.isRangeAnswer else {
             if head.status == 200, validator == nil || head.etag == validator || head.lastModified == validator {
                 throw CairnError(
-                    .sourceChanged, HTTPArchiveSource.noRangesMessage + " (it answered 200 to a request for \(asked))", path: url,
+                    .sourceChanged, RangeAnswer.noRangesMessage + " (it answered 200 to a request for \(asked))", path: url,
                     offset: start)
             }
             throw changed("asked for \(asked) with If-Range, the server answered \(head.status) with the whole resource")

@@ -220,10 +220,10 @@ public final class ArchiveFetcher: Sendable {
                             seeds: seeds)
                         report.seedBytes += remote.manifestSeedBytes
                     }
-                } catch where error.code == .sourceChanged || error.message.hasPrefix(HTTPArchiveSource.noRangesMessage) {
+                } catch where error.code == .sourceChanged || error.message.hasPrefix(RangeAnswer.noRangesMessage) {
                     // No ranges, or range answers that are not what was asked: the seeds cannot
                     // be used, and the archive is downloaded whole.
-                    if error.message.hasPrefix(HTTPArchiveSource.noRangesMessage) || start == 0 {
+                    if error.message.hasPrefix(RangeAnswer.noRangesMessage) || start == 0 {
                         rangesWork = false
                         options.onEvent?(.restarting(reason: error.message + "; downloading the whole archive without seeds"))
                         if start > 0 {
