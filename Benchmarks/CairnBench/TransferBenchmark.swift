@@ -127,6 +127,58 @@ struct TransferBenchmark {
         try FileManager.default.createDirectory(atPath: "\(base)/out", withIntermediateDirectories: true)
         var runner = ProcessRunner(logDirectory: "\(base)/logs")
         runner.environment = ["LC_ALL": "C"]
+        let serve = "\(base)/serve"
+        let newArchive = "\(serve)/new.cairn"
+        let (trees, createSeconds) = try createArchives(corpus: corpus, runner: runner)
+        let layout = try TransferLayout.analyse(old: "\(serve)/old.cairn", new: newArchive, extractPath: trees.archivedExtractPath)
+        let archiveBytes = layout.newArchiveBytes
+        let rate = Self.slowRate(archiveBytes: archiveBytes)
+        let nginx = try NginxServer(root: serve, slowRate: String(rate))
+        defer { nginx.stop() }
+
+        var result = TransferResult(corpus: corpus, trees: trees, layout: layout, runs: runs, slowRate: rate)
+        result.createSeconds = createSeconds
+        recordVersions(in: &result, runner: runner)
+        let zsyncMissing = try zsyncProblem(nginx: nginx, serve: serve, newArchive: newArchive, runner: runner)
+
+        let steps = self.steps(nginx: nginx, trees: trees, serve: serve, runner: runner)
+        var operations: [TransferOperation] = steps.map {
+            TransferOperation(tool: $0.tool, measure: $0.measure, command: $0.command, archiveBytes: $0.archiveBytes ?? archiveBytes)
+        }
+        for index in operations.indices where operations[index].tool == TransferTool.zsync {
+            operations[index].notMeasured = zsyncMissing
+        }
+        if findExecutable("curl") == nil {
+            for index in operations.indices where operations[index].tool.hasPrefix("curl") {
+                operations[index].notMeasured = "curl is not installed"
+            }
+        }
+        let meter = AccessMeter(nginx: nginx)
+        for round in 1...runs {
+            for (index, step) in steps.enumerated() where operations[index].notMeasured == nil {
+                let measured = record(
+                    step, index: index, round: round, in: &operations[index], meter: meter, runner: runner, archiveBytes: archiveBytes)
+                // A step found not measurable keeps its output (nothing more runs in it).
+                guard measured else { continue }
+                if !keep { try? step.clean() }
+            }
+        }
+        result.operations = operations
+        result.notes.append(
+            "The resume steps run against nginx's `/slow/` location (`limit_rate` \(formatMiB(rate))/s, the whole archive in about "
+                + String(format: "%.1f s", Double(archiveBytes) / Double(rate))
+                + "), for both tools and both runs (the rerun must use the same URL): the first run is killed with SIGKILL when the "
+                + "file it writes reaches the cut, so its wall time is bounded by that rate.")
+        if !keep { try? removeTree(base) }
+        return result
+    }
+
+    /// Copies the corpus to the old and new trees (the new one with the small change), archives
+    /// both as `serve/old.cairn` and `serve/new.cairn`, and writes the deduplicated archive.
+    ///
+    /// - Returns: the trees, and each `cairn create`'s wall seconds by archive name.
+    /// - Throws: ``BenchError`` when a copy or a create fails.
+    private func createArchives(corpus: BenchCase, runner: ProcessRunner) throws -> (TransferTrees, [String: Double]) {
         log("transfer: copying \(corpus.path) to old and new trees and applying the small change")
         let trees = try TransferTrees.prepare(corpus: corpus.path, in: "\(base)/trees", seed: seed, runner: runner)
         let serve = "\(base)/serve"
@@ -144,14 +196,11 @@ struct TransferBenchmark {
             try? removeTree(trees.new)
         }
         try Self.makeDeduplicatedArchive(at: "\(serve)/\(Self.deduplicatedArchiveName)", tree: "\(base)/trees/copies", seed: seed, cairn: cairn, runner: runner)
-        let layout = try TransferLayout.analyse(old: oldArchive, new: newArchive, extractPath: trees.archivedExtractPath)
-        let archiveBytes = layout.newArchiveBytes
-        let rate = Self.slowRate(archiveBytes: archiveBytes)
-        let nginx = try NginxServer(root: serve, slowRate: String(rate))
-        defer { nginx.stop() }
+        return (trees, createSeconds)
+    }
 
-        var result = TransferResult(corpus: corpus, trees: trees, layout: layout, runs: runs, slowRate: rate)
-        result.createSeconds = createSeconds
+    /// The first line of each installed tool's version output, in `result.versions`.
+    private func recordVersions(in result: inout TransferResult, runner: ProcessRunner) {
         for (name, command) in [
             ("cairn", [cairn, "--version"]), ("curl", ["curl", "--version"]), ("zsync", ["zsync", "-V"]),
             ("nginx", [NginxServer.executable, "-v"]),
@@ -162,95 +211,95 @@ struct TransferBenchmark {
                 result.versions[name] = line.map(String.init) ?? "?"
             }
         }
+    }
 
-        var zsyncMissing: String?
+    /// Makes `new.cairn.zsync` beside `newArchive`.
+    ///
+    /// - Returns: why zsync is not measured (not installed, `zsyncmake` failed), or nil.
+    private func zsyncProblem(nginx: NginxServer, serve: String, newArchive: String, runner: ProcessRunner) throws -> String? {
         if findExecutable("zsync") == nil || findExecutable("zsyncmake") == nil {
-            zsyncMissing = "zsync is not installed (Debian zsync; `make bench-deps`)"
-        } else {
-            let r = try runner.run(
-                ["zsyncmake", "-u", nginx.url("new.cairn"), "-o", "\(serve)/new.cairn.zsync", newArchive], label: "transfer-zsyncmake")
-            if !r.succeeded { zsyncMissing = "zsyncmake failed: \(r.standardError.suffix(200))" }
+            return "zsync is not installed (Debian zsync; `make bench-deps`)"
         }
+        let r = try runner.run(
+            ["zsyncmake", "-u", nginx.url("new.cairn"), "-o", "\(serve)/new.cairn.zsync", newArchive], label: "transfer-zsyncmake")
+        if !r.succeeded { return "zsyncmake failed: \(r.standardError.suffix(200))" }
+        return nil
+    }
 
-        let steps = self.steps(nginx: nginx, trees: trees, serve: serve, runner: runner)
-        var operations: [TransferOperation] = steps.map {
-            TransferOperation(tool: $0.tool, measure: $0.measure, command: $0.command, archiveBytes: $0.archiveBytes ?? archiveBytes)
-        }
-        for index in operations.indices where operations[index].tool == TransferTool.zsync {
-            operations[index].notMeasured = zsyncMissing
-        }
-        if findExecutable("curl") == nil {
-            for index in operations.indices where operations[index].tool.hasPrefix("curl") {
-                operations[index].notMeasured = "curl is not installed"
-            }
-        }
-        let meter = AccessMeter(nginx: nginx)
-        for round in 1...runs {
-            for (index, step) in steps.enumerated() where operations[index].notMeasured == nil {
-                do {
-                    try step.clean()
-                    var run: TransferRun
-                    if let fraction = step.measure.cutFraction, let watched = step.watched {
-                        let mark = meter.mark()
-                        let cut = try Cutter.run(
-                            step.arguments, watching: watched, threshold: UInt64(Double(archiveBytes) * fraction),
-                            logPrefix: "\(base)/logs/transfer-cut-\(index)-\(round)")
-                        guard cut.killed else {
-                            throw BenchError("the first run ended (exit \(cut.exitStatus)) before the cut at \(Int(fraction * 100))%")
-                        }
-                        let first = meter.bytes(since: mark)
-                        settle()
-                        let mark2 = meter.mark()
-                        let r = try runner.run(step.rerun ?? step.arguments, label: "transfer-\(index)-\(round)")
-                        let second = meter.bytes(since: mark2)
-                        run = TransferRun(
-                            round: round, result: r, bodyBytes: first.bytes + second.bytes, requests: first.requests + second.requests,
-                            cutAtBytes: cut.fileBytes, firstRunBodyBytes: first.bytes)
-                    } else {
-                        settle()
-                        let mark = meter.mark()
-                        let r = try runner.run(step.arguments, label: "transfer-\(index)-\(round)")
-                        let sent = meter.bytes(since: mark)
-                        run = TransferRun(round: round, result: r, bodyBytes: sent.bytes, requests: sent.requests)
-                    }
-                    if step.tool.hasPrefix("cairn fetch"), let object = lastJSONObject(run.result.standardOutput),
-                        let n = (object["fetchedBytes"] as? NSNumber)?.uint64Value
-                    {
-                        run.reportedBytes = n
-                    }
-                    if run.result.succeeded {
-                        if let problem = step.check() { operations[index].failure = "round \(round): \(problem)" }
-                        log(
-                            String(
-                                format: "transfer round %d: %@ %@: %.2f s wall, %.2f s CPU, %@ sent by nginx in %d requests", round,
-                                step.tool, step.measure.rawValue, run.result.wallSeconds, run.result.cpuSeconds,
-                                formatMiB(run.bodyBytes), run.requests))
-                    } else {
-                        let tail = run.result.standardError.split(separator: "\n").suffix(2).joined(separator: " / ")
-                        if step.tool == TransferTool.cairnExtract, round == 1, Self.lacksURLSupport(run.result) {
-                            operations[index].notMeasured = "extract URL not supported by this cairn (exit \(run.result.exitStatus): \(tail))"
-                            log("transfer: \(operations[index].notMeasured ?? "")")
-                            continue
-                        }
-                        operations[index].failure = "round \(round), exit \(run.result.exitStatus): \(tail)"
-                        log("transfer round \(round): \(step.tool) \(step.measure.rawValue) FAILED: \(tail)")
-                    }
-                    operations[index].runs.append(run)
-                } catch {
-                    operations[index].failure = "round \(round): \(error)"
-                    log("transfer round \(round): \(step.tool) \(step.measure.rawValue) FAILED: \(error)")
+    /// Runs `step` once in round `round` and records the run, or its failure, in `operation`.
+    ///
+    /// - Returns: false when the step turned out not measurable (`cairn extract URL` of a cairn
+    ///   without remote archives); it is then marked so and not run again.
+    private func record(
+        _ step: Step, index: Int, round: Int, in operation: inout TransferOperation, meter: AccessMeter, runner: ProcessRunner,
+        archiveBytes: UInt64
+    ) -> Bool {
+        do {
+            try step.clean()
+            let run = try timedRun(step, index: index, round: round, meter: meter, runner: runner, archiveBytes: archiveBytes)
+            if run.result.succeeded {
+                if let problem = step.check() { operation.failure = "round \(round): \(problem)" }
+                log(
+                    String(
+                        format: "transfer round %d: %@ %@: %.2f s wall, %.2f s CPU, %@ sent by nginx in %d requests", round,
+                        step.tool, step.measure.rawValue, run.result.wallSeconds, run.result.cpuSeconds,
+                        formatMiB(run.bodyBytes), run.requests))
+            } else {
+                let tail = run.result.standardError.split(separator: "\n").suffix(2).joined(separator: " / ")
+                if step.tool == TransferTool.cairnExtract, round == 1, Self.lacksURLSupport(run.result) {
+                    operation.notMeasured = "extract URL not supported by this cairn (exit \(run.result.exitStatus): \(tail))"
+                    log("transfer: \(operation.notMeasured ?? "")")
+                    return false
                 }
-                if !keep { try? step.clean() }
+                operation.failure = "round \(round), exit \(run.result.exitStatus): \(tail)"
+                log("transfer round \(round): \(step.tool) \(step.measure.rawValue) FAILED: \(tail)")
             }
+            operation.runs.append(run)
+        } catch {
+            operation.failure = "round \(round): \(error)"
+            log("transfer round \(round): \(step.tool) \(step.measure.rawValue) FAILED: \(error)")
         }
-        result.operations = operations
-        result.notes.append(
-            "The resume steps run against nginx's `/slow/` location (`limit_rate` \(formatMiB(rate))/s, the whole archive in about "
-                + String(format: "%.1f s", Double(archiveBytes) / Double(rate))
-                + "), for both tools and both runs (the rerun must use the same URL): the first run is killed with SIGKILL when the "
-                + "file it writes reaches the cut, so its wall time is bounded by that rate.")
-        if !keep { try? removeTree(base) }
-        return result
+        return true
+    }
+
+    /// The timed run of `step` and nginx's body bytes for it: for a resume, the first run killed
+    /// at the cut and then the rerun, timed; otherwise the one run, after ``settle()``.
+    ///
+    /// - Throws: ``BenchError`` when the first run of a resume ended before the cut; what
+    ///   starting a process throws.
+    private func timedRun(
+        _ step: Step, index: Int, round: Int, meter: AccessMeter, runner: ProcessRunner, archiveBytes: UInt64
+    ) throws -> TransferRun {
+        var run: TransferRun
+        if let fraction = step.measure.cutFraction, let watched = step.watched {
+            let mark = meter.mark()
+            let cut = try Cutter.run(
+                step.arguments, watching: watched, threshold: UInt64(Double(archiveBytes) * fraction),
+                logPrefix: "\(base)/logs/transfer-cut-\(index)-\(round)")
+            guard cut.killed else {
+                throw BenchError("the first run ended (exit \(cut.exitStatus)) before the cut at \(Int(fraction * 100))%")
+            }
+            let first = meter.bytes(since: mark)
+            settle()
+            let mark2 = meter.mark()
+            let r = try runner.run(step.rerun ?? step.arguments, label: "transfer-\(index)-\(round)")
+            let second = meter.bytes(since: mark2)
+            run = TransferRun(
+                round: round, result: r, bodyBytes: first.bytes + second.bytes, requests: first.requests + second.requests,
+                cutAtBytes: cut.fileBytes, firstRunBodyBytes: first.bytes)
+        } else {
+            settle()
+            let mark = meter.mark()
+            let r = try runner.run(step.arguments, label: "transfer-\(index)-\(round)")
+            let sent = meter.bytes(since: mark)
+            run = TransferRun(round: round, result: r, bodyBytes: sent.bytes, requests: sent.requests)
+        }
+        if step.tool.hasPrefix("cairn fetch"), let object = lastJSONObject(run.result.standardOutput),
+            let n = (object["fetchedBytes"] as? NSNumber)?.uint64Value
+        {
+            run.reportedBytes = n
+        }
+        return run
     }
 
     /// Whether a failed `cairn extract URL …` says the URL was taken for a local path or not
