@@ -13,6 +13,9 @@
 #   make fuzz-smoke  every fuzz target briefly (CI)
 #   make docs    DocC documentation of Cairn and CairnMigration into $(SCRATCH)/docs (not committed);
 #                fails on any documentation warning
+#   make structure  .ci/structure.py: prints the graph of Sources/Cairn's folders and fails on a
+#                cycle between them, a function over 120 lines, or a citation of anything outside
+#                the repository (CI runs it; not part of `make test`)
 #
 # Variables: SCRATCH (SwiftPM scratch path, default .build), DEMO_ARGS (e.g. --size-mib 64),
 # BENCH_ARGS (arguments for cairn-bench, default `--targets --profile`; every target including
@@ -63,7 +66,7 @@ define apt_install
 	fi
 endef
 
-.PHONY: demo test bench deps s3-tools bench-deps fuzz fuzz-build fuzz-smoke docs
+.PHONY: demo test bench deps s3-tools bench-deps fuzz fuzz-build fuzz-smoke docs structure
 
 TARGET ?= records
 FUZZ_SECONDS ?= 600
@@ -94,6 +97,9 @@ demo: deps
 
 test: deps
 	$(SWIFT) test --scratch-path $(SCRATCH) --disable-xctest
+
+structure:
+	python3 .ci/structure.py --graph
 
 bench: bench-deps
 	$(SWIFT) build $(RELEASE) --scratch-path $(SCRATCH) --product cairn

@@ -24,7 +24,7 @@ let package = Package(
         ),
         .target(name: "CairnCorpus", dependencies: ["Cairn"]),
         .target(name: "CairnMigration", dependencies: ["Cairn"]),
-        .target(name: "CairnMigrationTesting", dependencies: ["CairnMigration", "Cairn", "CairnTestSupport"]),
+        .target(name: "CairnMigrationTesting", dependencies: ["CairnMigration", "Cairn"]),
         .executableTarget(name: "cairn-migration-sample", dependencies: ["CairnMigration", "Cairn"], path: "Sources/CairnMigrationSample"),
         .executableTarget(name: "cairn", dependencies: ["Cairn", "CairnCorpus"]),
         .executableTarget(
@@ -39,7 +39,7 @@ let package = Package(
         ),
         .target(
             name: "CairnTestSupport",
-            dependencies: ["Cairn", "CairnCorpus"],
+            dependencies: ["Cairn", "CairnCorpus", "CairnMigrationTesting"],
             path: "Tests/CairnTestSupport",
             resources: [.copy("fault-proxy.py")]
         ),

@@ -1,13 +1,6 @@
 import Cairn
 import CairnMigration
-import CairnTestSupport
 import Foundation
-
-/// The tree comparer: a directory tree read with `lstat` (kinds, permission bits, modification
-/// times in nanoseconds, sizes, SHA-256 of contents, symlink targets, hard-link groups), equal
-/// exactly when two trees are. It is `CairnTestSupport.TreeSnapshot`, offered here so that an
-/// app's tests need only this product.
-public typealias TreeSnapshot = CairnTestSupport.TreeSnapshot
 
 /// Every directory an import protects in a container, read as ``TreeSnapshot``s, without the
 /// import status (`<root>/.cairn-migration`, which an import writes by design).

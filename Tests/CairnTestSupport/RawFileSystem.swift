@@ -171,6 +171,4 @@ extension timespec {
         }
         self.init(tv_sec: Int(seconds), tv_nsec: Int(rest))
     }
-
-    var nanoseconds: Int64 { Int64(tv_sec) * 1_000_000_000 + Int64(tv_nsec) }
 }

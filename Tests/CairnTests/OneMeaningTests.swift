@@ -5,12 +5,12 @@ import Testing
 
 @testable import Cairn
 
-/// One meaning for every archive (issue 8; `DESIGN.md`, "One meaning"; `Spec/0001 §9`, §13): every
-/// reading command applies the same rules, because they all go through one checker
-/// (``ArchiveScanner``, with ``EntryRules``). Split views (a manifest that disagrees with the
-/// records), forged footers inside truncated archives and grammar violations are refused by
-/// `list`, `info`, `verify`, `extract ARCHIVE` (all or one entry) and `extract -` alike, and
-/// nothing appears at DEST.
+/// One meaning for every archive (issue 8; the Design article of the Cairn documentation, "One
+/// meaning"; `Spec/0001 §9`, §13): every reading command applies the same rules, because they
+/// all go through one checker (``ArchiveScanner``, with ``EntryRules``). Split views (a manifest
+/// that disagrees with the records), forged footers inside truncated archives and grammar
+/// violations are refused by `list`, `info`, `verify`, `extract ARCHIVE` (all or one entry) and
+/// `extract -` alike, and nothing appears at DEST.
 @Suite("One meaning")
 struct OneMeaningTests {
     typealias Hostile = HostileArchiveTests

@@ -8,8 +8,8 @@
 /// It reports what it reads through ``Event``s, so the same pass serves `verify`, every full
 /// extraction (from a pipe or a file), `verify --partial`, resuming a write, and the seekable
 /// reader's structural walk: this is the one place that decides what an archive's records mean
-/// (`DESIGN.md`, "One meaning"). State is kept per chunk id (for references) and per entry (for
-/// the manifest check), never per content byte.
+/// (the Design article of the Cairn documentation, "One meaning"). State is kept per chunk id
+/// (for references) and per entry (for the manifest check), never per content byte.
 ///
 /// Beyond each record's own rules it enforces the order of `Spec/0001 §9`: commit 0 right after
 /// the header, a commit right after every directory, symlink, hard-link and file-end record, and

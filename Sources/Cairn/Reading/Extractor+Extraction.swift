@@ -69,9 +69,9 @@ extension Extractor {
     }
 
     /// Extracting everything verifies everything it reads before anything is moved into place
-    /// (`DESIGN.md`, "One meaning"): one pass over every record of the file through the same
-    /// checker as `verify` and `extract -` (``StreamExtractor``), so an archive that `verify`
-    /// rejects imports nothing. The manifest only serves the checks that must come before the
+    /// (the Design article of the Cairn documentation, "One meaning"): one pass over every record
+    /// of the file through the same checker as `verify` and `extract -` (``StreamExtractor``), so
+    /// an archive that `verify` rejects imports nothing. The manifest only serves the checks that must come before the
     /// first byte is written: the output limit, the free space and progress.
     nonisolated(nonsending) private func extractEverything(_ plan: ExtractionPlan, to destination: [UInt8], options: ExtractionOptions)
         async throws -> (entries: Int, contentBytes: UInt64)
