@@ -3,8 +3,10 @@
 
 1. No function, initializer or closure-bodied declaration in Sources/ is longer than
    MAX_LINES lines, from its declaration to its closing brace.
-2. The folders of Sources/Cairn (one per stage) form no cycle: folder A depends on folder B
-   when a file in A names a type declared at the top level of a file in B. The graph is printed.
+2. The folders of Sources/Cairn (one per stage) keep their layering: folder A depends on folder
+   B when a file in A names a type declared at the top level of a file in B, and B must stand
+   below A in LAYERS (the order of the Design article). A folder missing from LAYERS, an edge
+   upwards and a cycle are errors. `--graph` prints the graph.
 3. Nothing in Sources/, Tests/, Spec/, Benchmarks/ or README.md cites a DESIGN.md or a path
    outside the repository: the repository stands alone.
 
@@ -17,6 +19,10 @@ import sys
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 MAX_LINES = 120
 CORE = os.path.join(ROOT, "Sources", "Cairn")
+# Bottom to top, as Sources/Cairn/Cairn.docc/Design.md lists them: a folder may name types of
+# the folders before it only.
+LAYERS = ["Errors", "Progress", "Hashing", "Chunking", "Compression", "Format", "IO", "Database",
+          "Remote", "Location", "Reading", "Archiving", "Fetch"]
 
 
 def swift_files(top):
@@ -234,13 +240,22 @@ def main():
             f"{a} → {b} ({sorted(edges[a][b])[0]})" for a in component for b in component if b in edges[a]
         )
         problems.append(f"Sources/Cairn folders depend on each other in a cycle: {', '.join(component)}: {detail}")
+    for folder in folders:
+        if folder not in LAYERS:
+            problems.append(f"Sources/Cairn/{folder}/ is not in .ci/structure.py's LAYERS (and the Design article's list)")
+            continue
+        for target in sorted(edges[folder]):
+            if target in LAYERS and LAYERS.index(target) > LAYERS.index(folder):
+                problems.append(
+                    f"Sources/Cairn/{folder}/ depends on {target}/, which stands above it "
+                    f"({sorted(edges[folder][target])[0]}): move the type down or the code up")
     problems += citations()
     for problem in problems:
         print(problem)
     if problems:
         print(f"structure: {len(problems)} problem(s)")
         return 1
-    print(f"structure: no function over {MAX_LINES} lines, no cycle between {len(folders)} folders, no outside citation")
+    print(f"structure: no function over {MAX_LINES} lines, {len(folders)} folders layered with no edge upwards or cycle, no outside citation")
     return 0
 
 
