@@ -75,7 +75,7 @@ struct PublicAPITests {
 
     // MARK: - Each URL form does what its path form does
 
-    @Test("await Archiver(writingTo: URL) and withArchiver(writingTo: URL) write the archive the path form writes, byte for byte")
+    @Test("Archiver(writingTo: URL) and withArchiver(writingTo: URL) write the archive the path form writes, byte for byte")
     func archiverURLForms() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -103,7 +103,7 @@ struct PublicAPITests {
         #expect(throws: CairnError.self) { try FileSink(writingTo: ArchiveLocation(sinkURL)) }  // .alreadyExists
     }
 
-    @Test("Archiver(resuming: ArchiveLocation(URL)) continues an abandoned archive to the bytes of an uninterrupted one")
+    @Test("Archiver(resuming: URL) continues an abandoned archive to the bytes of an uninterrupted one")
     func resumingURLForm() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
