@@ -470,7 +470,8 @@ public struct FetchOptions: Sendable {
     public var connectTimeout: Double
     /// Seconds without a byte before a transfer counts as cut. Default 30.
     public var stallTimeout: Double
-    /// The object store's endpoint for an `s3://` URL; nil: `AWS_ENDPOINT_URL`, else AWS's own.
+    /// The object store's endpoint for ``seeds`` written `s3://BUCKET/KEY`; nil: `AWS_ENDPOINT_URL`,
+    /// else AWS's own. (The fetched archive's store is in its ``ArchiveLocation``.)
     public var s3Endpoint: String? = nil
     /// Told of resumes, retries and restarts as they happen (for `--progress` and logs).
     public var onEvent: (@Sendable (FetchEvent) -> Void)?
