@@ -32,15 +32,15 @@ struct TransferLayout {
     /// Issue 10's remote-extract yardstick: the file's stored bytes plus manifest and footer.
     var extractYardstick: UInt64 { extractStoredBytes + manifestAndFooterBytes }
 
-    /// Opens both archives (`Extractor(path:)`) and walks the new one's records.
+    /// Opens both archives (`Extractor(reader:)`, synchronously) and walks the new one's records.
     ///
     /// - Parameter extractPath: the remote extract's file, relative to the tree's root.
     /// - Throws: `CairnError` when an archive cannot be read; ``BenchError`` when the new one has
     ///   no entry for `extractPath`.
     static func analyse(old oldPath: String, new newPath: String, extractPath: String) throws -> TransferLayout {
-        let old = try Extractor(path: oldPath)
+        let old = try Extractor(reader: ArchiveReader(path: oldPath))
         defer { old.close() }
-        let new = try Extractor(path: newPath)
+        let new = try Extractor(reader: ArchiveReader(path: newPath))
         defer { new.close() }
         let oldManifest = old.reader.manifest
         let manifest = new.reader.manifest

@@ -64,7 +64,7 @@ public struct MigrationExportSession<Exporter: ResourcesExportingWithOptions> {
         let path = archiveURL.path(percentEncoded: false)
         do {
             try checkFreeSpace(for: path)
-            return try await exportResources(to: FileSink(path: path, overwrite: overwrite), name: path, request: request, progress: progress)
+            return try await exportResources(to: FileSink(writingTo: .file(path: path), overwrite: overwrite), name: path, request: request, progress: progress)
         } catch let error as CairnError {
             throw error.naming(path)
         }

@@ -64,7 +64,7 @@ public final class MigrationImportSession<Importer: ResourcesImporting> {
     {
         let name = archiveURL.path(percentEncoded: false)
         return try await perform(archive: name, progress: progress) { destination, extraction, check in
-            let extractor = try Extractor(path: name)
+            let extractor = try await Extractor(at: .file(path: name))
             defer { extractor.close() }
             try check(extractor.header)
             extraction.addChild(extractor.progress, withPendingUnitCount: 1)

@@ -90,7 +90,7 @@ public final class MigrationTester<Exporter: ResourcesExportingWithOptions & Sen
                 let handle = TaskHandle()
                 let path = archive.path(percentEncoded: false)
                 let task = Task {
-                    let sink = FaultInjectingSink(base: try FileSink(path: path), limit: limit, failsWrites: fails) { handle.cancel() }
+                    let sink = FaultInjectingSink(base: try FileSink(writingTo: .file(path: path)), limit: limit, failsWrites: fails) { handle.cancel() }
                     return try await session.exportResources(to: sink, name: path, request: request, progress: progress)
                 }
                 handle.set(task)
@@ -98,7 +98,7 @@ public final class MigrationTester<Exporter: ResourcesExportingWithOptions & Sen
             default:
                 properties = try await session.exportResources(to: archive, request: request, progress: progress)
             }
-            try await Extractor.withExtractor(at: archive.path(percentEncoded: false)) { extractor in
+            try await Extractor.withExtractor(at: .file(path: archive.path(percentEncoded: false))) { extractor in
                 try await extractor.extractAll(to: extracted)
             }
             if case .flipByte(let offset)? = fault?.kind {

@@ -117,27 +117,18 @@ enum ArchiveOperand {
     /// writes archives.
     static let endpointOption = "--s3-endpoint"
 
-    /// Whether `archive` is remote: an HTTP(S) URL or an `s3://` object.
-    static func isURL(_ archive: String) -> Bool { RemoteArchive.isRemote(archive) }
-
-    /// The remote archive `archive` names, with the endpoint `args` gives.
+    /// The location `archive` names, with the endpoint `args` gives.
     ///
     /// - Throws: `CairnError` for a malformed `s3://` operand or missing credentials.
-    static func remote(_ archive: String, _ args: Arguments) throws(CairnError) -> RemoteArchive {
-        try RemoteArchive(archive, s3Endpoint: args.value(endpointOption))
+    static func location(_ archive: String, _ args: Arguments) throws(CairnError) -> ArchiveLocation {
+        try ArchiveLocation(parsing: archive, s3Endpoint: args.value(endpointOption))
     }
 
     /// Opens `archive` for random access: a local file, or a URL or object through range
     /// requests (which an HTTP server must support; the error says which commands work without).
     ///
     /// - Throws: `CairnError` naming the path or URL.
-    static func open(_ archive: String, _ args: Arguments) throws(CairnError) -> Extractor {
-        isURL(archive) ? try Extractor(source: remote(archive, args).openRandomAccess()) : try Extractor(path: archive)
-    }
-
-    /// The archive's bytes front to back for the readers that see each byte once (`verify`,
-    /// `extract` of everything): one GET, without ranges.
-    static func openSequential(_ url: String, _ args: Arguments) throws(CairnError) -> SequentialArchiveBytes {
-        try remote(url, args).openSequential()
+    static func open(_ archive: String, _ args: Arguments) async throws(CairnError) -> Extractor {
+        try await Extractor(at: location(archive, args))
     }
 }

@@ -40,13 +40,9 @@ enum CatCommand {
             token = parsed
         }
         try Terminal.refuseArchive(on: 1)
-        if ArchiveOperand.isURL(archive) {
-            let source = try ArchiveOperand.remote(archive, args).openRandomAccess()
-            defer { source.close() }
-            try ArchiveTransfer.send(source, from: offset ?? 0, expecting: token, to: FileHandle.standardOutput)
-        } else {
-            try ArchiveTransfer.send(archiveAt: archive, from: offset ?? 0, expecting: token, to: FileHandle.standardOutput)
-        }
+        let source = try await ArchiveOperand.location(archive, args).openRandomAccess()
+        defer { source.close() }
+        try ArchiveTransfer.send(source, from: offset ?? 0, expecting: token, to: FileHandle.standardOutput)
         return .success
     }
 }

@@ -67,6 +67,52 @@ enum CreateCommand {
             ])
         guard let output = args.value("-o", "--output") else { throw UsageError("missing -o ARCHIVE") }
         guard !output.isEmpty else { throw UsageError("-o needs a file name") }
+        let operands = try Self.sources(args)
+        let toStore = ArchiveLocation.kind(of: output) == .object
+        try Self.checkOutput(output, args, toStore: toStore)
+        var configuration = try Self.configuration(args, sources: operands)
+        try Self.requireExisting(operands)
+        let toStandardOutput = output == "-"
+        if toStandardOutput { try Terminal.refuseArchive(on: 1) }
+        let showProgress = ProgressBar.shouldShow(args)
+        // One quick scan (lstat only) of the sources, for what wants their size and was given
+        // none: the progress bar's total (not on --resume) and a new upload's part size (a resumed
+        // one keeps its recorded sizes). The archive is unaffected (its header's estimate is only
+        // --size-estimate). An operand that vanished since it was checked leaves the size unknown.
+        let scanned: UInt64? =
+            configuration.sizeEstimate == nil && ((showProgress && !args.flag("--resume")) || toStore)
+            ? try? Archiver.sizeEstimate(ofPaths: operands, excluding: ExclusionPatterns(configuration.exclusions)) : nil
+        guard
+            let target = try await Self.openTarget(
+                output, args, toStore: toStore, configuration: &configuration, sources: operands, scanned: scanned)
+        else {
+            return .success
+        }
+        let started = monotonicSeconds()
+        let cpuStarted = ProcessTimes.cpuSeconds()
+        if showProgress, configuration.sizeEstimate == nil, !args.flag("--resume") {
+            target.archiver.progress.totalUnitCount = scanned.map { Int64(clamping: $0) } ?? -1
+        }
+        let properties = try await Self.append(operands, to: target, output: output, showProgress: showProgress)
+        Self.printReport(
+            properties, args, output: output, sink: target.sink, seconds: monotonicSeconds() - started,
+            cpuSeconds: ProcessTimes.cpuSeconds() - cpuStarted)
+        return properties.warnings.isEmpty ? .success : .warnings
+    }
+
+    /// The archiver `create` runs, and the sink it made itself (nil when the archiver made its
+    /// own: a resumed file).
+    struct Target {
+        let archiver: Archiver
+        let sink: (any ArchiveSink)?
+    }
+
+    /// The PATH operands and the names `--files-from` lists, checked: at least one, and no two
+    /// stored under the same top-level name (caught before any work, as it would only fail at
+    /// the end).
+    ///
+    /// - Throws: `UsageError`; `CairnError` for a list that cannot be read.
+    static func sources(_ args: Arguments) throws -> [[UInt8]] {
         var operands = args.operands
         if let list = args.rawValue("--files-from") {
             operands += try Self.names(in: list, separator: args.flag("--null") ? 0 : 0x0A, what: "--files-from")
@@ -74,7 +120,6 @@ enum CreateCommand {
             throw UsageError("--null needs --files-from")
         }
         guard !operands.isEmpty else { throw UsageError("no PATH to archive") }
-        // Catch before any work what would only fail at the end.
         var topLevel: Set<[UInt8]> = []
         for path in operands {
             let last = PathBytes.lastComponent(path)
@@ -83,14 +128,27 @@ enum CreateCommand {
                 throw UsageError("two PATHs would both be stored as '\(String(decoding: last, as: UTF8.self))'")
             }
         }
-        let toStore = S3Location.isLocation(output)
+        return operands
+    }
+
+    /// Refuses the upload options without `-o s3://...`, and a directory as `-o`.
+    ///
+    /// - Throws: `UsageError`; `CairnError` `.alreadyExists` for a directory.
+    static func checkOutput(_ output: String, _ args: Arguments, toStore: Bool) throws {
         if !toStore, args.value("--upload-state") != nil { throw UsageError("--upload-state is for -o s3://BUCKET/KEY") }
         if !toStore, args.value(ArchiveOperand.endpointOption) != nil { throw UsageError("--s3-endpoint is for -o s3://BUCKET/KEY") }
         if output != "-", !toStore, (try? FileManager.default.attributesOfItem(atPath: output)[.type] as? FileAttributeType) == .typeDirectory {
             throw CairnError(.alreadyExists, "is a directory; -o names the archive file", path: output)
         }
+    }
+
+    /// The archiver's configuration the options ask for.
+    ///
+    /// - Throws: `UsageError` for a bad value; `CairnError` for an `--exclude-from` list that
+    ///   cannot be read.
+    static func configuration(_ args: Arguments, sources: [[UInt8]]) throws -> Archiver.Configuration {
         var configuration = Archiver.Configuration()
-        configuration.sourcePaths = operands
+        configuration.sourcePaths = sources
         if let name = args.value("--compression") {
             guard let method = CompressionMethod(name: name) else { throw UsageError("unknown compression '\(name)'") }
             configuration.compression = method
@@ -132,129 +190,144 @@ enum CreateCommand {
         if args.flag("-v", "--verbose") {
             configuration.onEntry = { entry in Output.err(entry.path) }
         }
-        // Every input must exist before the archive file is created.
-        for path in operands {
+        return configuration
+    }
+
+    /// Every input must exist before the archive file is created.
+    ///
+    /// - Throws: `.notFound` naming the first missing one.
+    static func requireExisting(_ sources: [[UInt8]]) throws(CairnError) {
+        for path in sources {
             var st = stat()
             let missing = path.withNullTerminated { lstat($0, &st) } != 0
             if missing {
                 throw CairnError(.notFound, "no such file or directory", path: String(decoding: path, as: UTF8.self))
             }
         }
-        let toStandardOutput = output == "-"
+    }
+
+    /// The archiver for `-o output`: an upload to an object, a resumed or new file, or standard
+    /// output; nil when there is nothing to do (`--resume` of a complete archive or upload).
+    static func openTarget(
+        _ output: String, _ args: Arguments, toStore: Bool, configuration: inout Archiver.Configuration, sources: [[UInt8]],
+        scanned: UInt64?
+    ) async throws -> Target? {
         let force = args.flag("-f", "--force")
-        if toStandardOutput { try Terminal.refuseArchive(on: 1) }
-        let archiver: Archiver
-        let sink: (any ArchiveSink)?
-        let showProgress = ProgressBar.shouldShow(args)
-        // One quick scan (lstat only) of the sources, for what wants their size and was given
-        // none: the progress bar's total (not on --resume) and a new upload's part size (a resumed
-        // one keeps its recorded sizes). The archive is unaffected (its header's estimate is only
-        // --size-estimate). An operand that vanished since it was checked leaves the size unknown.
-        let scanned: UInt64? =
-            configuration.sizeEstimate == nil && ((showProgress && !args.flag("--resume")) || toStore)
-            ? try? Archiver.sizeEstimate(ofPaths: operands, excluding: ExclusionPatterns(configuration.exclusions)) : nil
         if toStore {
             guard
                 let upload = try Self.makeObjectStoreSink(
-                    output, args, configuration: &configuration, sources: operands, force: force,
+                    output, args, configuration: &configuration, sources: sources, force: force,
                     sizeEstimate: configuration.sizeEstimate ?? scanned)
             else {
-                return .success
+                return nil
             }
-            archiver = try Archiver(sink: upload, configuration: configuration)
-            sink = upload
-        } else if args.flag("--resume") {
-            guard !toStandardOutput else { throw UsageError("--resume needs a file, not -o -") }
-            var resumed: Archiver?
-            if FileManager.default.fileExists(atPath: output + ".partial") {
-                do {
-                    resumed = try Archiver(
-                        resuming: output, configuration: configuration,
-                        expecting: Self.expectation(args, configuration: configuration, sources: operands), overwrite: force)
-                    if !args.flag("-q", "--quiet") { Output.err("cairn: resuming \(output).partial") }
-                } catch where error.code == .unsupportedVersion {
-                    // Another format's partial file: kept unless --force says to start over.
-                    guard force else {
-                        var refusal = error
-                        refusal.message += ", or start over with --force"
-                        throw refusal
-                    }
-                    Output.err("cairn: \(output).partial cannot be continued (\(error.message)); starting over (--force)")
-                } catch {
-                    // Different sources or options: refuse, never mix two runs in one archive.
-                    guard error.code == .notResumable, error.additionalErrors.isEmpty else {
-                        guard error.code == .notResumable else { throw error }
-                        var refusal = error
-                        refusal.message +=
-                            "; give the interrupted run's sources and options to --resume, or start over with --force (without --resume)"
-                        throw refusal
-                    }
-                    Output.err("cairn: \(output).partial has nothing committed (\(error.message)); starting over")
-                }
-            }
-            if let resumed {
-                archiver = resumed
-                sink = nil
-            } else if FileManager.default.fileExists(atPath: output + ".partial") {
-                let fileSink = try Self.makeFileSink(output, force: force, startingOver: true)
-                archiver = try Archiver(sink: fileSink, configuration: configuration)
-                sink = fileSink
-            } else if FileManager.default.fileExists(atPath: output) {
-                // Complete already, but only "nothing to resume" if it is the archive of these
-                // sources and options: the same rule as for a partial one.
-                let finished = try Extractor(path: output)
-                defer { finished.close() }
-                let header = finished.header
-                let differences = Self.expectation(args, configuration: configuration, sources: operands).differences(from: header)
-                guard differences.isEmpty else {
-                    throw CairnError(
-                        .notResumable,
-                        "is complete, but not the archive of these sources and options: " + differences.joined(separator: "; ")
-                            + "; give the same sources and options to --resume, or replace it with --force (without --resume)",
-                        path: output)
-                }
-                if !args.flag("-q", "--quiet") { Output.out("\(output) is already complete; nothing to resume") }
-                return .success
-            } else {
-                let fileSink = try Self.makeFileSink(output, force: force, startingOver: force)
-                archiver = try Archiver(sink: fileSink, configuration: configuration)
-                sink = fileSink
-            }
-        } else {
-            let fresh: any ArchiveSink =
-                toStandardOutput ? StandardOutputSink() : try Self.makeFileSink(output, force: force, startingOver: force)
-            archiver = try Archiver(sink: fresh, configuration: configuration)
-            sink = fresh
+            return Target(archiver: try Archiver(sink: upload, configuration: configuration), sink: upload)
         }
-        let started = monotonicSeconds()
-        let cpuStarted = ProcessTimes.cpuSeconds()
-        if showProgress, configuration.sizeEstimate == nil, !args.flag("--resume") {
-            archiver.progress.totalUnitCount = scanned.map { Int64(clamping: $0) } ?? -1
+        if args.flag("--resume") {
+            guard output != "-" else { throw UsageError("--resume needs a file, not -o -") }
+            return try await Self.resumeFile(output, args, configuration: configuration, sources: sources, force: force)
         }
+        let fresh: any ArchiveSink =
+            output == "-" ? StandardOutputSink() : try Self.makeFileSink(output, force: force, startingOver: force)
+        return Target(archiver: try Archiver(sink: fresh, configuration: configuration), sink: fresh)
+    }
+
+    /// `--resume` of a file: the interrupted `output.partial` continued; or started over when it
+    /// cannot be (another format with `--force`, nothing committed); or nil when `output` is
+    /// already the complete archive of these sources and options.
+    static func resumeFile(
+        _ output: String, _ args: Arguments, configuration: Archiver.Configuration, sources: [[UInt8]], force: Bool
+    ) async throws -> Target? {
+        let partial = ArchiveLocation.partialPath(of: output)
+        if FileManager.default.fileExists(atPath: partial) {
+            do {
+                let resumed = try Archiver(
+                    resuming: .file(path: output), configuration: configuration,
+                    expecting: Self.expectation(args, configuration: configuration, sources: sources), overwrite: force)
+                if !args.flag("-q", "--quiet") { Output.err("cairn: resuming \(partial)") }
+                return Target(archiver: resumed, sink: nil)
+            } catch where error.code == .unsupportedVersion {
+                // Another format's partial file: kept unless --force says to start over.
+                guard force else {
+                    var refusal = error
+                    refusal.message += ", or start over with --force"
+                    throw refusal
+                }
+                Output.err("cairn: \(partial) cannot be continued (\(error.message)); starting over (--force)")
+            } catch {
+                // Different sources or options: refuse, never mix two runs in one archive.
+                guard error.code == .notResumable, error.additionalErrors.isEmpty else {
+                    guard error.code == .notResumable else { throw error }
+                    var refusal = error
+                    refusal.message +=
+                        "; give the interrupted run's sources and options to --resume, or start over with --force (without --resume)"
+                    throw refusal
+                }
+                Output.err("cairn: \(partial) has nothing committed (\(error.message)); starting over")
+            }
+        }
+        if FileManager.default.fileExists(atPath: partial) {
+            let fileSink = try Self.makeFileSink(output, force: force, startingOver: true)
+            return Target(archiver: try Archiver(sink: fileSink, configuration: configuration), sink: fileSink)
+        }
+        if FileManager.default.fileExists(atPath: output) {
+            // Complete already, but only "nothing to resume" if it is the archive of these
+            // sources and options: the same rule as for a partial one.
+            let finished = try await Extractor(at: .file(path: output))
+            defer { finished.close() }
+            let header = finished.header
+            let differences = Self.expectation(args, configuration: configuration, sources: sources).differences(from: header)
+            guard differences.isEmpty else {
+                throw CairnError(
+                    .notResumable,
+                    "is complete, but not the archive of these sources and options: " + differences.joined(separator: "; ")
+                        + "; give the same sources and options to --resume, or replace it with --force (without --resume)",
+                    path: output)
+            }
+            if !args.flag("-q", "--quiet") { Output.out("\(output) is already complete; nothing to resume") }
+            return nil
+        }
+        let fileSink = try Self.makeFileSink(output, force: force, startingOver: force)
+        return Target(archiver: try Archiver(sink: fileSink, configuration: configuration), sink: fileSink)
+    }
+
+    /// Appends every source and finishes the archive, with a progress bar when asked; on an
+    /// error the archive is abandoned and what was kept for `--resume` is said.
+    static func append(_ sources: [[UInt8]], to target: Target, output: String, showProgress: Bool) async throws
+        -> ExportProperties
+    {
+        let archiver = target.archiver
         let bar = showProgress ? ProgressBar(progress: archiver.progress, label: "create") : nil
         bar?.start()
         let properties: ExportProperties
         do {
-            for path in operands {
+            for path in sources {
                 try await archiver.appendItem(atPath: path)
             }
             properties = try await archiver.finish()
         } catch {
             bar?.stop()
             await archiver.abandon()
-            if let upload = sink as? ObjectStoreSink {
+            if let upload = target.sink as? ObjectStoreSink {
                 let refused = (error as? CairnError).map { $0.code == .notResumable || $0.code == .alreadyExists } ?? false
                 if !refused, FileManager.default.fileExists(atPath: upload.statePath) {
                     Output.err("cairn: the multipart upload was kept (\(upload.statePath) records it); continue it with --resume")
                 }
-            } else if !toStandardOutput, sink == nil || sink is FileSink {
-                Output.err("cairn: the incomplete archive was left at \(output).partial; continue it with --resume")
+            } else if output != "-", target.sink == nil || target.sink is FileSink {
+                Output.err("cairn: the incomplete archive was left at \(ArchiveLocation.partialPath(of: output)); continue it with --resume")
             }
             throw error
         }
         bar?.stop()
-        let seconds = monotonicSeconds() - started
-        let cpu = ProcessTimes.cpuSeconds() - cpuStarted
+        return properties
+    }
+
+    /// Prints the warnings, then the summary (or JSON with `--json`; nothing with `-q`), on
+    /// standard error when the archive went to standard output.
+    static func printReport(
+        _ properties: ExportProperties, _ args: Arguments, output: String, sink: (any ArchiveSink)?, seconds: Double,
+        cpuSeconds cpu: Double
+    ) {
         for warning in properties.warnings { Output.warning(warning) }
         var text: String?
         if args.flag("--json") {
@@ -272,21 +345,20 @@ enum CreateCommand {
                 + (upload.isResumed ? ", \(Output.bytes(upload.keptBytes)) kept from the interrupted upload" : "")
         }
         if let text {
-            if toStandardOutput { Output.err(text) } else { Output.out(text) }
+            if output == "-" { Output.err(text) } else { Output.out(text) }
         }
-        return properties.warnings.isEmpty ? .success : .warnings
     }
 
     /// The local state file of an upload to `output` (`s3://BUCKET/KEY`): `--upload-state`, else
-    /// ``MultipartUploadState/defaultPath(endpoint:location:environment:)`` (one per endpoint,
+    /// `ArchiveLocation.uploadStatePath(of:endpoint:environment:)` (one per endpoint,
     /// bucket and key, in the user's state directory, whatever the working directory).
     ///
     /// - Throws: `.invalidArgument` for a malformed location; `.io` when the state directory
     ///   cannot be created.
     static func uploadStatePath(_ output: String, given: String?, endpoint: String?) throws(CairnError) -> String {
         if let given { return given }
-        return try MultipartUploadState.defaultPath(
-            endpoint: S3Configuration.endpoint(given: endpoint).url, location: S3Location(parsing: output))
+        return try ArchiveLocation.uploadStatePath(
+            of: S3Location(parsing: output), endpoint: S3Configuration.endpoint(given: endpoint).url)
     }
 
     /// The sink for `-o s3://BUCKET/KEY` (`Spec/0003-command-line.md §3.3`): with `--resume`,
@@ -299,9 +371,10 @@ enum CreateCommand {
         _ output: String, _ args: Arguments, configuration: inout Archiver.Configuration, sources: [[UInt8]], force: Bool,
         sizeEstimate: UInt64?
     ) throws(CairnError) -> ObjectStoreSink? {
-        let location = try S3Location(parsing: output)
+        guard case .object(let location, let store) = try ArchiveOperand.location(output, args) else {
+            throw CairnError(.invalidArgument, "not an s3://BUCKET/KEY location", path: output)
+        }
         let endpoint = args.value(ArchiveOperand.endpointOption)
-        let store = try S3Configuration.fromEnvironment(endpoint: endpoint)
         let statePath = try uploadStatePath(output, given: args.value("--upload-state"), endpoint: endpoint)
         let quiet = args.flag("-q", "--quiet")
         if args.flag("--resume") {
@@ -360,7 +433,7 @@ enum CreateCommand {
             return try FileSink(path: output, overwrite: force, replacingPartial: startingOver)
         } catch {
             guard error.code == .alreadyExists else { throw error }
-            if error.path == output + ".partial" {
+            if error.path == ArchiveLocation.partialPath(of: output) {
                 throw CairnError(
                     .alreadyExists, "an interrupted archive is here; use --resume to continue it or --force to start over",
                     path: error.path)

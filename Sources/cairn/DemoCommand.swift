@@ -115,7 +115,7 @@ private struct Demo {
         say("create \(archive) (LZ4, FastCDC 16/64/256 KiB)")
         let corpusURL = URL(fileURLWithPath: corpus)
         let properties = try await measure("create", bytes: UInt64(totalBytes), into: &result) {
-            try await Archiver.withArchiver(writingTo: archive) { archiver in
+            try await Archiver.withArchiver(writingTo: .file(path: archive)) { archiver in
                 try await archiver.appendItem(at: corpusURL)
             }
         }
@@ -124,7 +124,7 @@ private struct Demo {
 
         say("list")
         let listing = try await measure("list", bytes: nil, into: &result) {
-            try await Extractor.withExtractor(at: archive) { extractor in
+            try await Extractor.withExtractor(at: .file(path: archive)) { extractor in
                 var counts: [String: Int] = [:]
                 var bytes: UInt64 = 0
                 for entry in extractor.entries {
@@ -138,13 +138,13 @@ private struct Demo {
 
         say("verify")
         let report = try await measure("verify", bytes: UInt64(totalBytes), into: &result) {
-            try await Extractor.verifyArchive(atPath: archive)
+            try await Extractor.verifyArchive(at: .file(path: archive))
         }
 
         say("extract into \(extracted)")
         let destination = URL(fileURLWithPath: extracted)
         try await measure("extract", bytes: UInt64(totalBytes), into: &result) {
-            try await Extractor.withExtractor(at: archive) { extractor in
+            try await Extractor.withExtractor(at: .file(path: archive)) { extractor in
                 try await extractor.extractAll(to: destination)
             }
         }

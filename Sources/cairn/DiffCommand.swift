@@ -30,7 +30,7 @@ enum DiffCommand {
         guard args.operands.count == 2 else { throw UsageError("diff takes ARCHIVE and DIR") }
         let archive = String(decoding: args.operands[0], as: UTF8.self)
         guard archive != "-" else { throw UsageError("diff needs a seekable ARCHIVE, not -") }
-        let extractor = try Extractor(path: archive)
+        let extractor = try await Extractor(at: .file(path: archive))
         defer { extractor.close() }
         let differences = try ArchiveDiff.compare(
             entries: try extractor.entriesWithContentDigests(), chunking: extractor.header.chunking, with: args.operands[1])

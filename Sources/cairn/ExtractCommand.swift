@@ -79,12 +79,12 @@ enum ExtractCommand {
             return try await extractFromStandardInput(args, destination: destination, options: options, warnings: warnings)
         }
         let selection = args.operands.dropFirst().map { String(decoding: $0, as: UTF8.self) }
-        if ArchiveOperand.isURL(archive), selection.isEmpty, !options.resume {
+        if ArchiveLocation.kind(of: archive) != .file, selection.isEmpty, !options.resume {
             return try await extractFromURL(archive, args, destination: destination, options: options, warnings: warnings)
         }
         let started = monotonicSeconds()
         let cpuStarted = ProcessTimes.cpuSeconds()
-        let extractor = try Self.open(archive, args, resumingAll: options.resume && selection.isEmpty, destination: destination)
+        let extractor = try await Self.open(archive, args, resumingAll: options.resume && selection.isEmpty, destination: destination)
         defer { extractor.close() }
         let bar = ProgressBar.shouldShow(args) ? ProgressBar(progress: extractor.progress, label: "extract") : nil
         bar?.start()
@@ -114,9 +114,9 @@ enum ExtractCommand {
     /// without range support, the interrupted extraction cannot be continued from there: the
     /// error names the one way out, starting over with `--force` (which the refusal without
     /// `--resume` names too), instead of sending the user between the two messages.
-    static func open(_ archive: String, _ args: Arguments, resumingAll: Bool, destination: [UInt8]) throws(CairnError) -> Extractor {
+    static func open(_ archive: String, _ args: Arguments, resumingAll: Bool, destination: [UInt8]) async throws(CairnError) -> Extractor {
         do {
-            return try ArchiveOperand.open(archive, args)
+            return try await ArchiveOperand.open(archive, args)
         } catch {
             guard resumingAll, error.message.hasPrefix(RangeAnswer.noRangesMessage) else { throw error }
             let staging = String(decoding: StagingLocation.path(for: destination), as: UTF8.self)
@@ -208,7 +208,7 @@ enum ExtractCommand {
     static func extractFromURL(
         _ url: String, _ args: Arguments, destination: [UInt8], options: ExtractionOptions, warnings: Warnings
     ) async throws -> ExitStatus {
-        let input = try ArchiveOperand.openSequential(url, args)
+        let input = try await ArchiveOperand.location(url, args).openSequential()
         return try await extractStreaming(input, url: url, args, destination: destination, options: options, warnings: warnings)
     }
 

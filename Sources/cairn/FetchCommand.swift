@@ -35,7 +35,7 @@ enum FetchCommand {
             flags: ["--json", "--progress", "--no-progress", "--force", "-q", "--quiet"])
         guard args.operands.count == 1, let first = args.operands.first else { throw UsageError("fetch takes one URL") }
         let url = String(decoding: first, as: UTF8.self)
-        guard ArchiveFetcher.isURL(url) else { throw UsageError("'\(url)' is not an http://, https:// or s3:// location") }
+        guard ArchiveLocation.kind(of: url) != .file else { throw UsageError("'\(url)' is not an http://, https:// or s3:// location") }
         guard let output = args.value("-o", "--output") else { throw UsageError("missing -o FILE") }
         guard output != "-" else { throw UsageError("fetch writes a file (-o FILE): it verifies the whole archive before FILE appears; use 'cairn cat URL' for standard output") }
         var options = FetchOptions(seeds: args.allValues("--seed"), overwrite: args.flag("--force"))
@@ -54,7 +54,7 @@ enum FetchCommand {
             guard !quiet else { return }
             switch event {
             case .resuming(let offset):
-                Output.err("cairn fetch: resuming after the \(Output.bytes(offset)) verified in \(output).partial")
+                Output.err("cairn fetch: resuming after the \(Output.bytes(offset)) verified in \(ArchiveLocation.partialPath(of: output))")
             case .planned(let fetchBytes, let seedBytes):
                 Output.err("cairn fetch: \(Output.bytes(seedBytes)) from seeds, \(Output.bytes(fetchBytes)) to download")
             case .retrying(let error, let attempt):
@@ -63,8 +63,8 @@ enum FetchCommand {
                 Output.err("cairn fetch: \(reason); starting over")
             }
         }
-        let fetcher = ArchiveFetcher(url: url, options: options)
-        Interruption.describe { Interruption.fetchLine(raw, partial: output + ".partial") }
+        let fetcher = ArchiveFetcher(from: try ArchiveOperand.location(url, args), options: options)
+        Interruption.describe { Interruption.fetchLine(raw, partial: ArchiveLocation.partialPath(of: output)) }
         var bar: ProgressBar?
         if ProgressBar.shouldShow(args) {
             bar = ProgressBar(progress: fetcher.progress, label: "fetch")
@@ -73,7 +73,7 @@ enum FetchCommand {
         let started = monotonicSeconds()
         let report: FetchReport
         do {
-            report = try await fetcher.fetch(to: output)
+            report = try await fetcher.fetch(to: .file(path: output))
         } catch {
             bar?.stop()
             throw error

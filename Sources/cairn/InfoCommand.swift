@@ -23,12 +23,13 @@ enum InfoCommand {
         let archive = try CommandLineTool.archiveOperand(args)
         let extractor: Extractor
         do {
-            extractor = try ArchiveOperand.open(archive, args)
+            extractor = try await ArchiveOperand.open(archive, args)
         } catch {
             // Incomplete (no valid footer): say what is committed, if it is a Cairn archive at all.
             // A corrupt archive fails here as it does for every other reading command.
-            guard error.code == .truncated, !ArchiveOperand.isURL(archive), let prefix = try? await Extractor.verifyPrefix(atPath: archive), !prefix.isComplete,
-                prefix.verifiedLength > 0 || archive.hasSuffix(".partial")
+            guard error.code == .truncated, ArchiveLocation.kind(of: archive) == .file,
+                let prefix = try? await Extractor.verifyPrefix(at: .file(path: archive)), !prefix.isComplete,
+                prefix.verifiedLength > 0 || archive.hasSuffix(ArchiveLocation.partialSuffix)
             else { throw error }
             Self.printIncomplete(prefix, archive: archive, json: args.flag("--json"))
             // Bytes after the last commit that are damaged rather than missing are an error.
@@ -75,7 +76,7 @@ enum InfoCommand {
     }
 
     /// What an incomplete archive has committed (`Spec/0003-command-line.md §6`), from
-    /// `Extractor.verifyPrefix(atPath:)`.
+    /// `Extractor.verifyPrefix(at:)`.
     static func printIncomplete(_ prefix: PrefixVerification, archive: String, json: Bool) {
         if json {
             var object: [String: Any] = [
@@ -95,7 +96,7 @@ enum InfoCommand {
             "after last commit: \(prefix.fileBytes - min(prefix.fileBytes, prefix.verifiedLength)) bytes, not verified",
         ]
         if let reason = prefix.stopReason { lines.append("stopped at:        \(reason.description)") }
-        if archive.hasSuffix(".partial") {
+        if archive.hasSuffix(ArchiveLocation.partialSuffix) {
             // The sources the interrupted run recorded (escaped as `list` prints names, one a line).
             let recorded = prefix.header?.metadata[Archiver.sourcesMetadataKey].flatMap { value -> [String]? in
                 guard !value.hasPrefix("sha256:") else { return nil }
@@ -104,7 +105,7 @@ enum InfoCommand {
                 return paths.compactMap { $0.map(Shell.quoted) }
             }
             let sources = recorded?.joined(separator: " ") ?? "PATH..."
-            lines.append("continue it with:  cairn create --resume -o \(Shell.quoted(Array(archive.dropLast(8).utf8))) \(sources)")
+            lines.append("continue it with:  cairn create --resume -o \(Shell.quoted(Array(archive.dropLast(ArchiveLocation.partialSuffix.count).utf8))) \(sources)")
         }
         Output.out(lines.joined(separator: "\n"))
     }

@@ -107,7 +107,7 @@ enum Interruption {
             return "cairn: interrupted; the archive written to standard output is incomplete and cannot be resumed"
         }
         let target = String(decoding: output, as: UTF8.self)
-        if S3Location.isLocation(target) {
+        if ArchiveLocation.kind(of: target) == .object {
             let given = Arguments.rawValue(of: ["--upload-state"], in: arguments).map { String(decoding: $0, as: UTF8.self) }
             let endpoint = Arguments.rawValue(of: [ArchiveOperand.endpointOption], in: arguments).map { String(decoding: $0, as: UTF8.self) }
             guard let statePath = try? CreateCommand.uploadStatePath(target, given: given, endpoint: endpoint),
@@ -119,15 +119,15 @@ enum Interruption {
             return "cairn: interrupted; the multipart upload to \(target) is kept (\(state.parts.count) parts, \(Output.bytes(sent)), recorded in \(Shell.quoted(Array(statePath.utf8)))); continue with: "
                 + continuation("create", arguments, resume: true)
         }
-        let partial = target + ".partial"
+        let partial = ArchiveLocation.partialPath(of: target)
         guard FileManager.default.fileExists(atPath: partial) else {
             return "cairn: interrupted before anything was written; run again: \(continuation("create", arguments, resume: false))"
         }
         var committed = ""
-        if let prefix = try? await Extractor.verifyPrefix(atPath: partial) {
+        if let prefix = try? await Extractor.verifyPrefix(at: .file(path: partial)) {
             committed = " (\(Output.bytes(prefix.verifiedLength)) committed, \(Output.entries(prefix.entryCount)))"
         }
-        return "cairn: interrupted; kept \(Shell.quoted(output + Array(".partial".utf8)))\(committed); continue with: "
+        return "cairn: interrupted; kept \(Shell.quoted(ArchiveLocation.partialPath(of: output)))\(committed); continue with: "
             + continuation("create", arguments, resume: true)
     }
 

@@ -18,7 +18,7 @@ enum ListCommand {
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(raw, valued: [ArchiveOperand.endpointOption], flags: ["--json", "-l", "--long", "-q", "--quiet"])
         let archive = try CommandLineTool.archiveOperand(args)
-        let extractor = try ArchiveOperand.open(archive, args)
+        let extractor = try await ArchiveOperand.open(archive, args)
         defer { extractor.close() }
         if args.flag("--json") {
             var lines = ["["]

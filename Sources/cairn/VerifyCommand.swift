@@ -24,16 +24,16 @@ enum VerifyCommand {
         let archive = try CommandLineTool.archiveOperand(args)
         if archive == "-" { try Terminal.refuseArchive(on: 0) }
         if args.flag("--partial") {
-            guard !ArchiveOperand.isURL(archive) else {
+            guard ArchiveLocation.kind(of: archive) == .file else {
                 throw UsageError("--partial reads a local copy; 'cairn verify URL' checks the archive at a URL, 'cairn fetch' downloads it")
             }
             return try await partial(archive, json: args.flag("--json"))
         }
         let started = monotonicSeconds()
         let report =
-            ArchiveOperand.isURL(archive)
-            ? try await Extractor.verify(ArchiveOperand.openSequential(archive, args), path: archive)
-            : try await Extractor.verifyArchive(atPath: archive)
+            archive == "-"
+            ? try await Extractor.verify(descriptor: .standardInput, path: "<stdin>", seekToStart: false)
+            : try await Extractor.verifyArchive(at: ArchiveOperand.location(archive, args))
         let seconds = monotonicSeconds() - started
         if args.flag("--json") {
             Output.out(
@@ -51,7 +51,10 @@ enum VerifyCommand {
     }
 
     static func partial(_ archive: String, json: Bool) async throws -> ExitStatus {
-        let result = try await Extractor.verifyPrefix(atPath: archive)
+        let result =
+            archive == "-"
+            ? try await Extractor.verifyPrefix(reading: .standardInput, path: archive)
+            : try await Extractor.verifyPrefix(at: .file(path: archive))
         if json {
             var object: [String: Any] = [
                 "verifiedLength": result.verifiedLength, "resumeToken": result.resumeToken.description,

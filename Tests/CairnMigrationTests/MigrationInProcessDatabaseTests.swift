@@ -87,7 +87,7 @@ struct MigrationInProcessDatabaseTests {
         #expect(later.stdoutLines == ["201"], "the app's commit after the export is not seen by another process: \(later.stderr)")
 
         let extracted = scratch.url.appending(path: "extracted", directoryHint: .isDirectory)
-        try await Extractor.withExtractor(at: archive.path(percentEncoded: false)) { try await $0.extractAll(to: extracted) }
+        try await Extractor.withExtractor(at: .file(path: archive.path(percentEncoded: false))) { try await $0.extractAll(to: extracted) }
         let copy = extracted.appending(path: "Application Support/app.db").path(percentEncoded: false)
         let restored = try Self.sqlite(copy, "PRAGMA integrity_check; SELECT count(*) FROM t;")
         #expect(restored.stdoutLines == ["ok", "200"], "\(restored.stderr)")

@@ -28,7 +28,7 @@ struct MigrationRoundTripTests {
         let extractedDocuments = try TreeSnapshot(at: exported.extractedResourcesURL.appending(path: "Documents").path)
         #expect(extractedDocuments == (try TreeSnapshot(at: source.documentsDirectory.path)))
 
-        let header = try await Extractor.withExtractor(at: exported.archiveURL.path) { $0.header }
+        let header = try await Extractor.withExtractor(at: .file(path: exported.archiveURL.path)) { $0.header }
         #expect(header.resourcesVersion == "3")
         #expect(header.sourcePlatform == "linux")
         #expect(header.appIdentifier == "org.example.cairn-notes")
@@ -138,7 +138,7 @@ struct MigrationRoundTripTests {
         defer { scratch.remove() }
         let source = try scratch.source(count: 1)
         let archive = try scratch.work().appending(path: "plain.cairn")
-        _ = try await Archiver.withArchiver(writingTo: archive.path) { try await $0.appendItem(at: source.documentsDirectory) }
+        _ = try await Archiver.withArchiver(writingTo: .file(path: archive.path)) { try await $0.appendItem(at: source.documentsDirectory) }
         let destination = try scratch.populatedDestination()
         let before = try ContainerSnapshot(of: destination)
         let session = MigrationImportSession(importer: NotesImporter(container: destination), container: destination)

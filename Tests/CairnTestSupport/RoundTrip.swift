@@ -29,10 +29,10 @@ public enum RoundTrip {
         try FileManager.default.createDirectory(atPath: directory.appending("source"), withIntermediateDirectories: false)
         try tree.materialize(at: source)
         let archivePath = directory.appending("archive.cairn")
-        let archiver = try Archiver(writingTo: archivePath, configuration: configuration)
+        let archiver = try await Archiver(writingTo: .file(path: archivePath), configuration: configuration)
         try await archiver.appendItem(at: URL(fileURLWithPath: source))
         let properties = try await archiver.finish()
-        let extractor = try Extractor(path: archivePath)
+        let extractor = try await Extractor(at: .file(path: archivePath))
         defer { extractor.close() }
         let output = directory.appending("output")
         try await extractor.extractAll(to: URL(fileURLWithPath: output))
@@ -48,7 +48,7 @@ public enum RoundTrip {
     public static func archive(
         path: String, to archivePath: String, configuration: Archiver.Configuration = Archiver.Configuration()
     ) async throws -> (bytes: [UInt8], properties: ExportProperties) {
-        let archiver = try Archiver(writingTo: archivePath, configuration: configuration)
+        let archiver = try await Archiver(writingTo: .file(path: archivePath), configuration: configuration)
         try await archiver.appendItem(at: URL(fileURLWithPath: path))
         let properties = try await archiver.finish()
         return (try RawFileSystem.contents(ofFile: Array(archivePath.utf8)), properties)

@@ -165,7 +165,7 @@ struct ArchiverTests {
         var configuration = Archiver.Configuration()
         configuration.chunking = Self.smallCDC
         let archivePath = directory.appending("stream.cairn")
-        let archiver = try Archiver(writingTo: archivePath, configuration: configuration)
+        let archiver = try await Archiver(writingTo: .file(path: archivePath), configuration: configuration)
         let mtime: Timestamp = 1_234_567_890_123_456_789
         try await archiver.append(contentsOf: stream, pathInArchive: "streamed/data.bin", permissions: 0o640, modificationTime: mtime)
         try await archiver.appendItem(at: directory.url(appending: "source/same.bin"), pathInArchive: "file.bin")
@@ -174,7 +174,7 @@ struct ArchiverTests {
         // However the bytes arrive, the cut points are the same: the file is entirely duplicate.
         #expect(properties.deduplicatedBytes == UInt64(content.count))
 
-        let extractor = try Extractor(path: archivePath)
+        let extractor = try await Extractor(at: .file(path: archivePath))
         defer { extractor.close() }
         try await extractor.extractAll(to: directory.url(appending: "output"))
         let snapshot = try TreeSnapshot(at: directory.appending("output/streamed/data.bin"))
@@ -197,7 +197,7 @@ struct ArchiverTests {
     func duplicatePathRefused() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let archiver = try Archiver(writingTo: directory.appending("dup.cairn"))
+        let archiver = try await Archiver(writingTo: .file(path: directory.appending("dup.cairn")))
         try await archiver.append(contentsOf: Self.stream(Array("first".utf8)), pathInArchive: "dir/dup.txt")
         let error = await #expect(throws: CairnError.self) {
             try await archiver.append(contentsOf: Self.stream(Array("second".utf8)), pathInArchive: "dir/dup.txt/")
@@ -214,7 +214,7 @@ struct ArchiverTests {
         var tree = TreeBuilder()
         tree.file("x.txt", Array("x".utf8))
         try tree.materialize(at: directory.appending("tree"))
-        let archiver = try Archiver(writingTo: directory.appending("dup.cairn"))
+        let archiver = try await Archiver(writingTo: .file(path: directory.appending("dup.cairn")))
         try await archiver.appendItem(at: directory.url(appending: "tree"))
         let error = await #expect(throws: CairnError.self) {
             try await archiver.appendItem(at: directory.url(appending: "tree"))
@@ -231,7 +231,7 @@ struct ArchiverTests {
         var tree = TreeBuilder()
         tree.file("x.txt", Array("x".utf8))
         try tree.materialize(at: directory.appending("tree"))
-        let archiver = try Archiver(writingTo: directory.appending("unsafe.cairn"))
+        let archiver = try await Archiver(writingTo: .file(path: directory.appending("unsafe.cairn")))
         let streamed = await #expect(throws: CairnError.self) {
             try await archiver.append(contentsOf: Self.stream([1, 2, 3]), pathInArchive: path)
         }
@@ -360,7 +360,7 @@ struct ArchiverTests {
         // The task reports the append's own outcome, then tries to finish.
         let task = Task { () -> (append: Result<Void, any Error>, finished: Bool) in
             let archiver: Archiver
-            do { archiver = try Archiver(writingTo: archivePath) } catch { return (.failure(error), false) }
+            do { archiver = try await Archiver(writingTo: .file(path: archivePath)) } catch { return (.failure(error), false) }
             let append: Result<Void, any Error>
             do {
                 try await archiver.append(contentsOf: sequence, pathInArchive: "endless.bin")
@@ -451,7 +451,7 @@ struct ArchiverTests {
         #expect(properties.warnings.count == 1)
         let warning = try #require(properties.warnings.first)
         #expect(warning.path?.hasSuffix("tree/docs/secret.txt") == true, "\(warning)")
-        let extractor = try Extractor(path: directory.appending("a.cairn"))
+        let extractor = try await Extractor(at: .file(path: directory.appending("a.cairn")))
         defer { extractor.close() }
         #expect(extractor.entry(atPathInArchive: "tree/docs/secret.txt") == nil)
         #expect(extractor.entry(atPathInArchive: "tree/docs/readme.txt") != nil)

@@ -96,7 +96,7 @@ struct CommandLineTests {
         #expect(result.stderr.contains("created"), "the summary goes to standard error")
         let archive = work.path("piped.cairn")
         try Data(result.stdoutBytes).write(to: URL(fileURLWithPath: archive))
-        let report = try await Extractor.verifyArchive(atPath: archive)
+        let report = try await Extractor.verifyArchive(at: .file(path: archive))
         #expect(report.entryCount == tree.expectedListing.count)
         #expect(report.contentBytes == tree.contentBytes)
         #expect(try CLI.run(["verify", archive]).status == 0)
@@ -377,7 +377,7 @@ private enum CLI {
 
 extension Extractor {
     fileprivate static func withReader<R>(_ path: String, _ body: (Extractor) throws -> R) throws -> R {
-        let extractor = try Extractor(path: path)
+        let extractor = try Extractor(reader: ArchiveReader(path: path))
         defer { extractor.close() }
         return try body(extractor)
     }

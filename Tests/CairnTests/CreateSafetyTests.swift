@@ -24,7 +24,7 @@ struct CreateSafetyTests {
     }
 
     static func paths(inArchive path: String) throws -> [String] {
-        let extractor = try Extractor(path: path)
+        let extractor = try Extractor(reader: ArchiveReader(path: path))
         defer { extractor.close() }
         return extractor.entries.map(\.path)
     }
@@ -101,7 +101,7 @@ struct CreateSafetyTests {
         unlink(path)
 
         // A file that appears while the archive is written survives; the archive stays .partial.
-        let archiver = try Archiver(writingTo: path)
+        let archiver = try await Archiver(writingTo: .file(path: path))
         try await archiver.append(contentsOf: Self.single(Array("x".utf8)), pathInArchive: "x")
         try Data("appeared".utf8).write(to: URL(fileURLWithPath: path))
         let error = await #expect(throws: CairnError.self) { _ = try await archiver.finish() }
@@ -150,7 +150,7 @@ struct CreateSafetyTests {
         }
         _ = try await archiver.finish()
         #expect(second.withLock { $0 }?.code == .busy)
-        let report = try await Extractor.verifyArchive(atPath: path)
+        let report = try await Extractor.verifyArchive(at: .file(path: path))
         #expect(report.contentBytes == 100_000)
     }
 
@@ -171,7 +171,7 @@ struct CreateSafetyTests {
         }
         configure(&configuration)
         let archive = work.appending(name + ".cairn")
-        let archiver = try Archiver(writingTo: archive, configuration: configuration)
+        let archiver = try await Archiver(writingTo: .file(path: archive), configuration: configuration)
         try await archiver.appendItem(atPath: Array(work.appending(name).utf8), pathInArchive: Array("tree".utf8))
         let properties = try await archiver.finish()
         return (try Self.contents(archive), properties)
@@ -205,7 +205,7 @@ struct CreateSafetyTests {
         #expect(warning.path == work.appending("src/bad.bin"), "\(warning)")
         #expect(warning.message == "read failed after \(failAt) bytes; left out of the archive", "\(warning)")
         #expect(try Self.paths(inArchive: work.appending("src.cairn")) == ["tree", "tree/a.txt", "tree/copy.bin", "tree/z.txt"])
-        _ = try await Extractor.verifyArchive(atPath: work.appending("src.cairn"))
+        _ = try await Extractor.verifyArchive(at: .file(path: work.appending("src.cairn")))
 
         let (reference, _) = try await Self.archive(Self.readErrorTree(bad: nil, copy: content), in: work, name: "ref")
         #expect(bytes.count == reference.count)
@@ -239,7 +239,7 @@ struct CreateSafetyTests {
         var configuration = Archiver.Configuration()
         configuration.sourcePaths = [Array("src".utf8)]
         configuration.metadata["app"] = "notes"
-        let archiver = try Archiver(writingTo: work.appending("a.cairn"), configuration: configuration)
+        let archiver = try await Archiver(writingTo: .file(path: work.appending("a.cairn")), configuration: configuration)
         try await archiver.appendItem(atPath: Array(work.appending("src").utf8))
         await archiver.abandon()
         return try Self.contents(work.appending("a.cairn.partial"))
@@ -255,7 +255,7 @@ struct CreateSafetyTests {
         expected.compression = .zstd(level: 3)
         expected.metadata = ["app": "mail"]
         let error = #expect(throws: CairnError.self) {
-            _ = try Archiver(resuming: work.appending("a.cairn"), expecting: expected)
+            _ = try Archiver(resuming: .file(path: work.appending("a.cairn")), expecting: expected)
         }
         #expect(error?.code == .notResumable)
         #expect(error?.path == work.appending("a.cairn.partial"))
@@ -271,10 +271,10 @@ struct CreateSafetyTests {
         same.sourcePaths = [Array("src".utf8)]
         same.compression = .lz4
         same.metadata = ["app": "notes"]
-        let archiver = try Archiver(resuming: work.appending("a.cairn"), expecting: same)
+        let archiver = try Archiver(resuming: .file(path: work.appending("a.cairn")), expecting: same)
         try await archiver.appendItem(atPath: Array(work.appending("src").utf8))
         _ = try await archiver.finish()
-        _ = try await Extractor.verifyArchive(atPath: work.appending("a.cairn"))
+        _ = try await Extractor.verifyArchive(at: .file(path: work.appending("a.cairn")))
     }
 
     @Test("create --resume with another --compression or other PATHs exits 1 naming what differs; the same command resumes")
@@ -326,7 +326,7 @@ struct CreateSafetyTests {
         try Self.tree(seed: 4).materialize(at: work.appending("src"))
         let result = try CreateCLI.run(["create", "-q", "-o", "a.cairn", "src/a.txt", "src/docs/"], in: work.path)
         #expect(result.status == 0, "\(result.stderr)")
-        let extractor = try Extractor(path: work.appending("a.cairn"))
+        let extractor = try Extractor(reader: ArchiveReader(path: work.appending("a.cairn")))
         defer { extractor.close() }
         #expect(extractor.header.metadata["cairn.sources"] == "src/a.txt\nsrc/docs/")
         #expect(Archiver.sourcesMetadataValue([[0x61, 0xFF]]) == "a\\xff")
@@ -400,7 +400,7 @@ struct CreateSafetyTests {
             var configuration = Archiver.Configuration()
             configuration.staysOnOneFileSystem = stays
             let path = work.appending("dev-\(stays).cairn")
-            let archiver = try Archiver(writingTo: path, configuration: configuration)
+            let archiver = try await Archiver(writingTo: .file(path: path), configuration: configuration)
             try await archiver.appendItem(at: URL(fileURLWithPath: "/dev"))
             _ = try await archiver.finish()
             let listed = try Self.paths(inArchive: path)
@@ -459,7 +459,7 @@ struct CreateSafetyTests {
         try Self.tree(seed: 6).materialize(at: work.appending("src"))
         let content = Int64(Self.tree(seed: 6).fileBytes)
 
-        let unknown = try Archiver(writingTo: work.appending("a.cairn"))
+        let unknown = try await Archiver(writingTo: .file(path: work.appending("a.cairn")))
         #expect(unknown.progress.totalUnitCount == -1)
         #expect(unknown.progress.isIndeterminate)
         try await unknown.appendItem(at: work.url(appending: "src"))
@@ -470,7 +470,7 @@ struct CreateSafetyTests {
 
         var configuration = Archiver.Configuration()
         configuration.sizeEstimate = 1000
-        let small = try Archiver(writingTo: work.appending("b.cairn"), configuration: configuration)
+        let small = try await Archiver(writingTo: .file(path: work.appending("b.cairn")), configuration: configuration)
         #expect(small.progress.totalUnitCount == 1000)
         try await small.appendItem(at: work.url(appending: "src"))
         #expect(small.progress.completedUnitCount == content, "completed counts every byte read, not at most the estimate")
@@ -571,7 +571,7 @@ struct CreateReviewTests {
         var configuration = Archiver.Configuration()
         configuration.exclusions = ["*.txt"]
         configuration.sourcePaths = [Array("ex".utf8)]
-        let archiver = try Archiver(writingTo: work.appending("ex.cairn"), configuration: configuration)
+        let archiver = try await Archiver(writingTo: .file(path: work.appending("ex.cairn")), configuration: configuration)
         try await archiver.appendItem(at: work.url(appending: "ex"))
         await archiver.abandon()
         let refused = try ChildProcess.run(try Self.cairn, ["create", "-q", "--resume", "--exclude", "*.log", "-o", "ex.cairn", "ex"], in: work.path)
@@ -580,7 +580,7 @@ struct CreateReviewTests {
         #expect(refused.stderr.components(separatedBy: "differ from").count == 2, "named once: \(refused.stderr)")
         let inherited = try ChildProcess.run(try Self.cairn, ["create", "-q", "--resume", "-o", "ex.cairn", "ex"], in: work.path)
         #expect(inherited.status == 0, "\(inherited.stderr)")
-        let extractor = try Extractor(path: work.appending("ex.cairn"))
+        let extractor = try await Extractor(at: .file(path: work.appending("ex.cairn")))
         defer { extractor.close() }
         #expect(!extractor.entries.contains { $0.path.hasSuffix(".txt") }, "\(extractor.entries.map(\.path))")
         #expect(extractor.entries.filter { $0.path.hasSuffix(".log") }.count == 6)

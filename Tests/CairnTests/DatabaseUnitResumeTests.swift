@@ -49,7 +49,7 @@ struct DatabaseUnitResumeTests {
             let made = try await RoundTrip.archive(
                 path: work.appending("src"), to: work.appending("reference.cairn"), configuration: ResumeFixture.configuration)
             reference = made.bytes
-            let extractor = try Extractor(path: work.appending("reference.cairn"))
+            let extractor = try await Extractor(at: .file(path: work.appending("reference.cairn")))
             let paths = extractor.entries.map(\.path)
             extractor.close()
             try #require(paths == ["src", "src/app.db", "src/app.db-wal", "src/z.txt"])
@@ -71,7 +71,7 @@ struct DatabaseUnitResumeTests {
 
         /// Resumes `target` with the same source.
         func resume(_ target: String) async throws -> ExportProperties {
-            let archiver = try Archiver(resuming: target, configuration: ResumeFixture.configuration)
+            let archiver = try Archiver(resuming: .file(path: target), configuration: ResumeFixture.configuration)
             try await archiver.appendItem(at: work.url(appending: "src"))
             return try await archiver.finish()
         }
@@ -132,7 +132,7 @@ struct DatabaseUnitResumeTests {
 
         let properties = try await fixture.resume(target)
         #expect(properties.warnings.isEmpty, "\(properties.warnings)")
-        let extractor = try Extractor(path: target)
+        let extractor = try await Extractor(at: .file(path: target))
         defer { extractor.close() }
         #expect(extractor.entries.map(\.path) == ["src", "src/app.db", "src/app.db-wal", "src/z.txt"])
         try await extractor.extractAll(to: fixture.work.url(appending: "out"))
@@ -153,7 +153,7 @@ struct DatabaseUnitResumeTests {
 
         let properties = try await fixture.resume(target)
         #expect(properties.warnings.map(\.code) == [.sourceChanged, .sourceChanged], "\(properties.warnings)")
-        let extractor = try Extractor(path: target)
+        let extractor = try await Extractor(at: .file(path: target))
         defer { extractor.close() }
         #expect(extractor.entries.map(\.path) == ["src", "src/app.db", "src/app.db-wal", "src/z.txt"])
         try await extractor.extractAll(to: fixture.work.url(appending: "out"))
@@ -167,7 +167,7 @@ struct DatabaseUnitResumeTests {
         let fixture = try await Fixture()
         defer { fixture.close() }
         let archive = fixture.work.appending("explicit.cairn")
-        let archiver = try Archiver(writingTo: archive)
+        let archiver = try await Archiver(writingTo: .file(path: archive))
         try await archiver.appendItem(at: fixture.work.url(appending: "src/app.db-shm"))
         try await archiver.appendItem(at: fixture.work.url(appending: "src/app.db"))
         try await archiver.appendItem(at: fixture.work.url(appending: "src/app.db-wal"))
@@ -177,7 +177,7 @@ struct DatabaseUnitResumeTests {
         try await archiver.appendItem(at: fixture.work.url(appending: "src/app.db-shm"), pathInArchive: "src/app.db-shm")
         let properties = try await archiver.finish()
         #expect(properties.warnings.isEmpty, "\(properties.warnings)")
-        let extractor = try Extractor(path: archive)
+        let extractor = try await Extractor(at: .file(path: archive))
         defer { extractor.close() }
         #expect(extractor.entries.map(\.path) == ["app.db", "app.db-wal", "src", "src/app.db", "src/app.db-wal", "src/z.txt"])
         try await extractor.extractAll(to: fixture.work.url(appending: "out"))
@@ -212,11 +212,11 @@ struct DatabaseUnitResumeTests {
         defer { holder.close() }
         try #require(RawFileSystem.exists(Array(work.appending("src/app.db-journal").utf8)))
 
-        let archiver = try Archiver(resuming: target, configuration: ResumeFixture.configuration)
+        let archiver = try Archiver(resuming: .file(path: target), configuration: ResumeFixture.configuration)
         try await archiver.appendItem(at: work.url(appending: "src"))
         let properties = try await archiver.finish()
         #expect(properties.warnings.map(\.code) == [.sourceChanged], "\(properties.warnings)")
-        let extractor = try Extractor(path: target)
+        let extractor = try await Extractor(at: .file(path: target))
         defer { extractor.close() }
         #expect(extractor.entries.map(\.path) == ["src", "src/app.db", "src/b.bin", "src/c.txt"])
         try await extractor.extractAll(to: work.url(appending: "out"))

@@ -127,7 +127,7 @@ struct DiffCommandTests {
         let archive = work.appending("d.cairn")
         let arguments = ["create", "-q", "--chunking", chunking, "-o", archive] + sizes.map { "f\($0)" }
         #expect(try BehaviourCLI.run(arguments, in: work.path).status == 0)
-        let extractor = try Extractor(path: archive)
+        let extractor = try await Extractor(at: .file(path: archive))
         defer { extractor.close() }
         let chunker = Chunker(policy: extractor.header.chunking)
         for entry in try extractor.entriesWithContentDigests() {

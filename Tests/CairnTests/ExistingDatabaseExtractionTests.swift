@@ -65,7 +65,7 @@ struct ExistingDatabaseExtractionTests {
     static func create(_ archive: String, _ paths: [String], in directory: String) throws -> [String] {
         let result = try ChildProcess.run(try cairn(), ["create", "-q", "-o", archive] + paths, in: directory)
         try #require(result.status == 0, "\(result.stderr)")
-        let extractor = try Extractor(path: archive.hasPrefix("/") ? archive : directory + "/" + archive)
+        let extractor = try Extractor(reader: ArchiveReader(path: archive.hasPrefix("/") ? archive : directory + "/" + archive))
         defer { extractor.close() }
         return extractor.entries.map(\.path)
     }

@@ -103,7 +103,7 @@ struct ExtendedAttributeTests {
         let archive = work.appending("a.cairn")
         try await Self.archive(tree.root, to: archive)
         let destination = work.appending("out")
-        let extractor = try Extractor(path: archive)
+        let extractor = try await Extractor(at: .file(path: archive))
         defer { extractor.close() }
         let warnings = WarningBox()
         var options = ExtractionOptions()
@@ -137,7 +137,7 @@ struct ExtendedAttributeTests {
         let tree = try XattrTree.make(in: work.appending("src"))
         let archive = work.appending("a.cairn")
         try await Self.archive(tree.root, to: archive)
-        let extractor = try Extractor(path: archive)
+        let extractor = try await Extractor(at: .file(path: archive))
         defer { extractor.close() }
         var options = ExtractionOptions()
         options.restoresExtendedAttributes = false
@@ -155,7 +155,7 @@ struct ExtendedAttributeTests {
         try Data(try Self.archiveWithLargeValue()).write(to: URL(fileURLWithPath: archive))
         for streaming in [true, false] {
             let destination = work.appending(streaming ? "stream" : "seekable")
-            let extractor = try Extractor(path: archive)
+            let extractor = try await Extractor(at: .file(path: archive))
             defer { extractor.close() }
             let warnings = WarningBox()
             var options = ExtractionOptions()
@@ -317,7 +317,7 @@ struct ExtendedAttributeTests {
     static func archive(_ source: String, to archive: String, configuration: Archiver.Configuration = Archiver.Configuration())
         async throws -> ExportProperties
     {
-        let archiver = try Archiver(writingTo: archive, configuration: configuration)
+        let archiver = try await Archiver(writingTo: .file(path: archive), configuration: configuration)
         try await archiver.appendItem(at: URL(fileURLWithPath: source))
         return try await archiver.finish()
     }
@@ -325,7 +325,7 @@ struct ExtendedAttributeTests {
     /// The entries of `archive` (its manifest rows, checked against the entry records when
     /// opened), by path.
     static func entries(of archive: String) throws -> [String: ArchiveEntry] {
-        let extractor = try Extractor(path: archive)
+        let extractor = try Extractor(reader: ArchiveReader(path: archive))
         defer { extractor.close() }
         return Dictionary(uniqueKeysWithValues: extractor.entries.map { ($0.path, $0) })
     }

@@ -190,7 +190,7 @@ struct ExtractorTests {
         // Opening applies the entry rules to every record (§13.1 step 5), so the archive is
         // refused before any extraction starts; `verify` refuses it for the same reason.
         let error = await #expect(throws: CairnError.self) {
-            let extractor = try Extractor(path: archivePath)
+            let extractor = try await Extractor(at: .file(path: archivePath))
             defer { extractor.close() }
             try await extractor.extractAll(to: URL(fileURLWithPath: destination))
         }
@@ -201,7 +201,7 @@ struct ExtractorTests {
         } else {
             #expect(error?.code == .unsafePath, "\(String(describing: error))")
             #expect(error?.path == Self.display(hostile.path), "\(String(describing: error))")
-            let verifyError = await #expect(throws: CairnError.self) { _ = try await Extractor.verifyArchive(atPath: archivePath) }
+            let verifyError = await #expect(throws: CairnError.self) { _ = try await Extractor.verifyArchive(at: .file(path: archivePath)) }
             #expect(verifyError?.code == error?.code && verifyError?.offset == error?.offset, "\(String(describing: verifyError))")
         }
 
@@ -219,7 +219,7 @@ struct ExtractorTests {
         defer { directory.remove() }
         let archivePath = directory.appending("hostile.cairn")
         try RawFileSystem.writeFile(Array(archivePath.utf8), try hostile.archive(outside: directory.appending("outside")))
-        let error = await #expect(throws: CairnError.self) { try await Extractor.verifyArchive(atPath: archivePath) }
+        let error = await #expect(throws: CairnError.self) { try await Extractor.verifyArchive(at: .file(path: archivePath)) }
         #expect(error?.code == .unsafePath, "\(String(describing: error))")
     }
 
@@ -234,7 +234,7 @@ struct ExtractorTests {
         let archivePath = directory.appending("long.cairn")
         try RawFileSystem.writeFile(Array(archivePath.utf8), archive)
         let before = try TreeSnapshot(at: directory.path)
-        let error = #expect(throws: CairnError.self) { _ = try Extractor(path: archivePath) }
+        let error = #expect(throws: CairnError.self) { _ = try Extractor(reader: ArchiveReader(path: archivePath)) }
         #expect(error?.code == .corrupted, "\(String(describing: error))")
         #expect(error?.offset != nil)
         let after = try TreeSnapshot(at: directory.path)
@@ -269,7 +269,7 @@ struct ExtractorTests {
     /// The file offset of the record of the chunk with the largest stored payload, and that
     /// payload's length.
     static func largestChunk(_ archivePath: String) throws -> (offset: Int, storedLength: Int) {
-        let extractor = try Extractor(path: archivePath)
+        let extractor = try Extractor(reader: ArchiveReader(path: archivePath))
         defer { extractor.close() }
         let row = try #require(extractor.reader.manifest.chunks.max { $0.storedLength < $1.storedLength })
         return (Int(row.offset), Int(row.storedLength))
@@ -289,13 +289,13 @@ struct ExtractorTests {
         bytes[chunk.offset + 8 + 40 + chunk.storedLength / 2] ^= 0x01
         try RawFileSystem.writeFile(Array(archivePath.utf8), bytes)
 
-        let verifyError = await #expect(throws: CairnError.self) { try await Extractor.verifyArchive(atPath: archivePath) }
+        let verifyError = await #expect(throws: CairnError.self) { try await Extractor.verifyArchive(at: .file(path: archivePath)) }
         // The record's CRC-32 is checked before the chunk is decoded (§3.2).
         #expect(verifyError?.code == .checksumMismatch, "\(String(describing: verifyError))")
         #expect(verifyError?.offset == chunkOffset)
 
         let before = try TreeSnapshot(at: directory.path)
-        let extractor = try Extractor(path: archivePath)
+        let extractor = try await Extractor(at: .file(path: archivePath))
         defer { extractor.close() }
         let verifyInPlace = await #expect(throws: CairnError.self) { try await extractor.verify() }
         #expect(verifyInPlace?.code == .checksumMismatch)
@@ -331,10 +331,10 @@ struct ExtractorTests {
         bytes.replaceSubrange(chunkOffset..<(chunkOffset + 12 + length), with: reframed)
         try RawFileSystem.writeFile(Array(archivePath.utf8), bytes)
 
-        let verifyError = await #expect(throws: CairnError.self) { try await Extractor.verifyArchive(atPath: archivePath) }
+        let verifyError = await #expect(throws: CairnError.self) { try await Extractor.verifyArchive(at: .file(path: archivePath)) }
         #expect(verifyError?.code == .checksumMismatch, "\(String(describing: verifyError))")
         #expect(verifyError?.offset == UInt64(chunkOffset))
-        let extractor = try Extractor(path: archivePath)
+        let extractor = try await Extractor(at: .file(path: archivePath))
         defer { extractor.close() }
         let error = await #expect(throws: CairnError.self) {
             try await extractor.extractAll(to: directory.url(appending: "output"))
@@ -351,9 +351,9 @@ struct ExtractorTests {
         let archivePath = try await Self.makeArchive(Self.sampleTree(seed: 32), in: directory)
         let bytes = try RawFileSystem.contents(ofFile: Array(archivePath.utf8))
         try RawFileSystem.writeFile(Array(archivePath.utf8), Array(bytes.prefix(bytes.count / 2)))
-        let error = #expect(throws: CairnError.self) { _ = try Extractor(path: archivePath) }
+        let error = #expect(throws: CairnError.self) { _ = try Extractor(reader: ArchiveReader(path: archivePath)) }
         #expect(error?.code == .truncated, "\(String(describing: error))")
-        let verifyError = await #expect(throws: CairnError.self) { try await Extractor.verifyArchive(atPath: archivePath) }
+        let verifyError = await #expect(throws: CairnError.self) { try await Extractor.verifyArchive(at: .file(path: archivePath)) }
         #expect(verifyError?.code == .truncated, "\(String(describing: verifyError))")
     }
 
@@ -370,7 +370,7 @@ struct ExtractorTests {
         let before = try TreeSnapshot(at: destination)
         let beside = try RawFileSystem.names(atPath: Array(directory.path.utf8))
 
-        let extractor = try Extractor(path: archivePath)
+        let extractor = try await Extractor(at: .file(path: archivePath))
         defer { extractor.close() }
         let error = await #expect(throws: CairnError.self) {
             try await extractor.extractAll(to: URL(fileURLWithPath: destination))
@@ -395,7 +395,7 @@ struct ExtractorTests {
         let archivePath = try await Self.makeArchive(Self.sampleTree(seed: 34), in: directory)
         let destination = directory.appending("destination")
         try FileManager.default.createDirectory(atPath: destination, withIntermediateDirectories: false)
-        let extractor = try Extractor(path: archivePath)
+        let extractor = try await Extractor(at: .file(path: archivePath))
         defer { extractor.close() }
         try await extractor.extractAll(to: URL(fileURLWithPath: destination))
         #expect(try RawFileSystem.names(atPath: Array(destination.utf8)) == [Array("tree".utf8)])
@@ -410,7 +410,7 @@ struct ExtractorTests {
         defer { directory.remove() }
         let archivePath = try await Self.makeArchive(Self.sampleTree(seed: 35), in: directory)
         let source = try TreeSnapshot(at: directory.appending("source/tree"))
-        let extractor = try Extractor(path: archivePath)
+        let extractor = try await Extractor(at: .file(path: archivePath))
         defer { extractor.close() }
 
         try await extractor.extractItem(atPathInArchive: "tree/docs/a.txt", to: directory.url(appending: "one"))
@@ -442,7 +442,7 @@ struct ExtractorTests {
         let tree = Self.sampleTree(seed: 36)
         let archivePath = try await Self.makeArchive(tree, in: directory)
         let before = try RawFileSystem.names(atPath: Array(directory.path.utf8))
-        let extractor = try Extractor(path: archivePath)
+        let extractor = try await Extractor(at: .file(path: archivePath))
         defer { extractor.close() }
         var options = ExtractionOptions()
         options.maximumOutputBytes = tree.fileBytes - 1
@@ -475,7 +475,7 @@ struct ExtractorTests {
         defer { directory.remove() }
         let archivePath = directory.appending("bomb.cairn")
         try RawFileSystem.writeFile(Array(archivePath.utf8), try Self.bombArchive(chunkLength: 65536, count: 100_000))
-        let extractor = try Extractor(path: archivePath)
+        let extractor = try await Extractor(at: .file(path: archivePath))
         defer { extractor.close() }
         #expect(extractor.summary.archiveBytes < 8_000_000)
         #expect(extractor.summary.contentBytes > 6_500_000_000)
@@ -501,7 +501,7 @@ struct ExtractorTests {
         try #require(count < 1_000_000, "free space too large for a small test archive")
         let archivePath = directory.appending("bomb.cairn")
         try RawFileSystem.writeFile(Array(archivePath.utf8), try Self.bombArchive(chunkLength: chunkLength, count: count))
-        let extractor = try Extractor(path: archivePath)
+        let extractor = try await Extractor(at: .file(path: archivePath))
         defer { extractor.close() }
         var options = ExtractionOptions()
         options.maximumOutputBytes = .max

@@ -81,9 +81,9 @@ struct FetchFaultTests {
         try setup.proxy.set(.stall(afterBodyBytes: 400_000, times: 1))
         var options = FetchOptions(retries: 0)
         options.stallTimeout = Await.safetyBound
-        let fetcher = ArchiveFetcher(url: setup.url, options: options)
+        let fetcher = try ArchiveFetcher(from: ArchiveLocation(parsing: setup.url), options: options)
         let out = setup.out
-        let task = Task { try await fetcher.fetch(to: out) }
+        let task = Task { try await fetcher.fetch(to: .file(path: out)) }
         // Until the stall: every byte before it has arrived. Progress counts what arrived, piece
         // by piece (the writer gathers 1 MiB before writing).
         try await Await.suspendingUntil("the fetch receives the 400 kB before the stall") {
@@ -96,7 +96,7 @@ struct FetchFaultTests {
         #expect(throws: CancellationError.self) { try outcome.get() }
         // A timer never fires early: ending before the stall timeout could fire, the cancel ended it.
         #expect(took < Await.safetyBound, "cancelling waited for the stall timeout")
-        let resumed = try await ArchiveFetcher(url: setup.url).fetch(to: out)
+        let resumed = try await ArchiveFetcher(from: ArchiveLocation(parsing: setup.url)).fetch(to: .file(path: out))
         try FetchTests.expectSame(out, setup.expected)
         #expect(resumed.resumedFrom > 0)
     }

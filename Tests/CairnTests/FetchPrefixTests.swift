@@ -44,7 +44,7 @@ struct FetchPrefixTests {
             for _ in 0..<10 { cuts.append(Int.random(in: 1..<bytes.count, using: &generator)) }
             for cut in cuts {
                 try RawFileSystem.writeFile(Array(path.utf8), Array(bytes[0..<cut]))
-                let expected = try await Extractor.verifyPrefix(atPath: path).verifiedLength
+                let expected = try await Extractor.verifyPrefix(at: .file(path: path)).verifiedLength
                 for onEveryCore in [true, false] {
                     let input = try FileDescriptor.open(path, flags: O_RDONLY)
                     defer { _ = try? input.close() }
@@ -78,7 +78,7 @@ struct FetchPrefixTests {
             let (outcome, read, verifier) = try await Self.readPrefix(partial, at: path)
             // The one pass reads the partial file once: its size, no more.
             #expect(read == UInt64(cut), "cut at \(cut)")
-            let expected = try await Extractor.verifyPrefix(atPath: path).verifiedLength
+            let expected = try await Extractor.verifyPrefix(at: .file(path: path)).verifiedLength
             let start: UInt64
             switch outcome {
             case .continuing(let at):
@@ -151,7 +151,7 @@ struct FetchPrefixTests {
         let cut = bytes.count * 3 / 4
         // A chunk changed with its CRC-32 recomputed: only the chain digest of the commit after it
         // (or the chunk's id) finds it.
-        let layout = try Extractor(path: work.appending("a.cairn"))
+        let layout = try await Extractor(at: .file(path: work.appending("a.cairn")))
         defer { layout.close() }
         let chunk = try #require(layout.reader.manifest.chunks.last { $0.pack == nil && Int($0.offset) < cut / 2 })
         var changed = Array(bytes[0..<cut])
@@ -160,7 +160,7 @@ struct FetchPrefixTests {
         let crc = changed[Int(chunk.offset)..<payloadEnd].withUnsafeBytes { CRC32.checksum($0) }
         for index in 0..<4 { changed[payloadEnd + index] = UInt8(truncatingIfNeeded: crc >> (8 * index)) }
         let (outcome, read, _) = try await Self.readPrefix(changed, at: path)
-        let expected = try await Extractor.verifyPrefix(atPath: path).verifiedLength
+        let expected = try await Extractor.verifyPrefix(at: .file(path: path)).verifiedLength
         #expect(expected > 0 && expected <= chunk.offset)
         #expect(outcome == .unusable(verifiedUpTo: expected))
         #expect(read <= UInt64(cut))

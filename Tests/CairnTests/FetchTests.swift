@@ -548,18 +548,18 @@ struct FetchTests {
         defer { server.stop() }
         let url = server.url("slow/a.cairn")
         let out = work.appending("copy.cairn")
-        let task = Task { try await ArchiveFetcher(url: url).fetch(to: out) }
+        let task = Task { try await ArchiveFetcher(from: ArchiveLocation(parsing: url)).fetch(to: .file(path: out)) }
         // Cancelled once a commit has reached the partial file (the rest takes seconds at 1 MiB/s).
         try await Await.suspendingUntil("a commit reaches \(out).partial", interval: 0.02) {
             guard RawFileSystem.exists(Array((out + ".partial").utf8)) else { return false }
-            return ((try? await Extractor.verifyPrefix(atPath: out + ".partial"))?.verifiedLength ?? 0) > 0
+            return ((try? await Extractor.verifyPrefix(at: .file(path: out + ".partial")))?.verifiedLength ?? 0) > 0
         }
         task.cancel()
         let outcome = await task.result
         #expect(throws: CancellationError.self) { try outcome.get() }
-        let prefix = try await Extractor.verifyPrefix(atPath: out + ".partial")
+        let prefix = try await Extractor.verifyPrefix(at: .file(path: out + ".partial"))
         #expect(prefix.verifiedLength > 0 && !prefix.isComplete)
-        let report = try await ArchiveFetcher(url: url).fetch(to: out)
+        let report = try await ArchiveFetcher(from: ArchiveLocation(parsing: url)).fetch(to: .file(path: out))
         #expect(report.resumedFrom == prefix.verifiedLength)
         try FetchTests.expectSame(out, expected)
     }
@@ -582,10 +582,10 @@ struct FetchTests {
         // A run killed at 70% of the old archive, from a server that sent no validator.
         try RawFileSystem.writeFile(Array((out + ".partial").utf8), Array(old[0..<(old.count * 7 / 10)]))
         try FetchState(url: url, validator: nil, length: UInt64(old.count)).save(for: out)
-        let prefix = try await Extractor.verifyPrefix(atPath: out + ".partial").verifiedLength
+        let prefix = try await Extractor.verifyPrefix(at: .file(path: out + ".partial")).verifiedLength
         #expect(prefix > UInt64(expected.count), "the test needs a prefix past the new archive's end")
 
-        let report = try await ArchiveFetcher(url: url).fetch(to: out)
+        let report = try await ArchiveFetcher(from: ArchiveLocation(parsing: url)).fetch(to: .file(path: out))
         try FetchTests.expectSame(out, expected)
         #expect(report.restarts == 1 && report.resumedFrom == 0, "\(report)")
         let log = server.accessLog()
@@ -608,11 +608,11 @@ struct FetchTests {
         let cut = expected.count * 7 / 10
         try RawFileSystem.writeFile(Array((out + ".partial").utf8), Array(expected[0..<cut]))
         try FetchState(url: url, validator: nil, length: UInt64(expected.count)).save(for: out)
-        let prefix = try await Extractor.verifyPrefix(atPath: out + ".partial").verifiedLength
+        let prefix = try await Extractor.verifyPrefix(at: .file(path: out + ".partial")).verifiedLength
         #expect(prefix > 0 && prefix < UInt64(cut))
 
-        let fetcher = ArchiveFetcher(url: url)
-        let report = try await fetcher.fetch(to: out)
+        let fetcher = try ArchiveFetcher(from: ArchiveLocation(parsing: url))
+        let report = try await fetcher.fetch(to: .file(path: out))
         try FetchTests.expectSame(out, expected)
         #expect(report.resumedFrom == prefix)
         // Once: the verifier that found the last commit went on with the server's bytes (before,
@@ -645,7 +645,7 @@ struct FetchTests {
         try FetchState(url: url, validator: "\"5f5e1000-\(String(oldBytes.count, radix: 16))\"", length: UInt64(oldBytes.count))
             .save(for: out)
 
-        let report = try await ArchiveFetcher(url: url).fetch(to: out)
+        let report = try await ArchiveFetcher(from: ArchiveLocation(parsing: url)).fetch(to: .file(path: out))
         try FetchTests.expectSame(out, expected)
         #expect(report.restarts == 1, "\(report)")
         // nginx's ETag: the file's mtime and size in hex.
@@ -666,7 +666,7 @@ struct FetchTests {
         let semaphore = DispatchSemaphore(value: 0)
         let box = ResultBox()
         Task {
-            box.value = try? await Extractor.verifyPrefix(atPath: path).verifiedLength
+            box.value = try? await Extractor.verifyPrefix(at: .file(path: path)).verifiedLength
             semaphore.signal()
         }
         semaphore.wait()
@@ -681,9 +681,9 @@ enum FetchFixture {
     /// Bytes a seeded fetch of `archive` must download when `seed` is at hand: the manifest and
     /// footer, and every chunk record whose id the seed's chunk records lack.
     static func changedBytes(archive: String, seed: String) throws -> UInt64 {
-        let remote = try Extractor(path: archive)
+        let remote = try Extractor(reader: ArchiveReader(path: archive))
         defer { remote.close() }
-        let local = try Extractor(path: seed)
+        let local = try Extractor(reader: ArchiveReader(path: seed))
         defer { local.close() }
         let known = Set(local.reader.manifest.chunks.filter { $0.pack == nil }.map(\.id))
         var total = remote.reader.footer.manifestLength + UInt64(140)

@@ -91,7 +91,7 @@ struct FuzzCorpusTests {
         #expect(error?.message.contains("declares 9223372036854775808 bytes") == true, "\(String(describing: error))")
         for name in ["records-pack-file-size-over-int.cairn", "records-pack-inline-sizes-overflow.cairn"] {
             let path = crashers.appendingPathComponent(name).path
-            let failure = await #expect(throws: CairnError.self) { _ = try await Extractor.verifyArchive(atPath: path) }
+            let failure = await #expect(throws: CairnError.self) { _ = try await Extractor.verifyArchive(at: .file(path: path)) }
             #expect(failure?.code == .corrupted, "\(name): \(String(describing: failure))")
         }
         // The largest packed file the format allows (8 MiB, one chunk: a section or a chunk at

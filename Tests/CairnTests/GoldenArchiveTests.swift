@@ -45,7 +45,7 @@ struct GoldenArchiveTests {
 
     @Test("the fixture's header fields are the ones it was written with (Spec §5)")
     func headerFields() throws {
-        let extractor = try Extractor(path: GoldenArchive.fixturePath())
+        let extractor = try Extractor(reader: ArchiveReader(path: GoldenArchive.fixturePath()))
         defer { extractor.close() }
         let header = extractor.header
         #expect(header == GoldenArchive.header)
@@ -61,7 +61,7 @@ struct GoldenArchiveTests {
 
     @Test("the fixture lists exactly the expected entries, in order, with their metadata (Spec §6)")
     func entriesAndMetadata() throws {
-        let extractor = try Extractor(path: GoldenArchive.fixturePath())
+        let extractor = try Extractor(reader: ArchiveReader(path: GoldenArchive.fixturePath()))
         defer { extractor.close() }
         let expected = try GoldenArchive.expectedEntries()
         #expect(extractor.entries.count == expected.count)
@@ -84,7 +84,7 @@ struct GoldenArchiveTests {
 
     @Test("content digests are SHA-256 over the chunk ids (Spec §8.3) and pinned")
     func contentDigests() throws {
-        let extractor = try Extractor(path: GoldenArchive.fixturePath())
+        let extractor = try Extractor(reader: ArchiveReader(path: GoldenArchive.fixturePath()))
         defer { extractor.close() }
         let digests = Dictionary(
             uniqueKeysWithValues: extractor.entries.compactMap { entry in entry.contentDigest.map { (entry.path, $0.hexString) } })
@@ -95,7 +95,7 @@ struct GoldenArchiveTests {
 
     @Test("totals show several chunks, deduplication and LZ4 compression (Spec §7, §8.4, §12)")
     func totals() throws {
-        let extractor = try Extractor(path: GoldenArchive.fixturePath())
+        let extractor = try Extractor(reader: ArchiveReader(path: GoldenArchive.fixturePath()))
         defer { extractor.close() }
         let summary = extractor.summary
         let model = try GoldenArchive.model()
@@ -115,7 +115,7 @@ struct GoldenArchiveTests {
 
     @Test("the fixture extracts to the generated contents")
     func extractsToGeneratedContents() async throws {
-        let extractor = try Extractor(path: GoldenArchive.fixturePath())
+        let extractor = try await Extractor(at: .file(path: GoldenArchive.fixturePath()))
         defer { extractor.close() }
         let destination = FileManager.default.temporaryDirectory
             .appendingPathComponent("cairn-golden-\(UUID().uuidString)")
@@ -138,7 +138,7 @@ struct GoldenArchiveTests {
 
     @Test("the fixture passes the front-to-back verifier (Spec §13.2)")
     func verifies() async throws {
-        let report = try await Extractor.verifyArchive(atPath: GoldenArchive.fixturePath())
+        let report = try await Extractor.verifyArchive(at: .file(path: GoldenArchive.fixturePath()))
         let fixture = try GoldenArchive.fixtureBytes()
         #expect(report.archiveBytes == UInt64(fixture.count))
         #expect(report.entryCount == 7)

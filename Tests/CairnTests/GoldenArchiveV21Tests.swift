@@ -70,13 +70,13 @@ struct GoldenArchiveV21Tests {
 
     @Test("the 2.1 fixture verifies and holds the same entries, totals and contents as the 2.0 fixture")
     func sameMeaningAsVersion20() async throws {
-        let report = try await Extractor.verifyArchive(atPath: Self.fixturePath())
-        let old = try await Extractor.verifyArchive(atPath: GoldenArchiveV2.fixturePath())
+        let report = try await Extractor.verifyArchive(at: .file(path: Self.fixturePath()))
+        let old = try await Extractor.verifyArchive(at: .file(path: GoldenArchiveV2.fixturePath()))
         #expect(report.entryCount == old.entryCount)
         #expect(report.contentBytes == old.contentBytes)
-        let new = try Extractor(path: Self.fixturePath())
+        let new = try await Extractor(at: .file(path: Self.fixturePath()))
         defer { new.close() }
-        let previous = try Extractor(path: GoldenArchiveV2.fixturePath())
+        let previous = try await Extractor(at: .file(path: GoldenArchiveV2.fixturePath()))
         defer { previous.close() }
         #expect(new.formatVersion == FormatVersion(major: 2, minor: 1))
         #expect(new.entries == previous.entries)

@@ -79,7 +79,7 @@ struct GoldenArchiveV2Tests {
     func headerAndVersion() throws {
         let bytes = try GoldenArchiveV2.fixtureBytes()
         #expect(Array(bytes[0..<12]) == Prelude.magic + [0x02, 0x00, 0x00, 0x00])
-        let extractor = try Extractor(path: GoldenArchiveV2.fixturePath())
+        let extractor = try Extractor(reader: ArchiveReader(path: GoldenArchiveV2.fixturePath()))
         defer { extractor.close() }
         #expect(extractor.formatVersion == FormatVersion(major: 2, minor: 0))
         #expect(extractor.header == GoldenArchiveV2.header)
@@ -92,7 +92,7 @@ struct GoldenArchiveV2Tests {
 
     @Test("every entry reads back with the metadata it was written with (Spec §6): kinds, modes, exact times, ids, targets, devices, xattrs")
     func entriesAndMetadata() throws {
-        let extractor = try Extractor(path: GoldenArchiveV2.fixturePath())
+        let extractor = try Extractor(reader: ArchiveReader(path: GoldenArchiveV2.fixturePath()))
         defer { extractor.close() }
         let expected = try GoldenArchiveV2.expectedEntries()
         #expect(extractor.entries.count == expected.count)
@@ -121,7 +121,7 @@ struct GoldenArchiveV2Tests {
 
     @Test("the totals count packed and recorded chunks, references and content (Spec §7.5, §12)")
     func totals() throws {
-        let extractor = try Extractor(path: GoldenArchiveV2.fixturePath())
+        let extractor = try Extractor(reader: ArchiveReader(path: GoldenArchiveV2.fixturePath()))
         defer { extractor.close() }
         let model = try GoldenArchiveV2.model()
         let summary = extractor.summary
@@ -182,7 +182,7 @@ struct GoldenArchiveV2Tests {
             #expect(segment.count == Int(GoldenArchive.u32(payload, 4)))
             body += segment
         }
-        let extractor = try Extractor(path: GoldenArchiveV2.fixturePath())
+        let extractor = try Extractor(reader: ArchiveReader(path: GoldenArchiveV2.fixturePath()))
         defer { extractor.close() }
         #expect(body == extractor.reader.manifest.encodedBody(), "the stored body is the one the writer encodes")
         let footer = try #require(records.last)
@@ -234,7 +234,7 @@ struct GoldenArchiveV2Tests {
         let packs = try GoldenArchiveV2.records(bytes).filter { $0.type == 11 }
         #expect(packs.count == model.packCount)
         let decompressor = ChunkDecompressor()
-        let extractor = try Extractor(path: GoldenArchiveV2.fixturePath())
+        let extractor = try Extractor(reader: ArchiveReader(path: GoldenArchiveV2.fixturePath()))
         defer { extractor.close() }
         for (index, record) in packs.enumerated() {
             let payload = Array(bytes[(record.offset + 8)..<(record.offset + 8 + record.length)])
@@ -267,7 +267,7 @@ struct GoldenArchiveV2Tests {
     func packItemPlacements() throws {
         let bytes = try GoldenArchiveV2.fixtureBytes()
         let packs = try GoldenArchiveV2.records(bytes).filter { $0.type == 11 }
-        let extractor = try Extractor(path: GoldenArchiveV2.fixturePath())
+        let extractor = try Extractor(reader: ArchiveReader(path: GoldenArchiveV2.fixturePath()))
         defer { extractor.close() }
         let chunks = extractor.reader.manifest.chunks
         var placements: [[UInt8]: GoldenArchiveV2.Placement] = [:]
@@ -295,7 +295,7 @@ struct GoldenArchiveV2Tests {
 
     @Test("verify reads the fixture front to back and counts what was written (Spec §13.2)")
     func verifies() async throws {
-        let report = try await Extractor.verifyArchive(atPath: GoldenArchiveV2.fixturePath())
+        let report = try await Extractor.verifyArchive(at: .file(path: GoldenArchiveV2.fixturePath()))
         let model = try GoldenArchiveV2.model()
         let records = try GoldenArchiveV2.records(try GoldenArchiveV2.fixtureBytes())
         #expect(report.archiveBytes == UInt64(try GoldenArchiveV2.fixtureBytes().count))
@@ -336,7 +336,7 @@ struct GoldenArchiveV2Tests {
     func extractAll() async throws {
         let work = try TemporaryDirectory(prefix: "cairn-golden2-all")
         defer { work.remove() }
-        let extractor = try Extractor(path: GoldenArchiveV2.fixturePath())
+        let extractor = try await Extractor(at: .file(path: GoldenArchiveV2.fixturePath()))
         defer { extractor.close() }
         let (options, warnings) = GoldenArchiveV2.collectingOptions()
         try await extractor.extractAll(to: work.url(appending: "out"), options: options)
@@ -349,7 +349,7 @@ struct GoldenArchiveV2Tests {
     func extractSinglePackedItem(path: String) async throws {
         let work = try TemporaryDirectory(prefix: "cairn-golden2-item")
         defer { work.remove() }
-        let extractor = try Extractor(path: GoldenArchiveV2.fixturePath())
+        let extractor = try await Extractor(at: .file(path: GoldenArchiveV2.fixturePath()))
         defer { extractor.close() }
         let (options, warnings) = GoldenArchiveV2.collectingOptions()
         try await extractor.extractItem(atPathInArchive: path, to: work.url(appending: "out"), options: options)

@@ -204,7 +204,7 @@ struct HostileArchiveTests {
     /// Opens `path` and extracts it into `<directory>/output`; returns the error it throws.
     static func openAndExtract(_ path: String, in directory: TemporaryDirectory) async -> CairnError? {
         do {
-            let extractor = try Extractor(path: path)
+            let extractor = try await Extractor(at: .file(path: path))
             defer { extractor.close() }
             try await extractor.extractAll(to: directory.url(appending: "output"))
             return nil
@@ -218,7 +218,7 @@ struct HostileArchiveTests {
 
     static func verifyError(_ path: String) async -> CairnError? {
         do {
-            _ = try await Extractor.verifyArchive(atPath: path)
+            _ = try await Extractor.verifyArchive(at: .file(path: path))
             return nil
         } catch let error as CairnError {
             return error
@@ -309,10 +309,10 @@ struct HostileArchiveTests {
 
         if place == .header {
             // A bad header record is not a cut copy: verifyPrefix refuses it (Spec/0003 §7.1).
-            let prefixError = await #expect(throws: CairnError.self) { _ = try await Extractor.verifyPrefix(atPath: path) }
+            let prefixError = await #expect(throws: CairnError.self) { _ = try await Extractor.verifyPrefix(at: .file(path: path)) }
             #expect(prefixError?.code == .limitExceeded, "\(String(describing: prefixError))")
         } else {
-            let prefix = try await Extractor.verifyPrefix(atPath: path)
+            let prefix = try await Extractor.verifyPrefix(at: .file(path: path))
             #expect(!prefix.isComplete)
             #expect(prefix.stopReason?.code == .limitExceeded, "\(String(describing: prefix.stopReason))")
             #expect(prefix.stopReason?.offset == UInt64(target))
@@ -383,9 +383,9 @@ struct HostileArchiveTests {
         #expect(verify?.offset == UInt64(at) || verify?.offset == UInt64(at + 8), "\(String(describing: verify)), record at \(at)")
 
         if type == .header {
-            await #expect(throws: CairnError.self) { _ = try await Extractor.verifyPrefix(atPath: path) }
+            await #expect(throws: CairnError.self) { _ = try await Extractor.verifyPrefix(at: .file(path: path)) }
         } else {
-            let prefix = try await Extractor.verifyPrefix(atPath: path)
+            let prefix = try await Extractor.verifyPrefix(at: .file(path: path))
             #expect(!prefix.isComplete)
             #expect(prefix.stopReason?.code == .corrupted, "\(String(describing: prefix.stopReason))")
         }
@@ -395,10 +395,10 @@ struct HostileArchiveTests {
         switch type {
         case .footer:
             // The last 140 bytes are no longer a footer record: incomplete (§12.3 step 2).
-            let error = #expect(throws: CairnError.self) { _ = try Extractor(path: path) }
+            let error = #expect(throws: CairnError.self) { _ = try Extractor(reader: ArchiveReader(path: path)) }
             #expect(error?.code == .truncated, "\(String(describing: error))")
         default:
-            let error = #expect(throws: CairnError.self) { _ = try Extractor(path: path) }
+            let error = #expect(throws: CairnError.self) { _ = try Extractor(reader: ArchiveReader(path: path)) }
             #expect(error?.code == .corrupted, "\(String(describing: error))")
             #expect(error?.offset == UInt64(at) || error?.offset == UInt64(at + 8), "\(String(describing: error)), record at \(at)")
         }
@@ -447,7 +447,7 @@ struct HostileArchiveTests {
         let path = try Self.write(bytes, "footer.cairn", in: directory)
         let before = try TreeSnapshot(at: directory.path)
 
-        let error = #expect(throws: CairnError.self) { _ = try Extractor(path: path) }
+        let error = #expect(throws: CairnError.self) { _ = try Extractor(reader: ArchiveReader(path: path)) }
         #expect(error?.code == .corrupted, "\(String(describing: error))")
         #expect(error?.offset == UInt64(footerOffset), "\(String(describing: error))")
         #expect(error?.path == path)
@@ -468,7 +468,7 @@ struct HostileArchiveTests {
         try crafter.file("a.txt", Array("the only chunk".utf8))
         let bytes = try crafter.finish { manifest in manifest.chunks[0].offset = offset }
         let path = try Self.write(bytes, "row.cairn", in: directory)
-        let error = #expect(throws: CairnError.self) { _ = try Extractor(path: path) }
+        let error = #expect(throws: CairnError.self) { _ = try Extractor(reader: ArchiveReader(path: path)) }
         #expect(error?.code == .corrupted, "\(String(describing: error))")
         #expect(error?.offset == offset, "\(String(describing: error))")
     }
@@ -502,7 +502,7 @@ struct HostileArchiveTests {
             try RawFileSystem.writeFile(Array(path.utf8), Array(bytes.prefix(length)))
             let complete = length == bytes.count
             do {
-                let extractor = try Extractor(path: path)
+                let extractor = try await Extractor(at: .file(path: path))
                 extractor.close()
                 #expect(complete, "a prefix of \(length) bytes opened")
             } catch {
@@ -515,7 +515,7 @@ struct HostileArchiveTests {
                 #expect(verify?.code == .truncated, "prefix \(length): \(String(describing: verify))")
             }
             do {
-                let prefix = try await Extractor.verifyPrefix(atPath: path)
+                let prefix = try await Extractor.verifyPrefix(at: .file(path: path))
                 #expect(prefix.isComplete == complete, "prefix \(length)")
                 #expect(prefix.fileBytes == UInt64(length))
                 // The verified length is the end of the last commit inside the prefix.
@@ -559,10 +559,10 @@ struct HostileArchiveTests {
         let original = try Self.smallArchive()
         let path = try Self.write(original + garbage.bytes, "garbage.cairn", in: directory)
 
-        let open = #expect(throws: CairnError.self) { _ = try Extractor(path: path) }
+        let open = #expect(throws: CairnError.self) { _ = try Extractor(reader: ArchiveReader(path: path)) }
         #expect(open?.code == .truncated, "\(String(describing: open))")
 
-        let prefix = try await Extractor.verifyPrefix(atPath: path)
+        let prefix = try await Extractor.verifyPrefix(at: .file(path: path))
         #expect(!prefix.isComplete)
         #expect(prefix.verifiedLength == UInt64(original.count))
         #expect(prefix.stopReason?.code == .corrupted, "\(String(describing: prefix.stopReason))")
@@ -585,13 +585,13 @@ struct HostileArchiveTests {
         var bytes = try Self.smallArchive()
         bytes[0] = 0x09  // the high bit stripped, as a 7-bit transfer would
         let path = try Self.write(bytes, "magic.cairn", in: directory)
-        let open = #expect(throws: CairnError.self) { _ = try Extractor(path: path) }
+        let open = #expect(throws: CairnError.self) { _ = try Extractor(reader: ArchiveReader(path: path)) }
         #expect(open?.code == .corrupted)
         #expect(open?.offset == 0)
         let verify = await Self.verifyError(path)
         #expect(verify?.code == .corrupted)
         #expect(verify?.offset == 0)
-        let prefix = await #expect(throws: CairnError.self) { _ = try await Extractor.verifyPrefix(atPath: path) }
+        let prefix = await #expect(throws: CairnError.self) { _ = try await Extractor.verifyPrefix(at: .file(path: path)) }
         #expect(prefix?.code == .corrupted)
     }
 
@@ -603,12 +603,12 @@ struct HostileArchiveTests {
         bytes[8] = 3
         try Self.rechain(&bytes)  // only the version may be wrong
         let path = try Self.write(bytes, "v3.cairn", in: directory)
-        let open = #expect(throws: CairnError.self) { _ = try Extractor(path: path) }
+        let open = #expect(throws: CairnError.self) { _ = try Extractor(reader: ArchiveReader(path: path)) }
         #expect(open?.code == .unsupportedVersion)
         #expect(open?.message.contains("3.\(Prelude.minorVersion)") == true, "\(String(describing: open))")
         let verify = await Self.verifyError(path)
         #expect(verify?.code == .unsupportedVersion)
-        let prefix = await #expect(throws: CairnError.self) { _ = try await Extractor.verifyPrefix(atPath: path) }
+        let prefix = await #expect(throws: CairnError.self) { _ = try await Extractor.verifyPrefix(at: .file(path: path)) }
         #expect(prefix?.code == .unsupportedVersion)
     }
 
@@ -622,7 +622,7 @@ struct HostileArchiveTests {
         // its own prelude, so recompute it as that writer would have.
         try Self.rechain(&bytes)
         let path = try Self.write(bytes, "v1.9.cairn", in: directory)
-        let report = try await Extractor.verifyArchive(atPath: path)
+        let report = try await Extractor.verifyArchive(at: .file(path: path))
         #expect(report.entryCount == 4)
         let extract = await Self.openAndExtract(path, in: directory)
         #expect(extract == nil, "\(String(describing: extract))")
@@ -639,7 +639,7 @@ struct HostileArchiveTests {
         let path = try write(bytes, name, in: directory)
         var open: CairnError?
         do {
-            let extractor = try Extractor(path: path)
+            let extractor = try await Extractor(at: .file(path: path))
             extractor.close()
         } catch {
             open = error
@@ -704,10 +704,10 @@ struct HostileArchiveTests {
 
         let skippable = try Self.inserting(Self.framed(type: 200, flags: 1, payload: Array("from 1.9".utf8)), at: at, in: original)
         let skippablePath = try Self.write(skippable, "skippable.cairn", in: directory)
-        let report = try await Extractor.verifyArchive(atPath: skippablePath)
+        let report = try await Extractor.verifyArchive(at: .file(path: skippablePath))
         #expect(report.entryCount == 4)
         #expect(report.archiveBytes == UInt64(original.count + 20))
-        let prefix = try await Extractor.verifyPrefix(atPath: skippablePath)
+        let prefix = try await Extractor.verifyPrefix(at: .file(path: skippablePath))
         #expect(prefix.isComplete)
         let extract = await Self.openAndExtract(skippablePath, in: directory)
         #expect(extract == nil, "\(String(describing: extract))")
@@ -719,7 +719,7 @@ struct HostileArchiveTests {
         #expect(verify?.offset == UInt64(at))
         #expect(verify?.message.contains("not skippable") == true, "\(String(describing: verify))")
         // Opening walks the body's records (§13.1 step 5) and refuses it the same way.
-        let open = #expect(throws: CairnError.self) { _ = try Extractor(path: requiredPath) }
+        let open = #expect(throws: CairnError.self) { _ = try Extractor(reader: ArchiveReader(path: requiredPath)) }
         #expect(open?.code == .corrupted && open?.offset == UInt64(at), "\(String(describing: open))")
     }
 
@@ -737,7 +737,7 @@ struct HostileArchiveTests {
         let message = "the manifest does not start right after a commit"
         let verify = await Self.verifyError(path)
         #expect(verify?.code == .corrupted && verify?.offset == at && verify?.message == message, "\(String(describing: verify))")
-        let open = #expect(throws: CairnError.self) { _ = try Extractor(path: path) }
+        let open = #expect(throws: CairnError.self) { _ = try Extractor(reader: ArchiveReader(path: path)) }
         #expect(open?.code == .corrupted && open?.offset == at && open?.message == message, "\(String(describing: open))")
         let stream = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
         defer { try? stream.close() }
@@ -747,7 +747,7 @@ struct HostileArchiveTests {
         #expect(streamed?.code == .corrupted && streamed?.offset == at && streamed?.message == message, "\(String(describing: streamed))")
         #expect(!FileManager.default.fileExists(atPath: directory.appending("streamed")))
         // What the final commit covers still verifies; the rest is not complete.
-        let prefix = try await Extractor.verifyPrefix(atPath: path)
+        let prefix = try await Extractor.verifyPrefix(at: .file(path: path))
         #expect(!prefix.isComplete && prefix.verifiedLength == UInt64(manifestOffset), "\(prefix)")
     }
 
@@ -773,7 +773,7 @@ struct HostileArchiveTests {
         RecordCodec.append(.footer, payload: footer, to: &bytes)
         try Self.rechain(&bytes)
         let path = try Self.write(bytes, "bomb.cairn", in: directory)
-        let open = #expect(throws: CairnError.self) { _ = try Extractor(path: path) }
+        let open = #expect(throws: CairnError.self) { _ = try Extractor(reader: ArchiveReader(path: path)) }
         #expect(open?.code == .limitExceeded, "\(String(describing: open))")
         #expect(open?.message.contains("decompresses to more than") == true, "\(String(describing: open))")
         let verify = await Self.verifyError(path)
@@ -790,7 +790,7 @@ struct HostileArchiveTests {
         let bytes = try Self.inserting(
             Self.framed(type: 200, flags: 1, payload: [1, 2, 3]), at: manifestOffset, in: original, intoManifest: true)
         let path = try Self.write(bytes, "manifest.cairn", in: directory)
-        let open = #expect(throws: CairnError.self) { _ = try Extractor(path: path) }
+        let open = #expect(throws: CairnError.self) { _ = try Extractor(reader: ArchiveReader(path: path)) }
         #expect(open?.code == .corrupted, "\(String(describing: open))")
         #expect(open?.offset == UInt64(manifestOffset))
         // The streaming reader takes a skippable record before the first manifest record as

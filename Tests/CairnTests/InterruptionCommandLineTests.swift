@@ -50,7 +50,7 @@ struct InterruptionCommandLineTests {
         let result = try child.wait(for: "create ends after SIGINT")
         try #require(result.status == 130, "exit 130 after SIGINT: \(result.status) \(result.stderr)")
         // Stopping promptly means it did not first compress the rest (seconds of zstd level 19).
-        let kept = try await Extractor.verifyPrefix(atPath: archive + ".partial")
+        let kept = try await Extractor.verifyPrefix(at: .file(path: archive + ".partial"))
         #expect(!kept.isComplete && kept.contentBytes < 6 << 20, "stops promptly: \(kept.contentBytes) bytes committed")
         // The entries -v named, then one line.
         let lines = result.stderr.split(separator: "\n").map(String.init)

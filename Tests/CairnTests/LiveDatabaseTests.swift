@@ -145,7 +145,7 @@ struct LiveDatabaseTests {
                     // A warning (exit 3) still leaves an archive: check what it holds too.
                     guard result.status == 3 else { continue }
                 }
-                let extractor = try Extractor(path: directory.appending(archive))
+                let extractor = try await Extractor(at: .file(path: directory.appending(archive)))
                 defer { extractor.close() }
                 try await extractor.extractAll(to: directory.url(appending: "x\(index)"))
                 let copy = try Self.check(directory.appending("x\(index)/src/live.db"))
@@ -194,7 +194,7 @@ struct LiveDatabaseTests {
                 attempt.withLock { $0 = result }
             }
             let archive = directory.appending("\(snapshots).cairn")
-            let archiver = try Archiver(writingTo: archive, configuration: configuration)
+            let archiver = try await Archiver(writingTo: .file(path: archive), configuration: configuration)
             try await archiver.appendItem(at: directory.url(appending: "src"))
             let properties = try await archiver.finish()
             // Without the snapshot the commit changed the file under the read: it was read again.
@@ -227,7 +227,7 @@ struct LiveDatabaseTests {
         #expect(result.status == 3, "\(result.stderr)")
         #expect(result.stderr.contains("src/held.db: SQLite database stayed locked for 3000 ms"), "\(result.stderr)")
         #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
-        let extractor = try Extractor(path: directory.appending("held.cairn"))
+        let extractor = try await Extractor(at: .file(path: directory.appending("held.cairn")))
         defer { extractor.close() }
         // In exclusive locking mode the journal is kept (and archived as a plain file too).
         #expect(extractor.entries.map(\.path) == ["src", "src/held.db", "src/held.db-journal", "src/notes.txt"])
@@ -274,7 +274,7 @@ struct LiveDatabaseTests {
         #expect(result.status == 3, "\(result.stderr)")
         #expect(result.stderr.contains("src/hot.db: "), "\(result.stderr)")
         #expect(result.stderr.contains("archived as a plain file"), "\(result.stderr)")
-        let extractor = try Extractor(path: directory.appending("hot.cairn"))
+        let extractor = try await Extractor(at: .file(path: directory.appending("hot.cairn")))
         defer { extractor.close() }
         #expect(extractor.entries.map(\.path) == ["src", "src/hot.db", "src/hot.db-journal"])
         try await extractor.extractAll(to: directory.url(appending: "out"))
@@ -292,11 +292,11 @@ struct LiveDatabaseTests {
         let bytes = Array("SQLite format 3\0".utf8) + generator.bytes(40_000)
         try RawFileSystem.writeFile(Array(directory.appending("src/fake.db").utf8), bytes)
         let archive = directory.appending("f.cairn")
-        let archiver = try Archiver(writingTo: archive)
+        let archiver = try await Archiver(writingTo: .file(path: archive))
         try await archiver.appendItem(at: directory.url(appending: "src"))
         let properties = try await archiver.finish()
         #expect(properties.warnings.isEmpty, "\(properties.warnings)")
-        let extractor = try Extractor(path: archive)
+        let extractor = try await Extractor(at: .file(path: archive))
         defer { extractor.close() }
         try await extractor.extractAll(to: directory.url(appending: "out"))
         #expect(try RawFileSystem.contents(ofFile: Array(directory.appending("out/src/fake.db").utf8)) == bytes)
@@ -315,11 +315,11 @@ struct LiveDatabaseTests {
         try Data("z".utf8).write(to: directory.url(appending: "src/w.db-zz"))
         try #require(RawFileSystem.exists(Array(directory.appending("src/w.db-shm").utf8)))
         let archive = directory.appending("w.cairn")
-        let archiver = try Archiver(writingTo: archive)
+        let archiver = try await Archiver(writingTo: .file(path: archive))
         try await archiver.appendItem(at: directory.url(appending: "src"))
         let properties = try await archiver.finish()
         #expect(properties.warnings.isEmpty, "\(properties.warnings)")
-        let extractor = try Extractor(path: archive)
+        let extractor = try await Extractor(at: .file(path: archive))
         defer { extractor.close() }
         #expect(extractor.entries.map(\.path) == ["src", "src/w.db", "src/w.db-wal", "src/w.db-zz"])
         try await extractor.extractAll(to: directory.url(appending: "out"))
@@ -334,12 +334,12 @@ struct LiveDatabaseTests {
         try FileManager.default.createDirectory(atPath: directory.appending("src"), withIntermediateDirectories: true)
         try Self.makeDatabase(directory.appending("src/rest.db"), journalMode: "wal")
         let archive = directory.appending("r.cairn")
-        let archiver = try Archiver(writingTo: archive)
+        let archiver = try await Archiver(writingTo: .file(path: archive))
         try await archiver.appendItem(at: directory.url(appending: "src"))
         let properties = try await archiver.finish()
         #expect(properties.warnings.isEmpty, "\(properties.warnings)")
         #expect(try RawFileSystem.names(atPath: Array(directory.appending("src").utf8)) == [Array("rest.db".utf8)])
-        let extractor = try Extractor(path: archive)
+        let extractor = try await Extractor(at: .file(path: archive))
         defer { extractor.close() }
         #expect(extractor.entries.map(\.path) == ["src", "src/rest.db"])
     }
@@ -357,7 +357,7 @@ struct LiveDatabaseTests {
         try RawFileSystem.setModificationTime(Array("src".utf8), in: try RawFileSystem.openDirectory(Array(directory.path.utf8)), nanoseconds: 1_600_000_000_000_000_000)
         let before = try RawFileSystem.status(Array(directory.appending("src").utf8)).st_mtim.tv_sec
         let archive = directory.appending("m.cairn")
-        let archiver = try Archiver(writingTo: archive)
+        let archiver = try await Archiver(writingTo: .file(path: archive))
         try await archiver.appendItem(at: directory.url(appending: "src"))
         let properties = try await archiver.finish()
         #expect(properties.warnings.isEmpty, "\(properties.warnings)")
@@ -393,11 +393,11 @@ struct LiveDatabaseTests {
         try RawFileSystem.setModificationTime(
             path, in: AT_FDCWD, nanoseconds: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec))
 
-        let archiver = try Archiver(resuming: target, configuration: ResumeFixture.configuration)
+        let archiver = try Archiver(resuming: .file(path: target), configuration: ResumeFixture.configuration)
         try await archiver.appendItem(at: work.url(appending: "src"))
         let properties = try await archiver.finish()
         #expect(properties.warnings.isEmpty, "\(properties.warnings)")
-        let extractor = try Extractor(path: target)
+        let extractor = try await Extractor(at: .file(path: target))
         defer { extractor.close() }
         try await extractor.extractAll(to: work.url(appending: "out"))
         #expect(try RawFileSystem.contents(ofFile: Array(work.appending("out/src/big.db").utf8)) == bytes)
@@ -437,10 +437,10 @@ struct LiveDatabaseTests {
             if pass < changes { try? Data(versions[pass + 1]).write(to: URL(fileURLWithPath: path)) }
         }
         let archive = directory.appending("a.cairn")
-        let archiver = try Archiver(writingTo: archive, configuration: configuration)
+        let archiver = try await Archiver(writingTo: .file(path: archive), configuration: configuration)
         try await archiver.appendItem(at: directory.url(appending: "tree"))
         let properties = try await archiver.finish()
-        let extractor = try Extractor(path: archive)
+        let extractor = try await Extractor(at: .file(path: archive))
         defer { extractor.close() }
         try await extractor.extractAll(to: directory.url(appending: "out"))
         let content = try RawFileSystem.contents(ofFile: Array(directory.appending("out/tree/data.bin").utf8))

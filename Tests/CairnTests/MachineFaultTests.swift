@@ -53,7 +53,7 @@ struct MachineFaultTests {
         #expect(partialStatus.st_size <= limitKiB * 1024)
 
         // What is there is a valid prefix: it verifies up to its last commit.
-        let prefix = try await Extractor.verifyPrefix(atPath: partial)
+        let prefix = try await Extractor.verifyPrefix(at: .file(path: partial))
         #expect(!prefix.isComplete)
         #expect(prefix.verifiedLength > 1_000_000, "verified \(prefix.verifiedLength) bytes")
         #expect(prefix.fileBytes == UInt64(partialStatus.st_size))
@@ -70,7 +70,7 @@ struct MachineFaultTests {
         let referenceBytes = try RawFileSystem.contents(ofFile: Array(reference.utf8))
         #expect(resumedBytes.count == referenceBytes.count)
         #expect(resumedBytes == referenceBytes, "the resumed archive is byte for byte the uninterrupted one")
-        _ = try await Extractor.verifyArchive(atPath: archive)
+        _ = try await Extractor.verifyArchive(at: .file(path: archive))
     }
 
     /// An archive of a tree whose one big file (4 MiB of random bytes) cannot be written under

@@ -32,8 +32,8 @@ struct ObjectStoreTests {
 
     /// The default state file of an upload to `s3://BUCKET/KEY` on `server` (Spec/0003 §3.3).
     static func statePath(_ server: RcloneS3Server, _ location: String) throws -> String {
-        try MultipartUploadState.defaultPath(
-            endpoint: server.endpoint, location: S3Location(parsing: location), environment: ["XDG_STATE_HOME": stateHome(server)])
+        try ArchiveLocation.uploadStatePath(
+            of: S3Location(parsing: location), endpoint: server.endpoint, environment: ["XDG_STATE_HOME": stateHome(server)])
     }
 
     static func environment(_ server: RcloneS3Server, secret: String? = nil) -> [String: String] {
@@ -562,7 +562,7 @@ struct ObjectStoreTests {
         let archive = URL(fileURLWithPath: work.appending("local.cairn"))
         try blockingAsync {
             let sink = try ObjectStoreSink(location: location, configuration: configuration, statePath: work.appending("copy.state"))
-            try await ArchiveTransfer.send(archiveAt: archive, to: sink)
+            try await ArchiveTransfer.send(archiveAt: ArchiveLocation(archive), to: sink)
             #expect(sink.partCount == (local.count + (8 << 20) - 1) / (8 << 20), "parts of 8 MiB: \(sink.partCount) for \(local.count) bytes")
             #expect(sink.uploadedBytes == UInt64(local.count))
         }
@@ -587,10 +587,10 @@ struct ObjectStoreTests {
             let archiver = try Archiver(sink: sink, configuration: archiverConfiguration)
             try await archiver.appendItem(atPath: Array((source + "/data").utf8), pathInArchive: Array("data".utf8))
             _ = try await archiver.finish()
-            let extractor = try Extractor(object: location, configuration: configuration)
+            let extractor = try await Extractor(at: .object(location, configuration: configuration))
             defer { extractor.close() }
             #expect(extractor.entries.contains { $0.path == "data/f1.bin" })
-            let report = try await Extractor.verifyArchive(object: location, configuration: configuration)
+            let report = try await Extractor.verifyArchive(at: .object(location, configuration: configuration))
             #expect(report.archiveBytes == UInt64(local.count))
         }
         try FetchTests.expectSame(server.objectPath(key: "v.cairn"), local)

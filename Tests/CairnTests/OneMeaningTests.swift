@@ -258,8 +258,8 @@ struct OneMeaningTests {
         let spliced = try Self.splicing(try Self.twoFiles(), replacing: 100..<100, with: [])
         for (index, bytes) in [unchanged, spliced].enumerated() {
             let path = try Hostile.write(bytes, "honest-\(index).cairn", in: directory)
-            _ = try await Extractor.verifyArchive(atPath: path)
-            let extractor = try Extractor(path: path)
+            _ = try await Extractor.verifyArchive(at: .file(path: path))
+            let extractor = try await Extractor(at: .file(path: path))
             try await extractor.extractAll(to: directory.url(appending: "out-\(index)"))
             extractor.close()
             #expect(RawFileSystem.exists(Array(directory.appending("out-\(index)/d/second.txt").utf8)))
@@ -271,7 +271,7 @@ struct OneMeaningTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let path = try Hostile.write(try Self.forgedFooterInTruncatedArchive(), "forged.cairn", in: directory)
-        let error = #expect(throws: CairnError.self) { _ = try Extractor(path: path) }
+        let error = #expect(throws: CairnError.self) { _ = try Extractor(reader: ArchiveReader(path: path)) }
         #expect(error?.code == .truncated, "\(String(describing: error))")
         #expect(error?.message.contains("looks like a footer") == true, "\(String(describing: error))")
         #expect(error?.message.contains("verify --partial") == true, "\(String(describing: error))")
@@ -409,7 +409,7 @@ struct OneMeaningTests {
         defer { directory.remove() }
         // Streamed content declares size 0 in its entry record (Spec/0001 §6.4).
         let archive = directory.appending("streamed.cairn")
-        let archiver = try Archiver(writingTo: archive)
+        let archiver = try await Archiver(writingTo: .file(path: archive))
         var generator = SeededGenerator(seed: 77)
         let content = generator.bytes(300_000)
         for index in 0..<4 {
@@ -449,7 +449,7 @@ struct OneMeaningTests {
             defer { try? input.close() }
             _ = try await Extractor.extractStream(from: input, to: out, options: options)
         } else {
-            let extractor = try Extractor(path: path)
+            let extractor = try await Extractor(at: .file(path: path))
             defer { extractor.close() }
             try await extractor.extractItem(atPathInArchive: "pkg", to: out, options: options)
         }

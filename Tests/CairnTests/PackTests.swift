@@ -70,9 +70,9 @@ struct PackTests {
             let directory = try TemporaryDirectory(prefix: "cairn-pack-meet")
             defer { directory.remove() }
             let path = try Hostile.write(result.archive, "a.cairn", in: directory)
-            let verify = try await Extractor.verifyArchive(atPath: path)
+            let verify = try await Extractor.verifyArchive(at: .file(path: path))
             #expect(verify.entryCount == 3)
-            let extractor = try Extractor(path: path)
+            let extractor = try await Extractor(at: .file(path: path))
             defer { extractor.close() }
             try await extractor.extractItem(atPathInArchive: chunks == 3 ? "tree/b.small" : "tree/a.small", to: directory.url(appending: "one"))
             let name = chunks == 3 ? "b.small" : "a.small"
@@ -114,7 +114,7 @@ struct PackTests {
         #expect(verify?.code == .corrupted, "\(String(describing: verify))")
         #expect(verify?.message.contains("declares") == true, "\(String(describing: verify))")
         #expect(verify?.offset == at, "\(String(describing: verify))")
-        let open = #expect(throws: CairnError.self) { _ = try Extractor(path: path) }
+        let open = #expect(throws: CairnError.self) { _ = try Extractor(reader: ArchiveReader(path: path)) }
         #expect(open?.code == .corrupted, "\(String(describing: open))")
         #expect(open?.offset == at, "\(String(describing: open))")
         let stream = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
@@ -123,7 +123,7 @@ struct PackTests {
             _ = try await Extractor.extractStream(from: stream, to: directory.url(appending: "streamed"))
         }
         #expect(streamed?.code == .corrupted && streamed?.offset == at, "\(String(describing: streamed))")
-        let prefix = try await Extractor.verifyPrefix(atPath: path)
+        let prefix = try await Extractor.verifyPrefix(at: .file(path: path))
         #expect(!prefix.isComplete)
         #expect(prefix.stopReason?.offset == at, "\(String(describing: prefix.stopReason))")
     }
@@ -147,12 +147,12 @@ struct PackTests {
         let archive = directory.appending("a.cairn")
         let (bytes, properties) = try await RoundTrip.archive(path: root, to: archive)
         #expect(properties.warnings.isEmpty, "\(properties.warnings)")
-        let report = try await Extractor.verifyArchive(atPath: archive)
+        let report = try await Extractor.verifyArchive(at: .file(path: archive))
         #expect(report.entryCount == 201)
         let types = Self.records(bytes).map(\.type)
         #expect(types.contains(RecordType.entry.rawValue), "the directory is an entry record of its own")
         #expect(types.filter { $0 == RecordType.pack.rawValue }.count >= 13, "at most 1 MiB of attributes per pack")
-        let extractor = try Extractor(path: archive)
+        let extractor = try await Extractor(at: .file(path: archive))
         defer { extractor.close() }
         try await extractor.extractAll(to: URL(fileURLWithPath: directory.appending("out")))
         #expect(Xattr.get(directory.appending("out/tree/f199"), "user.big") == value)
@@ -180,10 +180,10 @@ struct PackTests {
             var digests: [Set<Digest>] = []
             for (name, root) in [("old", directory.appending("old")), ("new", source)] {
                 let path = directory.appending(name + "-\(number).cairn")
-                let archiver = try Archiver(writingTo: path)
+                let archiver = try await Archiver(writingTo: .file(path: path))
                 try await archiver.appendItem(at: URL(fileURLWithPath: root + "/docs"))
                 _ = try await archiver.finish()
-                let extractor = try Extractor(path: path)
+                let extractor = try await Extractor(at: .file(path: path))
                 digests.append(Set(extractor.reader.manifest.packs.map(\.contentDigest)))
                 extractor.close()
             }
@@ -213,7 +213,7 @@ struct PackTests {
         configuration.chunking = .fixed(size: 4096)
         let archive = directory.appending("a.cairn")
         _ = try await RoundTrip.archive(path: root, to: archive, configuration: configuration)
-        let extractor = try Extractor(path: archive)
+        let extractor = try await Extractor(at: .file(path: archive))
         defer { extractor.close() }
         try await extractor.extractAll(to: URL(fileURLWithPath: directory.appending("out")))
         #expect(try RawFileSystem.contents(ofFile: Array(directory.appending("out/tree/hole").utf8)) == [UInt8](repeating: 0, count: 4096))

@@ -28,7 +28,7 @@ struct PublicAPITests {
         let source = directory.appending("src")
         try tree.materialize(at: source)
         let path = directory.appending("a.cairn")
-        let archiver = try Archiver(writingTo: path)
+        let archiver = try await Archiver(writingTo: .file(path: path))
         try await archiver.appendItem(at: URL(filePath: source + "/data"))
         _ = try await archiver.finish()
         return (URL(filePath: source + "/data"), path)
@@ -81,26 +81,26 @@ struct PublicAPITests {
         defer { directory.remove() }
         let (source, path) = try await Self.archive(Self.tree(), in: directory)
         let viaURL = directory.url(appending: "url.cairn")
-        let archiver = try Archiver(writingTo: viaURL)
+        let archiver = try await Archiver(writingTo: viaURL)
         try await archiver.appendItem(at: source)
         _ = try await archiver.finish()
         #expect(try Self.bytes(viaURL.path) == (try Self.bytes(path)))
 
         let scoped = directory.url(appending: "scoped.cairn")
-        let properties = try await Archiver.withArchiver(writingTo: scoped) { try await $0.appendItem(at: source) }
+        let properties = try await Archiver.withArchiver(writingTo: ArchiveLocation(scoped)) { try await $0.appendItem(at: source) }
         #expect(properties.uncompressedBytes == 300 * 1024 + 6)
         #expect(try Self.bytes(scoped.path) == (try Self.bytes(path)))
 
         // FileSink(writingTo:) is the sink the URL form uses.
         let sinkURL = directory.url(appending: "sink.cairn")
-        let sink = try FileSink(writingTo: sinkURL)
+        let sink = try FileSink(writingTo: ArchiveLocation(sinkURL))
         #expect(sink.url == sinkURL)
         #expect(sink.path == sinkURL.path)
         let viaSink = try Archiver(sink: sink)
         try await viaSink.appendItem(at: source)
         _ = try await viaSink.finish()
         #expect(try Self.bytes(sinkURL.path) == (try Self.bytes(path)))
-        #expect(throws: CairnError.self) { try FileSink(writingTo: sinkURL) }  // .alreadyExists
+        #expect(throws: CairnError.self) { try FileSink(writingTo: ArchiveLocation(sinkURL)) }  // .alreadyExists
     }
 
     @Test("Archiver(resuming: URL) continues an abandoned archive to the bytes of an uninterrupted one")
@@ -109,11 +109,11 @@ struct PublicAPITests {
         defer { directory.remove() }
         let (source, path) = try await Self.archive(Self.tree(), in: directory)
         let location = directory.url(appending: "resumed.cairn")
-        let first = try Archiver(writingTo: location)
+        let first = try await Archiver(writingTo: location)
         try await first.appendItem(at: source)
         await first.abandon()
         #expect(FileManager.default.fileExists(atPath: location.path + ".partial"))
-        let resumed = try Archiver(resuming: location)
+        let resumed = try Archiver(resuming: ArchiveLocation(location))
         #expect(resumed.isResumed)
         try await resumed.appendItem(at: source)
         _ = try await resumed.finish()
@@ -127,25 +127,25 @@ struct PublicAPITests {
         let (_, path) = try await Self.archive(Self.tree(), in: directory)
         let location = URL(filePath: path)
 
-        let byPath = try Extractor(path: path)
+        let byPath = try await Extractor(at: .file(path: path))
         defer { byPath.close() }
-        let byURL = try Extractor(at: location)
+        let byURL = try await Extractor(at: location)
         defer { byURL.close() }
         #expect(byURL.entries == byPath.entries)
         #expect(byURL.summary == byPath.summary)
         #expect(byURL.entries.map(\.path) == ["data", "data/a.bin", "data/b.txt", "data/link"])
 
         let restored = directory.url(appending: "restored")
-        let count = try await Extractor.withExtractor(at: location) { extractor in
+        let count = try await Extractor.withExtractor(at: ArchiveLocation(location)) { extractor in
             try await extractor.extractAll(to: restored)
             return extractor.entries.count
         }
         #expect(count == 4)
         #expect(try Self.bytes(restored.path + "/data/b.txt") == Array("hello\n".utf8))
 
-        #expect(try await Extractor.verifyArchive(at: location) == (try await Extractor.verifyArchive(atPath: path)))
-        let prefixByURL = try await Extractor.verifyPrefix(at: location)
-        let prefixByPath = try await Extractor.verifyPrefix(atPath: path)
+        #expect(try await Extractor.verifyArchive(at: ArchiveLocation(location)) == (try await Extractor.verifyArchive(at: .file(path: path))))
+        let prefixByURL = try await Extractor.verifyPrefix(at: ArchiveLocation(location))
+        let prefixByPath = try await Extractor.verifyPrefix(at: .file(path: path))
         #expect(prefixByURL.isComplete && prefixByPath.isComplete)
         #expect(prefixByURL.resumeToken == prefixByPath.resumeToken)
     }
@@ -157,19 +157,19 @@ struct PublicAPITests {
         let ftp = try #require(URL(string: "ftp://host/a.cairn"))
         let https = try #require(URL(string: "https://127.0.0.1:9/a.cairn"))
         let errors = [
-            try #require(throws: CairnError.self) { try Extractor(at: ftp) },
-            try #require(throws: CairnError.self) { try Archiver(writingTo: https) },
-            try #require(throws: CairnError.self) { try FileSink(writingTo: https) },
+            try await #require(throws: CairnError.self) { try await Extractor(at: ftp) },
+            try await #require(throws: CairnError.self) { try await Archiver(writingTo: https) },
+            try #require(throws: CairnError.self) { try FileSink(writingTo: ArchiveLocation(https)) },
             try #require(throws: CairnError.self) { try Archiver.sizeEstimate(of: [https]) },
         ]
         #expect(errors.map(\.code) == [.invalidArgument, .invalidArgument, .invalidArgument, .invalidArgument])
         #expect(errors.map(\.path) == [ftp.absoluteString, https.absoluteString, https.absoluteString, https.absoluteString])
-        let fetcher = ArchiveFetcher(at: https)
+        let fetcher = try ArchiveFetcher(from: ArchiveLocation(https))
         #expect(fetcher.url == https.absoluteString)
-        #expect(fetcher.location == https)
-        let fetchError = try await #require(throws: CairnError.self) { _ = try await fetcher.fetch(to: https) }
+        #expect(fetcher.source.kind == .http)
+        let fetchError = try await #require(throws: CairnError.self) { _ = try await fetcher.fetch(to: ArchiveLocation(https)) }
         #expect(fetchError.code == .invalidArgument)
-        let prefixError = try await #require(throws: CairnError.self) { _ = try await Extractor.verifyPrefix(at: https) }
+        let prefixError = try await #require(throws: CairnError.self) { _ = try await Extractor.verifyPrefix(at: ArchiveLocation(https)) }
         #expect(prefixError.code == .invalidArgument)
     }
 
@@ -193,24 +193,24 @@ struct PublicAPITests {
         defer { server.stop() }
         let remote = try #require(URL(string: server.url("a.cairn")))
 
-        let local = try Extractor(path: path)
+        let local = try await Extractor(at: .file(path: path))
         defer { local.close() }
-        let extractor = try Extractor(at: remote)
+        let extractor = try await Extractor(at: remote)
         defer { extractor.close() }
         #expect(extractor.entries == local.entries)
-        #expect(try await Extractor.verifyArchive(at: remote).contentBytes == local.summary.contentBytes)
+        #expect(try await Extractor.verifyArchive(at: ArchiveLocation(remote)).contentBytes == local.summary.contentBytes)
 
         let sink = CollectingSink()
-        try await ArchiveTransfer.send(archiveAt: remote, to: sink)
+        try await ArchiveTransfer.send(archiveAt: ArchiveLocation(remote), to: sink)
         #expect(sink.snapshot.bytes == (try Self.bytes(path)))
         #expect(sink.snapshot.finished == 1)
 
         let fetched = directory.url(appending: "fetched.cairn")
-        _ = try await ArchiveFetcher(at: remote).fetch(to: fetched)
+        _ = try await ArchiveFetcher(from: ArchiveLocation(remote)).fetch(to: ArchiveLocation(fetched))
         #expect(try Self.bytes(fetched.path) == (try Self.bytes(path)))
 
         let missing = try #require(URL(string: server.url("missing.cairn")))
-        let error = try #require(throws: CairnError.self) { try Extractor(at: missing) }
+        let error = try await #require(throws: CairnError.self) { try await Extractor(at: missing) }
         #expect(error.code == .httpStatus)
         #expect(error.path == missing.absoluteString)
     }
@@ -230,9 +230,9 @@ struct PublicAPITests {
         environment["AWS_SESSION_TOKEN"] = ""
         let location = try #require(URL(string: "s3://cairn/exports/a.cairn"))
 
-        let local = try Extractor(path: path)
+        let local = try await Extractor(at: .file(path: path))
         defer { local.close() }
-        let remote = try Extractor(at: location, environment: environment)
+        let remote = try await Extractor(at: ArchiveLocation(location, environment: environment))
         defer { remote.close() }
         #expect(remote.entries == local.entries)
         let restored = directory.url(appending: "restored")
@@ -240,13 +240,13 @@ struct PublicAPITests {
         #expect(try Self.bytes(restored.path + "/data/a.bin") == (try Self.bytes(directory.appending("src/data/a.bin"))))
 
         let sink = CollectingSink()
-        try await ArchiveTransfer.send(archiveAt: location, from: 0, expecting: nil, to: sink, environment: environment)
+        try await ArchiveTransfer.send(archiveAt: ArchiveLocation(location, environment: environment), from: 0, expecting: nil, to: sink)
         #expect(sink.snapshot.bytes == (try Self.bytes(path)))
         #expect(sink.snapshot.finished == 1)
 
         // Without credentials: refused before any request, naming the variable.
         let bare = ["AWS_ENDPOINT_URL": server.endpoint]
-        let error = try #require(throws: CairnError.self) { try Extractor(at: location, environment: bare) }
+        let error = try await #require(throws: CairnError.self) { try await Extractor(at: ArchiveLocation(location, environment: bare)) }
         #expect(error.code == .invalidArgument)
         #expect(error.description.contains("AWS_ACCESS_KEY_ID"), "\(error)")
     }
@@ -286,7 +286,7 @@ struct PublicAPITests {
         // The estimate is what the archiver then reads, with the same exclusions.
         var configuration = Archiver.Configuration()
         configuration.exclusions = exclusions
-        let properties = try await Archiver.withArchiver(writingTo: directory.url(appending: "x.cairn"), configuration: configuration) {
+        let properties = try await Archiver.withArchiver(writingTo: ArchiveLocation(directory.url(appending: "x.cairn")), configuration: configuration) {
             try await $0.appendItem(at: top)
         }
         #expect(properties.uncompressedBytes == 300)
@@ -312,7 +312,7 @@ struct PublicAPITests {
         let whole = try Self.bytes(path)
 
         let sink = CollectingSink()
-        try await ArchiveTransfer.send(archiveAt: URL(filePath: path), to: sink)
+        try await ArchiveTransfer.send(archiveAt: ArchiveLocation(URL(filePath: path)), to: sink)
         #expect(sink.snapshot.bytes == whole)
         #expect(sink.snapshot.writes == 4)
         #expect(sink.snapshot.finished == 1 && sink.snapshot.abandoned == 0)
@@ -320,16 +320,16 @@ struct PublicAPITests {
         // A receiver holding a cut copy sends its token; the rest completes it.
         let cut = directory.appending("cut.cairn")
         try Data(whole.prefix(whole.count * 2 / 3)).write(to: URL(filePath: cut))
-        let prefix = try await Extractor.verifyPrefix(at: URL(filePath: cut))
+        let prefix = try await Extractor.verifyPrefix(at: ArchiveLocation(URL(filePath: cut)))
         #expect(prefix.verifiedLength > 0 && !prefix.isComplete)
         let rest = CollectingSink()
         try await ArchiveTransfer.send(
-            archiveAt: URL(filePath: path), from: prefix.verifiedLength, expecting: prefix.resumeToken, to: rest)
+            archiveAt: ArchiveLocation(URL(filePath: path)), from: prefix.verifiedLength, expecting: prefix.resumeToken, to: rest)
         #expect(Array(whole.prefix(Int(prefix.verifiedLength))) + rest.snapshot.bytes == whole)
 
         // Into a FileSink: the copy appears whole.
         let copy = directory.url(appending: "copy.cairn")
-        try await ArchiveTransfer.send(archiveAt: URL(filePath: path), to: FileSink(writingTo: copy))
+        try await ArchiveTransfer.send(archiveAt: ArchiveLocation(URL(filePath: path)), to: FileSink(writingTo: ArchiveLocation(copy)))
         #expect(try Self.bytes(copy.path) == whole)
 
         // A token of another archive: refused before a byte is sent, naming the archive; the
@@ -337,7 +337,7 @@ struct PublicAPITests {
         let wrong = CollectingSink()
         let token = ResumeToken(length: prefix.verifiedLength, chainDigest: .zero)
         let error = try await #require(throws: CairnError.self) {
-            try await ArchiveTransfer.send(archiveAt: URL(filePath: path), from: token.length, expecting: token, to: wrong)
+            try await ArchiveTransfer.send(archiveAt: ArchiveLocation(URL(filePath: path)), from: token.length, expecting: token, to: wrong)
         }
         #expect(error.code == .tokenMismatch)
         #expect(error.path == path)
@@ -345,14 +345,14 @@ struct PublicAPITests {
 
         let past = CollectingSink()
         let pastError = try await #require(throws: CairnError.self) {
-            try await ArchiveTransfer.send(archiveAt: URL(filePath: path), from: UInt64(whole.count) + 1, to: past)
+            try await ArchiveTransfer.send(archiveAt: ArchiveLocation(URL(filePath: path)), from: UInt64(whole.count) + 1, to: past)
         }
         #expect(pastError.code == .invalidArgument && pastError.path == path)
         #expect(past.snapshot.abandoned == 1)
 
         let missing = CollectingSink()
         let missingError = try await #require(throws: CairnError.self) {
-            try await ArchiveTransfer.send(archiveAt: directory.url(appending: "none.cairn"), to: missing)
+            try await ArchiveTransfer.send(archiveAt: ArchiveLocation(directory.url(appending: "none.cairn")), to: missing)
         }
         #expect(missingError.code == .notFound && missingError.path == directory.appending("none.cairn"))
         #expect(missing.snapshot.abandoned == 1)
@@ -368,10 +368,10 @@ struct PublicAPITests {
         let source = directory.appending("src")
         try tree.materialize(at: source)
         let path = directory.appending("a.cairn")
-        _ = try await Archiver.withArchiver(writingTo: URL(filePath: path)) { try await $0.appendItem(at: URL(filePath: source)) }
+        _ = try await Archiver.withArchiver(writingTo: ArchiveLocation(URL(filePath: path))) { try await $0.appendItem(at: URL(filePath: source)) }
 
         let sink = CollectingSink(cancelsAtFirstWrite: true)
-        let task = Task { try await ArchiveTransfer.send(archiveAt: URL(filePath: path), to: sink) }
+        let task = Task { try await ArchiveTransfer.send(archiveAt: ArchiveLocation(URL(filePath: path)), to: sink) }
         let outcome = await task.result
         #expect(throws: CancellationError.self) { try outcome.get() }
         #expect(sink.snapshot.writes == 1)
@@ -382,7 +382,7 @@ struct PublicAPITests {
         let early = CollectingSink()
         let cancelled = Task {
             withUnsafeCurrentTask { $0?.cancel() }
-            try await ArchiveTransfer.send(archiveAt: URL(filePath: path), to: early)
+            try await ArchiveTransfer.send(archiveAt: ArchiveLocation(URL(filePath: path)), to: early)
         }
         let earlyOutcome = await cancelled.result
         #expect(throws: CancellationError.self) { try earlyOutcome.get() }
@@ -397,7 +397,9 @@ struct PublicAPITests {
         let outputPath = directory.appending("out")
         #expect(FileManager.default.createFile(atPath: outputPath, contents: nil))
         let output = try FileHandle(forWritingTo: URL(filePath: outputPath))
-        try ArchiveTransfer.send(archiveAt: path, from: 0, expecting: nil, to: output)
+        let source = try await ArchiveLocation.file(path: path).openRandomAccess()
+        defer { source.close() }
+        try ArchiveTransfer.send(source, from: 0, expecting: nil, to: output)
         try output.close()
         #expect(try Self.bytes(outputPath) == (try Self.bytes(path)))
 
@@ -405,7 +407,7 @@ struct PublicAPITests {
         defer { try? handle.close() }
         let token = ResumeToken(length: 100, chainDigest: .zero)
         do {
-            try ArchiveTransfer.send(archiveAt: path, from: 100, expecting: token, to: handle)
+            try ArchiveTransfer.send(source, from: 100, expecting: token, to: handle)
             Issue.record("a wrong token was accepted")
         } catch {
             // `error` is a CairnError by the signature: no cast.
@@ -427,17 +429,17 @@ struct PublicAPITests {
         let tail = directory.appending("tail.cairn")
         try FileManager.default.copyItem(atPath: path, toPath: tail)
         try Self.flipByte(at: UInt64(size - 2), in: URL(filePath: tail))
-        let openError = try #require(throws: CairnError.self) { try Extractor(at: URL(filePath: tail)) }
+        let openError = try await #require(throws: CairnError.self) { try await Extractor(at: URL(filePath: tail)) }
         #expect(openError.path == tail)
 
         // A byte inside the big file's chunk: the record's CRC fails.
         let middle = directory.appending("middle.cairn")
         try FileManager.default.copyItem(atPath: path, toPath: middle)
         try Self.flipByte(at: UInt64(size / 3), in: URL(filePath: middle))
-        let verifyError = try await #require(throws: CairnError.self) { try await Extractor.verifyArchive(at: URL(filePath: middle)) }
+        let verifyError = try await #require(throws: CairnError.self) { try await Extractor.verifyArchive(at: ArchiveLocation(URL(filePath: middle))) }
         #expect(verifyError.path == middle)
         #expect(verifyError.offset != nil)
-        let prefix = try await Extractor.verifyPrefix(at: URL(filePath: middle))
+        let prefix = try await Extractor.verifyPrefix(at: ArchiveLocation(URL(filePath: middle)))
         #expect(!prefix.isComplete)
         let stop = try #require(prefix.stopReason)
         #expect(stop.path == middle)
@@ -447,7 +449,7 @@ struct PublicAPITests {
         var configuration = Archiver.Configuration()
         configuration.workerCount = 0
         let location = directory.url(appending: "bad.cairn")
-        let configurationError = try #require(throws: CairnError.self) { try Archiver(writingTo: location, configuration: configuration) }
+        let configurationError = try await #require(throws: CairnError.self) { try await Archiver(writingTo: location, configuration: configuration) }
         #expect(configurationError.code == .invalidArgument)
         #expect(configurationError.path == location.path)
     }

@@ -18,8 +18,8 @@ struct ReadmeExampleTests {
         var generator = SeededGenerator(seed: 11)
         try Data(generator.bytes(300_000)).write(to: source.appendingPathComponent("Notes/a.bin"))
         try Data("hello\n".utf8).write(to: source.appendingPathComponent("readme.txt"))
-        let export = scratch.url(appending: "export.cairn")
-        let other = scratch.url(appending: "other.cairn")
+        let export = ArchiveLocation.file(path: scratch.appending("export.cairn"))
+        let other = ArchiveLocation.file(path: scratch.appending("other.cairn"))
         let copy = scratch.url(appending: "copy.cairn")
         let restored = scratch.url.appendingPathComponent("restored")
 
@@ -32,11 +32,11 @@ struct ReadmeExampleTests {
         }
         #expect(properties.uncompressedBytes == 300_006)
 
-        let archiver = try Archiver(writingTo: other)
+        let archiver = try await Archiver(writingTo: other)
         try await archiver.appendItem(at: source, pathInArchive: "export/data")
         _ = try await archiver.finish()
 
-        let extractor = try Extractor(at: export)
+        let extractor = try await Extractor(at: export)
         defer { extractor.close() }
         #expect(extractor.entries.map(\.path) == ["data", "data/Notes", "data/Notes/a.bin", "data/readme.txt"])
         try await extractor.extractAll(to: restored)
@@ -44,13 +44,13 @@ struct ReadmeExampleTests {
         let report = try await Extractor.verifyArchive(at: export)
         #expect(report.contentBytes == 300_006)
 
-        try await ArchiveTransfer.send(archiveAt: export, to: FileSink(writingTo: copy))
-        #expect(try Data(contentsOf: copy) == (try Data(contentsOf: export)))
+        try await ArchiveTransfer.send(archiveAt: export, to: FileSink(writingTo: .file(path: copy.path)))
+        #expect(try Data(contentsOf: copy) == (try Data(contentsOf: URL(filePath: export.description))))
         // End of the README example.
 
         let restoredCopy = try Data(contentsOf: restored.appendingPathComponent("data/Notes/a.bin"))
         #expect(restoredCopy == (try Data(contentsOf: source.appendingPathComponent("Notes/a.bin"))))
-        let otherExtractor = try Extractor(at: other)
+        let otherExtractor = try await Extractor(at: other)
         defer { otherExtractor.close() }
         #expect(otherExtractor.entries.first?.path == "export/data")
     }
@@ -68,6 +68,6 @@ func readmeObjectStoreSnippet(source: URL, configuration: Archiver.Configuration
     let archiver = try Archiver(sink: sink, configuration: configuration)
     try await archiver.appendItem(at: source)
     _ = try await archiver.finish()
-    let back = try Extractor(object: object, configuration: store)
+    let back = try await Extractor(at: .object(object, configuration: store))
     back.close()
 }

@@ -38,7 +38,7 @@ struct RebuildTests {
         let events = Mutex<[FetchEvent]>([])
         var options = FetchOptions(seeds: seeds)
         options.onEvent = { event in events.withLock { $0.append(event) } }
-        let report = try await ArchiveFetcher(url: url, options: options).fetch(to: out)
+        let report = try await ArchiveFetcher(from: ArchiveLocation(parsing: url), options: options).fetch(to: .file(path: out))
         return (report, events.withLock { $0 })
     }
 
@@ -98,7 +98,7 @@ struct RebuildTests {
         // and header) and the opening suffix request's slack before the manifest: no commit,
         // entry, chunk-references, file-end or pack record.
         let needed = try FetchFixture.changedBytes(archive: served + "/a.cairn", seed: old)
-        let remote = try Extractor(path: served + "/a.cairn")
+        let remote = try await Extractor(at: .file(path: served + "/a.cairn"))
         let manifestLength = remote.reader.footer.manifestLength
         remote.close()
         let suffix = min(UInt64(expected.count), UInt64(Footer.framedLength) + HTTPArchiveSource.tailSlack)
@@ -166,7 +166,7 @@ struct RebuildTests {
         // The manifest records of the new archive that the old one does not have, byte for byte.
         func manifestRecords(_ path: String) throws -> (records: [[UInt8]], offset: UInt64, length: UInt64) {
             let bytes = try FetchTests.bytes(path)
-            let reader = try Extractor(path: path)
+            let reader = try Extractor(reader: ArchiveReader(path: path))
             defer { reader.close() }
             let start = Int(reader.reader.footer.manifestOffset)
             let end = start + Int(reader.reader.footer.manifestLength)
@@ -218,7 +218,7 @@ struct RebuildTests {
         let second = generator.bytes(300 << 10)
         let time = Timestamp(nanosecondsSinceEpoch: 1_700_000_000_000_000_000)
         for (name, files) in [("old", [first]), ("a", [first, second])] {
-            let archiver = try Archiver(writingTo: (name == "old" ? work.appending("old.cairn") : served + "/a.cairn"))
+            let archiver = try await Archiver(writingTo: .file(path: (name == "old" ? work.appending("old.cairn") : served + "/a.cairn")))
             for (index, bytes) in files.enumerated() {
                 try await archiver.append(
                     contentsOf: ArchiverTests.stream(bytes), pathInArchive: "stream\(index).bin", modificationTime: time)
@@ -282,7 +282,7 @@ struct RebuildTests {
         let served = try Self.servedDirectory(in: work)
         try Self.create(Self.tree(seed: 61), at: served + "/a.cairn", work: work, name: "a")
         let expected = try FetchTests.bytes(served + "/a.cairn")
-        let reader = try Extractor(path: served + "/a.cairn")
+        let reader = try await Extractor(at: .file(path: served + "/a.cairn"))
         let last = try #require(reader.reader.manifest.chunks.last { $0.pack == nil })
         reader.close()
         var seed = expected
@@ -320,7 +320,7 @@ struct RebuildTests {
         let served = try Self.servedDirectory(in: work)
         try Self.create(Self.tree(seed: 71), at: served + "/a.cairn", work: work, name: "a")
         let expected = try FetchTests.bytes(served + "/a.cairn")
-        let reader = try Extractor(path: served + "/a.cairn")
+        let reader = try await Extractor(at: .file(path: served + "/a.cairn"))
         let records = reader.reader.manifest.chunks.filter { $0.pack == nil && $0.storedLength > 200 }
         reader.close()
         try #require(records.count >= 5, "\(records.count) chunk records")
@@ -358,7 +358,7 @@ struct RebuildTests {
         // One byte of the content section of the seed's pack of notes flipped (the content is
         // last, just before the CRC-32).
         var seed = try FetchTests.bytes(seedPath)
-        let reader = try Extractor(path: seedPath)
+        let reader = try await Extractor(at: .file(path: seedPath))
         let pack = try #require(reader.reader.manifest.packs.first { $0.contentLength > 0 })
         reader.close()
         let length = (0..<4).reduce(0) { $0 | Int(seed[Int(pack.offset) + 4 + $1]) << (8 * $1) }
@@ -392,7 +392,7 @@ struct RebuildTests {
         try RawFileSystem.writeFile(Array((served + "/a.cairn").utf8), bytes)
         let server = try NginxServer(root: served)
         defer { server.stop() }
-        let verify = await #expect(throws: CairnError.self) { _ = try await Extractor.verifyArchive(atPath: served + "/a.cairn") }
+        let verify = await #expect(throws: CairnError.self) { _ = try await Extractor.verifyArchive(at: .file(path: served + "/a.cairn")) }
         let fetch = await #expect(throws: CairnError.self) {
             _ = try await Self.fetch(server.url("a.cairn"), to: work.appending("copy.cairn"), seeds: [seed])
         }

@@ -137,7 +137,7 @@ struct RemoteArchiveTests {
         let forged = try OneMeaningTests.editingManifest(honest) { $0.entries[index].entry.permissions = 0o4777 }
         let path = try Hostile.write(forged, "forged.cairn", in: directory)
         // Locally the walk refuses to open it.
-        #expect(throws: CairnError.self) { _ = try Extractor(path: path) }
+        #expect(throws: CairnError.self) { _ = try Extractor(reader: ArchiveReader(path: path)) }
         // Remotely it opens (the rows obey the entry rules) but extracting the entry reads its
         // record (or pack) and refuses, naming the URL, and nothing appears.
         let source = try CountingRemoteSource(path: path)
@@ -193,7 +193,7 @@ struct RemoteArchiveTests {
         let missing = Self.storedBytes(of: "t/large.bin", in: local)
         #expect(source.bytesRead > missing && source.bytesRead < source.size / 2, "read \(source.bytesRead) of \(source.size)")
         let expected = directory.url(appending: "expected")
-        try await Extractor.withExtractor(at: path) { try await $0.extractAll(to: expected) }
+        try await Extractor.withExtractor(at: .file(path: path)) { try await $0.extractAll(to: expected) }
         let a = try TreeSnapshot(at: expected.path + "/t")
         let b = try TreeSnapshot(at: out.path + "/t")
         #expect(a == b, "\(a.diff(b))")
@@ -490,7 +490,7 @@ struct RemoteHTTPTests {
         try proxy.set(.cut(afterBodyBytes: 100_000, times: 1))
         try await extractor.extractItem(atPathInArchive: "t/large.bin", to: directory.url(appending: "retried"))
         let reference = directory.appending("reference")
-        try await Extractor.withExtractor(at: local) { try await $0.extractItem(atPathInArchive: "t/large.bin", to: URL(fileURLWithPath: reference)) }
+        try await Extractor.withExtractor(at: .file(path: local)) { try await $0.extractItem(atPathInArchive: "t/large.bin", to: URL(fileURLWithPath: reference)) }
         #expect(
             try RawFileSystem.contents(ofFile: Array(directory.appending("retried/t/large.bin").utf8))
                 == RawFileSystem.contents(ofFile: Array((reference + "/t/large.bin").utf8)))
@@ -513,17 +513,17 @@ struct RemoteHTTPTests {
         let (server, local) = try await Self.served(directory)
         defer { server.stop() }
         let url = try #require(URL(string: server.url("a.cairn")))
-        let remote = try Extractor(url: url)
+        let remote = try await Extractor(at: url)
         defer { remote.close() }
-        let here = try Extractor(path: local)
+        let here = try await Extractor(at: .file(path: local))
         defer { here.close() }
         #expect(remote.entries == here.entries)
         #expect(remote.summary == here.summary)
-        let report = try await Extractor.verifyArchive(at: url)
-        #expect(report == (try await Extractor.verifyArchive(atPath: local)))
+        let report = try await Extractor.verifyArchive(at: ArchiveLocation(url))
+        #expect(report == (try await Extractor.verifyArchive(at: .file(path: local))))
         #expect(try await remote.verify() == report)
         let noRanges = try #require(URL(string: server.url("noranges/a.cairn")))
-        #expect(try await Extractor.verifyArchive(at: noRanges) == report)
-        #expect { _ = try Extractor(url: noRanges) } throws: { ($0 as? CairnError)?.code == .invalidArgument }
+        #expect(try await Extractor.verifyArchive(at: ArchiveLocation(noRanges)) == report)
+        await #expect { _ = try await Extractor(at: noRanges) } throws: { ($0 as? CairnError)?.code == .invalidArgument }
     }
 }

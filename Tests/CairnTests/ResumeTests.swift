@@ -44,13 +44,13 @@ struct ResumeTests {
             unlink(target)
             let archiver: Archiver
             do {
-                archiver = try Archiver(resuming: target, configuration: ResumeFixture.configuration)
+                archiver = try Archiver(resuming: .file(path: target), configuration: ResumeFixture.configuration)
                 #expect(UInt64(cut) >= layout.commits[0], "cut at \(cut): resumable only after the first commit")
                 #expect(archiver.isResumed)
             } catch {
                 #expect(error.code == .notResumable, "cut at \(cut): \(error)")
                 #expect(UInt64(cut) < layout.commits[0], "cut at \(cut) is past the first commit yet not resumable: \(error)")
-                archiver = try Archiver(writingTo: target, configuration: ResumeFixture.configuration)
+                archiver = try await Archiver(writingTo: .file(path: target), configuration: ResumeFixture.configuration)
             }
             try await archiver.appendItem(at: URL(fileURLWithPath: source))
             let properties = try await archiver.finish()
@@ -103,13 +103,13 @@ struct ResumeTests {
         try RawFileSystem.setModificationTime(bigPath, in: AT_FDCWD, nanoseconds: TreeBuilder.defaultTime + 9_999)
         try RawFileSystem.setModificationTime(Array(source.utf8), in: AT_FDCWD, nanoseconds: tree.rootModificationTime)
 
-        let archiver = try Archiver(resuming: target, configuration: ResumeFixture.configuration)
+        let archiver = try Archiver(resuming: .file(path: target), configuration: ResumeFixture.configuration)
         try await archiver.appendItem(at: URL(fileURLWithPath: source))
         let properties = try await archiver.finish()
         #expect(properties.warnings.isEmpty, "\(properties.warnings)")
 
-        let report = try await Extractor.verifyArchive(atPath: target)
-        let extractor = try Extractor(path: target)
+        let report = try await Extractor.verifyArchive(at: .file(path: target))
+        let extractor = try await Extractor(at: .file(path: target))
         defer { extractor.close() }
         let paths = extractor.entries.map(\.path)
         #expect(Set(paths).count == paths.count, "each path once: \(paths.sorted())")
@@ -136,7 +136,7 @@ struct ResumeTests {
         let target = work.appending("cancelled.cairn")
         let partial = Array((target + ".partial").utf8)
 
-        let archiver = try Archiver(writingTo: target, configuration: ResumeFixture.configuration)
+        let archiver = try await Archiver(writingTo: .file(path: target), configuration: ResumeFixture.configuration)
         nonisolated(unsafe) let unsafeArchiver = archiver
         let task = Task {
             try await unsafeArchiver.appendItem(at: URL(fileURLWithPath: source))
@@ -157,10 +157,10 @@ struct ResumeTests {
         let left = try RawFileSystem.contents(ofFile: partial)
         #expect(left.count < reference.bytes.count)
         #expect(ResumeFixture.same(Array(reference.bytes.prefix(left.count)), left), "what a cancel leaves is a prefix of the archive, as after a kill")
-        let prefix = try await Extractor.verifyPrefix(atPath: target + ".partial")
+        let prefix = try await Extractor.verifyPrefix(at: .file(path: target + ".partial"))
         #expect(prefix.verifiedLength > 0 && !prefix.isComplete)
 
-        let resumed = try Archiver(resuming: target, configuration: ResumeFixture.configuration)
+        let resumed = try Archiver(resuming: .file(path: target), configuration: ResumeFixture.configuration)
         try await resumed.appendItem(at: URL(fileURLWithPath: source))
         let properties = try await resumed.finish()
         let bytes = try RawFileSystem.contents(ofFile: Array(target.utf8))
@@ -188,7 +188,7 @@ struct ResumeTests {
         let rest = work.appending("rest")
         for cut in cuts {
             try RawFileSystem.writeFile(Array(copy.utf8), Array(bytes[0..<cut]))
-            let verification = try await Extractor.verifyPrefix(atPath: copy)
+            let verification = try await Extractor.verifyPrefix(at: .file(path: copy))
             let length = Int(verification.verifiedLength)
             #expect(length == layout.verifiedLength(ofPrefix: cut), "cut at \(cut): the end of the last commit at or before it")
             #expect(verification.resumeToken.length == verification.verifiedLength)
@@ -197,8 +197,9 @@ struct ResumeTests {
 
             try RawFileSystem.writeFile(Array(rest.utf8), [])
             let handle = try #require(FileHandle(forWritingAtPath: rest))
-            try ArchiveTransfer.send(
-                archiveAt: archivePath, from: verification.verifiedLength, expecting: verification.resumeToken, to: handle)
+            let source = try LocalArchiveSource(path: archivePath)
+            defer { source.close() }
+            try ArchiveTransfer.send(source, from: verification.verifiedLength, expecting: verification.resumeToken, to: handle)
             try handle.close()
             let rebuilt = Array(bytes[0..<length]) + (try RawFileSystem.contents(ofFile: Array(rest.utf8)))
             #expect(ResumeFixture.same(rebuilt, bytes), "cut at \(cut), verified \(length): \(ResumeFixture.difference(rebuilt, bytes))")
@@ -213,15 +214,16 @@ struct ResumeTests {
         let copy = work.appending("copy.cairn")
         for cut in [other.count / 3, other.count / 2, other.count - 1, other.count] {
             try RawFileSystem.writeFile(Array(copy.utf8), Array(other[0..<cut]))
-            let verification = try await Extractor.verifyPrefix(atPath: copy)
+            let verification = try await Extractor.verifyPrefix(at: .file(path: copy))
             #expect(verification.verifiedLength > 0)
             let sink = work.appending("rest")
             try RawFileSystem.writeFile(Array(sink.utf8), [])
             let handle = try #require(FileHandle(forWritingAtPath: sink))
             defer { try? handle.close() }
+            let source = try LocalArchiveSource(path: archive)
+            defer { source.close() }
             let error = #expect(throws: CairnError.self, "cut at \(cut)") {
-                try ArchiveTransfer.send(
-                    archiveAt: archive, from: verification.verifiedLength, expecting: verification.resumeToken, to: handle)
+                try ArchiveTransfer.send(source, from: verification.verifiedLength, expecting: verification.resumeToken, to: handle)
             }
             #expect(
                 error?.code == .tokenMismatch || (error?.code == .invalidArgument && verification.verifiedLength > 0),

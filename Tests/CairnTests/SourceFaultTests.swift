@@ -80,8 +80,8 @@ struct SourceFaultTests {
     {
         let path = directory.appending(name)
         try RawFileSystem.writeFile(Array(path.utf8), bytes)
-        _ = try await Extractor.verifyArchive(atPath: path)
-        return try Extractor(path: path)
+        _ = try await Extractor.verifyArchive(at: .file(path: path))
+        return try await Extractor(at: .file(path: path))
     }
 
     // MARK: - Files that change while they are read
@@ -264,7 +264,7 @@ struct SourceFaultTests {
         #expect(properties.warnings.count == 1, "\(properties.warnings)")
         #expect(properties.warnings.first?.code == .unsupportedFileType)
         #expect(properties.warnings.first?.path == socketPath)
-        let extractor = try Extractor(path: directory.appending("a.cairn"))
+        let extractor = try await Extractor(at: .file(path: directory.appending("a.cairn")))
         defer { extractor.close() }
         #expect(extractor.entries.map(\.path) == ["tree", "tree/a.txt", "tree/z.txt"])
     }
@@ -288,7 +288,7 @@ struct SourceFaultTests {
         }
         let (_, properties) = try await RoundTrip.archive(path: directory.appending("tree"), to: directory.appending("a.cairn"))
         #expect(properties.warnings.isEmpty, "\(properties.warnings)")
-        let extractor = try Extractor(path: directory.appending("a.cairn"))
+        let extractor = try await Extractor(at: .file(path: directory.appending("a.cairn")))
         defer { extractor.close() }
         // Names in byte order: loop-like, then null-like.
         #expect(extractor.entries.map(\.path) == ["tree", "tree/a.txt", "tree/loop-like", "tree/null-like"])
@@ -388,7 +388,7 @@ struct SourceFaultTests {
         let (_, properties) = try await RoundTrip.archive(path: directory.appending("tree"), to: directory.appending("a.cairn"))
         #expect(properties.warnings.isEmpty)
 
-        let extractor = try Extractor(path: directory.appending("a.cairn"))
+        let extractor = try await Extractor(at: .file(path: directory.appending("a.cairn")))
         defer { extractor.close() }
         let kinds = Dictionary(uniqueKeysWithValues: extractor.entries.map { ($0.path, $0.kind) })
         #expect(kinds["tree/a"] == .file)

@@ -32,12 +32,12 @@ struct SparseFileTests {
         let created = try await RoundTrip.archive(path: work.appending("tree"), to: archive)
         #expect(created.properties.warnings.isEmpty)
         #expect(created.bytes.count < 512 << 10, "64 MiB with 170 KB of data: \(created.bytes.count) bytes")
-        let report = try await Extractor.verifyArchive(atPath: archive)
+        let report = try await Extractor.verifyArchive(at: .file(path: archive))
         #expect(report.contentBytes == UInt64(size))
 
         // Both extraction paths: everything (the stream extractor) and a selection (the
         // seekable one, through the chunk prefetcher).
-        let extractor = try Extractor(path: archive)
+        let extractor = try await Extractor(at: .file(path: archive))
         defer { extractor.close() }
         try await extractor.extractAll(to: work.url(appending: "all"))
         try await extractor.extractItem(atPathInArchive: "tree/sparse.bin", to: work.url(appending: "one"))
@@ -64,7 +64,7 @@ struct SparseFileTests {
         try SparseFixture.make(work.appending("tree/void.bin"), size: 8 << 20, regions: [])
         let archive = work.appending("a.cairn")
         _ = try await RoundTrip.archive(path: work.appending("tree"), to: archive)
-        let extractor = try Extractor(path: archive)
+        let extractor = try await Extractor(at: .file(path: archive))
         defer { extractor.close() }
         try await extractor.extractAll(to: work.url(appending: "all"))
         try await extractor.extractItem(atPathInArchive: "tree", to: work.url(appending: "one"))
@@ -183,7 +183,7 @@ struct SparseFileTests {
         for cut in cuts.sorted() where cut < reference.bytes.count {
             try RawFileSystem.writeFile(Array((target + ".partial").utf8), Array(reference.bytes[0..<cut]))
             unlink(target)
-            let archiver = try Archiver(resuming: target, configuration: ResumeFixture.configuration)
+            let archiver = try Archiver(resuming: .file(path: target), configuration: ResumeFixture.configuration)
             #expect(archiver.isResumed)
             try await archiver.appendItem(at: URL(fileURLWithPath: source))
             let properties = try await archiver.finish()
@@ -208,7 +208,7 @@ struct SparseFileTests {
         let archive = work.appending("a.cairn")
         _ = try await RoundTrip.archive(path: work.appending("tree"), to: archive)
 
-        let extractor = try Extractor(path: archive)
+        let extractor = try await Extractor(at: .file(path: archive))
         let chunks = extractor.reader.manifest.chunks
         let maximum = extractor.header.chunking.maximum
         let entry = try #require(extractor.reader.manifest.entries.firstIndex { $0.entry.path == "tree/sparse.bin" })
@@ -229,7 +229,7 @@ struct SparseFileTests {
         bytes[Int(row.offset) + 60 + Int(row.storedLength) / 2] ^= 0x20
         let damaged = work.appending("damaged.cairn")
         try RawFileSystem.writeFile(Array(damaged.utf8), bytes)
-        let reader = try Extractor(path: damaged)
+        let reader = try await Extractor(at: .file(path: damaged))
         defer { reader.close() }
         await #expect(throws: CairnError.self) {
             try await reader.extractItem(atPathInArchive: "tree/sparse.bin", to: work.url(appending: "out"))
@@ -384,7 +384,7 @@ enum SparseFixture {
 
     /// The chunks of the file at `path` in the archive, in order.
     static func chunks(of path: String, inArchiveAt archive: String) throws -> [Chunk] {
-        let extractor = try Extractor(path: archive)
+        let extractor = try Extractor(reader: ArchiveReader(path: archive))
         defer { extractor.close() }
         let manifest = extractor.reader.manifest
         let index = try #require(manifest.entries.firstIndex { $0.entry.path == path })

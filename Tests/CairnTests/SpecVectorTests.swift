@@ -54,8 +54,8 @@ struct SpecVectorTests {
         defer { work.remove() }
         let path = work.appending("v2.cairn")
         try RawFileSystem.writeFile(Array(path.utf8), try Self.vector("v2.hex"))
-        let report = try await Extractor.verifyArchive(atPath: path)
-        let extractor = try Extractor(path: path)
+        let report = try await Extractor.verifyArchive(at: .file(path: path))
+        let extractor = try await Extractor(at: .file(path: path))
         defer { extractor.close() }
         #expect(extractor.formatVersion == FormatVersion(major: 2, minor: 0))
         #expect(report.entryCount == extractor.entries.count)
@@ -97,7 +97,7 @@ struct SpecVectorTests {
         configuration.isCompressible = false
         configuration.sourcePlatform = ""
         let output = work.appending("v2.cairn")
-        let archiver = try Archiver(writingTo: output, configuration: configuration)
+        let archiver = try await Archiver(writingTo: .file(path: output), configuration: configuration)
         try await archiver.appendItem(at: URL(fileURLWithPath: d))
         let content = AsyncStream<[UInt8]> { continuation in
             continuation.yield(Array("hello\n".utf8))

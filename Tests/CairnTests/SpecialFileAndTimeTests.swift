@@ -51,7 +51,7 @@ struct SpecialFileAndTimeTests {
         #expect(properties.warnings.first?.code == .unsupportedFileType)
         #expect(properties.warnings.first?.path?.hasSuffix("tree/socket") == true, "\(properties.warnings)")
 
-        let extractor = try Extractor(path: archive)
+        let extractor = try await Extractor(at: .file(path: archive))
         defer { extractor.close() }
         let byPath = Dictionary(uniqueKeysWithValues: extractor.entries.map { ($0.path, $0) })
         #expect(byPath["tree/pipe"]?.kind == .fifo)
@@ -91,7 +91,7 @@ struct SpecialFileAndTimeTests {
         unlink(work.appending("tree/socket"))
         let archive = work.appending("a.cairn")
         _ = try await RoundTrip.archive(path: work.appending("tree"), to: archive)
-        let extractor = try Extractor(path: archive)
+        let extractor = try await Extractor(at: .file(path: archive))
         defer { extractor.close() }
         try await extractor.extractAll(to: work.url(appending: "out"))
         let entries = try extractor.entriesWithContentDigests()
@@ -135,7 +135,7 @@ struct SpecialFileAndTimeTests {
         let work = try TemporaryDirectory(prefix: "cairn-times")
         defer { work.remove() }
         let archive = work.appending("t.cairn")
-        let archiver = try Archiver(writingTo: archive)
+        let archiver = try await Archiver(writingTo: .file(path: archive))
         for (index, time) in Self.extremeTimes.enumerated() {
             let content = AsyncStream<[UInt8]> { continuation in
                 continuation.yield(Array("t\(index)\n".utf8))
@@ -145,7 +145,7 @@ struct SpecialFileAndTimeTests {
         }
         _ = try await archiver.finish()
 
-        let extractor = try Extractor(path: archive)
+        let extractor = try await Extractor(at: .file(path: archive))
         defer { extractor.close() }
         #expect(extractor.formatVersion == FormatVersion.current)
         #expect(extractor.entries.map(\.modificationTime) == Self.extremeTimes)

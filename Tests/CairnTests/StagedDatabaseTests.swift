@@ -37,7 +37,7 @@ struct StagedDatabaseTests {
             warnings.list.withLock { $0.append(warning) }
         }
         try staging.appendJournal("cairn-journal 1 test")
-        try staged.materialize(at: String(decoding: StagingDirectory.location(for: bytes(destination)), as: UTF8.self) + "/root")
+        try staged.materialize(at: String(decoding: StagingLocation.path(for: bytes(destination)), as: UTF8.self) + "/root")
         return (destination, staging, warnings)
     }
 

@@ -16,7 +16,7 @@ struct StagingDirectoryTests {
 
     /// The staging root of `destination` as a path, for writing staged items in a test.
     static func stagedRoot(of destination: String) -> String {
-        String(decoding: StagingDirectory.location(for: bytes(destination)), as: UTF8.self) + "/root"
+        String(decoding: StagingLocation.path(for: bytes(destination)), as: UTF8.self) + "/root"
     }
 
     static func text(_ path: String) throws -> String {
@@ -32,7 +32,7 @@ struct StagingDirectoryTests {
         _ destination: String, in work: TemporaryDirectory, allowing allowed: Set<String> = [],
         sourceLocation: SourceLocation = #_sourceLocation
     ) throws {
-        #expect(!RawFileSystem.exists(StagingDirectory.location(for: bytes(destination))), sourceLocation: sourceLocation)
+        #expect(!RawFileSystem.exists(StagingLocation.path(for: bytes(destination))), sourceLocation: sourceLocation)
         let beside = try RawFileSystem.names(atPath: bytes(work.path)).map { String(decoding: $0, as: UTF8.self) }
         #expect(beside.allSatisfy { !$0.contains("cairn-staging") }, "\(beside)", sourceLocation: sourceLocation)
         if RawFileSystem.exists(bytes(destination)) {
@@ -102,7 +102,7 @@ struct StagingDirectoryTests {
         tree.file(".cairn-staging.committing-1-0", Array("a name like an aside one\n".utf8))
         try tree.materialize(at: source)
         let archive = work.appending("reserved.cairn")
-        let archiver = try Archiver(writingTo: archive)
+        let archiver = try await Archiver(writingTo: .file(path: archive))
         for name in [".cairn-staging", ".cairn-journal", "root", ".cairn-staging.committing-1-0"] {
             try await archiver.appendItem(at: URL(fileURLWithPath: source + "/" + name))
         }
@@ -126,7 +126,7 @@ struct StagingDirectoryTests {
                     defer { try? handle.close() }
                     _ = try await Extractor.extractStream(from: handle, to: url)
                 } else {
-                    let extractor = try Extractor(path: archive)
+                    let extractor = try await Extractor(at: .file(path: archive))
                     defer { extractor.close() }
                     try await extractor.extractAll(to: url)
                 }
@@ -148,7 +148,7 @@ struct StagingDirectoryTests {
         try data.materialize(at: destination)
         let before = try TreeSnapshot(at: destination + "/.cairn-staging")
 
-        #expect(StagingDirectory.location(for: Self.bytes(destination)) == Self.bytes(destination + "/.cairn-staging.1"))
+        #expect(StagingLocation.path(for: Self.bytes(destination)) == Self.bytes(destination + "/.cairn-staging.1"))
         let first = try StagingDirectory(for: Self.bytes(destination))
         try first.appendJournal("cairn-journal 1 test")
         var staged = TreeBuilder()
@@ -195,7 +195,7 @@ struct StagingDirectoryTests {
             // A child forked by another thread, between its fork and exec, holds a copy of the
             // locked descriptor (close-on-exec acts only at exec), as a duplicate here does: the
             // release must free the lock at once all the same.
-            let forkedCopy = try Self.duplicateDescriptor(of: StagingDirectory.location(for: Self.bytes(destination)))
+            let forkedCopy = try Self.duplicateDescriptor(of: StagingLocation.path(for: Self.bytes(destination)))
             defer { close(forkedCopy) }
             running.release()
             do {
@@ -239,7 +239,7 @@ struct StagingDirectoryTests {
             let killed = try StagingDirectory(for: Self.bytes(destination))
             #expect(killed.journal().isEmpty)
             killed.abandonForTesting()
-            #expect(RawFileSystem.exists(StagingDirectory.location(for: Self.bytes(destination))))
+            #expect(RawFileSystem.exists(StagingLocation.path(for: Self.bytes(destination))))
             let again = try StagingDirectory(for: Self.bytes(destination), resume: resume)
             #expect(!again.isResumed, "nothing verified was staged, so there is nothing to resume")
             try again.appendJournal("cairn-journal 1 stream")
@@ -247,7 +247,7 @@ struct StagingDirectoryTests {
             try Self.expectNoStaging(destination, in: work)
         }
         // A directory at the staging name that is not a staging directory is never removed.
-        let location = StagingDirectory.location(for: Self.bytes(destination))
+        let location = StagingLocation.path(for: Self.bytes(destination))
         try FileManager.default.createDirectory(atPath: String(decoding: location, as: UTF8.self), withIntermediateDirectories: true)
         try RawFileSystem.writeFile(location + Array("/keep".utf8), Array("mine".utf8))
         let beside = try StagingDirectory(for: Self.bytes(destination))
@@ -271,12 +271,12 @@ struct StagingDirectoryTests {
         try journaled.appendJournal("commit 1 00")
         #expect(!journaled.holdsNothing)
         journaled.release()
-        #expect(RawFileSystem.exists(StagingDirectory.location(for: Self.bytes(destination))))
+        #expect(RawFileSystem.exists(StagingLocation.path(for: Self.bytes(destination))))
         // A resumed one is never removed by release(), even if it holds nothing new.
         let resumed = try StagingDirectory(for: Self.bytes(destination), resume: true)
         resumed.release()
         resumed.release()  // a second call does nothing
-        #expect(RawFileSystem.exists(StagingDirectory.location(for: Self.bytes(destination))))
+        #expect(RawFileSystem.exists(StagingLocation.path(for: Self.bytes(destination))))
     }
 
     @Test("an empty or garbage stream on standard input leaves no staging directory and no destination", arguments: [0, 1, 100])

@@ -1,63 +1,58 @@
 import Foundation
 import Glibc
 
-/// The `URL` forms of the archiver's entry points (what is written is labelled `writingTo:`),
-/// and the size estimate of a set of sources.
+/// The archiver's entry points by location (what is written is labelled `writingTo:`), and the
+/// size estimate of a set of sources.
 extension Archiver {
-    /// Creates an archiver writing to the file at `location` through ``FileSink``: the archive
-    /// appears there only when ``finish()`` succeeds, and never replaces an existing file (pass
-    /// `FileSink(writingTo:overwrite: true)` to ``init(sink:configuration:)`` for that).
+    /// Creates an archiver writing the archive to `location`: a local file through ``FileSink``
+    /// (bytes go to `<path>.partial`, and the archive appears at `path` only when ``finish()``
+    /// succeeds), or an object through ``ObjectStoreSink`` (a multipart upload, no object at the
+    /// key until ``finish()``; its state file in `$XDG_STATE_HOME/cairn/uploads`). Neither
+    /// replaces what exists: pass `FileSink(writingTo:overwrite: true)` (or an
+    /// ``ObjectStoreSink`` made with `overwrite`) to ``init(sink:configuration:)`` for that.
     ///
-    /// An object store is written through its own sink (`ObjectStoreSink`, which keeps a local
-    /// state file for resuming) passed to ``init(sink:configuration:)``.
+    /// Opening an object sends its first requests (`HeadObject`, `CreateMultipartUpload`) on a
+    /// thread of its own, never on the caller's.
     ///
     /// - Parameters:
-    ///   - location: a `file:` URL; bytes go to `<path>.partial` until the archive is complete.
+    ///   - location: a file or an object; an `http` URL is refused.
     ///   - configuration: chunking, compression, header fields, backpressure, exclusions.
-    /// - Throws: `CairnError` naming the archive: `.invalidArgument` for a URL that is not a
-    ///   `file:` URL or a bad configuration; `.alreadyExists` when the file exists; `.busy` when
-    ///   another process is writing `<path>.partial`; `.io`; `.limitExceeded` for a bad
-    ///   configuration.
-    public convenience init(writingTo location: URL, configuration: Configuration = Configuration()) throws(CairnError) {
-        let path = try ArchiveLocation.requireFilePath(location, for: "the archive")
+    /// - Throws: `CairnError` naming the archive: `.invalidArgument` for an `http` location or a
+    ///   bad configuration; `.alreadyExists` when the file or object exists; `.busy` when another
+    ///   process is writing `<path>.partial`; `.io`; `.httpStatus`, `.network` for an object
+    ///   store; `.limitExceeded` for a bad configuration.
+    public convenience init(writingTo location: ArchiveLocation, configuration: Configuration = Configuration()) async throws(CairnError) {
+        let sink = try await location.openSink(sizeEstimate: configuration.sizeEstimate)
         do throws(CairnError) {
-            try self.init(writingTo: path, configuration: configuration)
+            try self.init(sink: sink, configuration: configuration)
         } catch {
-            throw error.withPath(path)
+            await sink.abandon()
+            throw error.withPath(location.name)
         }
     }
 
-    /// Runs `body` with a new archiver writing to the file at `location` (as
-    /// ``init(writingTo:configuration:)-(URL,_)``), then finishes it.
+    /// ``init(writingTo:configuration:)-(ArchiveLocation,_)`` of the location a `URL` names
+    /// (``ArchiveLocation/init(_:)``): a `file:` URL or an `s3://` one.
     ///
-    /// If `body` throws or the task is cancelled, the archive is abandoned (left as
-    /// `<path>.partial`, resumable) and the error is rethrown.
-    ///
-    /// - Returns: the export properties.
-    /// - Throws: what ``init(writingTo:configuration:)-(URL,_)`` and ``finish()`` throw,
-    ///   `CancellationError`, or what `body` throws, unchanged.
-    nonisolated(nonsending) public static func withArchiver(
-        writingTo location: URL, configuration: Configuration = Configuration(), _ body: (Archiver) async throws -> Void
-    ) async throws -> ExportProperties {
-        try await running(Archiver(writingTo: location, configuration: configuration), body)
+    /// - Throws: as ``init(writingTo:configuration:)-(ArchiveLocation,_)``, and as
+    ///   ``ArchiveLocation/init(_:)`` for the URL.
+    public convenience init(writingTo location: URL, configuration: Configuration = Configuration()) async throws(CairnError) {
+        try await self.init(writingTo: ArchiveLocation(location), configuration: configuration)
     }
 
-    /// Resumes the interrupted archive `<path>.partial` of the file at `location`, as
-    /// ``init(resuming:configuration:expecting:overwrite:)-(String,_,_,_)``.
+    /// Runs `body` with a new archiver writing to `location` (as
+    /// ``init(writingTo:configuration:)-(ArchiveLocation,_)``), then finishes it.
     ///
-    /// - Parameters:
-    ///   - location: the archive's final `file:` URL; `<path>.partial` is continued.
-    ///   - configuration: settings that do not shape the header.
-    ///   - expected: the sources and the options given explicitly, compared with the archive's.
-    ///   - overwrite: whether ``finish()`` may replace an existing file at `location`.
-    /// - Throws: `CairnError`: `.invalidArgument` for a URL that is not a `file:` URL; otherwise
-    ///   as the path form (`.notFound`, `.notResumable`, `.busy`, `.io`), naming the archive.
-    public convenience init(
-        resuming location: URL, configuration: Configuration = Configuration(),
-        expecting expected: ResumeExpectation = ResumeExpectation(), overwrite: Bool = false
-    ) throws(CairnError) {
-        let path = try ArchiveLocation.requireFilePath(location, for: "the archive")
-        try self.init(resuming: path, configuration: configuration, expecting: expected, overwrite: overwrite)
+    /// If `body` throws or the task is cancelled, the archive is abandoned (a file is left as
+    /// `<path>.partial`, an upload as its state file: both resumable) and the error is rethrown.
+    ///
+    /// - Returns: the export properties.
+    /// - Throws: what ``init(writingTo:configuration:)-(ArchiveLocation,_)`` and ``finish()``
+    ///   throw, `CancellationError`, or what `body` throws, unchanged.
+    nonisolated(nonsending) public static func withArchiver(
+        writingTo location: ArchiveLocation, configuration: Configuration = Configuration(), _ body: (Archiver) async throws -> Void
+    ) async throws -> ExportProperties {
+        try await running(Archiver(writingTo: location, configuration: configuration), body)
     }
 
     /// The bytes of the regular files at and below `sources`: what appending them would read,
@@ -83,7 +78,9 @@ extension Archiver {
     public static func sizeEstimate(of sources: [URL], excluding exclusions: [String] = []) throws(CairnError) -> UInt64 {
         var paths: [[UInt8]] = []
         for source in sources {
-            _ = try ArchiveLocation.requireFilePath(source, for: "a source")
+            guard ArchiveLocation.filePath(of: source) != nil else {
+                throw CairnError(.invalidArgument, "a source must be a file: URL", path: source.absoluteString)
+            }
             paths.append(PathBytes.fileSystemPath(source))
         }
         return try sizeEstimate(ofPaths: paths, excluding: ExclusionPatterns(exclusions))

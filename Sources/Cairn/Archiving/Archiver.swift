@@ -99,19 +99,23 @@ public final class Archiver {
     /// with other sources or options would produce a mix that verifies.
     ///
     /// - Parameters:
-    ///   - path: the archive's final path; `<path>.partial` is continued.
+    ///   - location: the archive's final place, a local file (`.file(path:)`); `<path>.partial`
+    ///     is continued. (An interrupted upload to an object store is continued by its sink,
+    ///     ``ObjectStoreSink/init(resuming:configuration:overwrite:statePath:)``.)
     ///   - configuration: settings that do not shape the header.
     ///   - expected: the sources and the options given explicitly, compared with the archive's.
     ///   - overwrite: whether ``finish()`` may replace an existing file at `path`.
-    /// - Throws: `.notFound` when there is no `<path>.partial`; `.notResumable` when it has no
+    /// - Throws: `.invalidArgument` naming a location that is not a local file; `.notFound`
+    ///   when there is no `<path>.partial`; `.notResumable` when it has no
     ///   valid commit, or when something in `expected` differs (the message names each
     ///   difference, which are also in ``CairnError/additionalErrors``); `.unsupportedVersion`
     ///   when it is of another format version than this library writes (2.0, say); `.busy`; `.io`.
     public convenience init(
-        resuming path: String, configuration: Configuration = Configuration(),
+        resuming location: ArchiveLocation, configuration: Configuration = Configuration(),
         expecting expected: ResumeExpectation = ResumeExpectation(), overwrite: Bool = false
     ) throws(CairnError) {
-        let partial = path + ".partial"
+        let path = try location.requireFile(for: "an archive resumed here")
+        let partial = ArchiveLocation.partialPath(of: path)
         let input = try FileDescriptor.open(partial, flags: O_RDONLY | O_NOFOLLOW)
         let recovery: ArchiveRecovery
         let point: ArchiveRecovery.Checkpoint
@@ -198,28 +202,6 @@ public final class Archiver {
 
     /// Whether this archiver continues an interrupted archive.
     public private(set) var isResumed = false
-
-    /// Creates an archiver writing to a file through ``FileSink``: the archive appears at `path`
-    /// only when ``finish()`` succeeds, and never replaces an existing file (pass
-    /// `FileSink(path:overwrite: true)` to ``init(sink:configuration:)`` for that).
-    ///
-    /// - Throws: `.alreadyExists` when `path` exists; `.busy` when another process is writing
-    ///   `<path>.partial`; `.io`; as ``init(sink:configuration:)`` for a bad configuration.
-    public convenience init(writingTo path: String, configuration: Configuration = Configuration()) throws(CairnError) {
-        try self.init(sink: FileSink(path: path), configuration: configuration)
-    }
-
-    /// Runs `body` with a new archiver writing to `path`, then finishes it.
-    ///
-    /// If `body` throws or the task is cancelled, the archive is abandoned (left as
-    /// `<path>.partial`, resumable) and the error is rethrown.
-    /// - Returns: the export properties.
-    nonisolated(nonsending) public static func withArchiver(
-        writingTo path: String, configuration: Configuration = Configuration(),
-        _ body: (Archiver) async throws -> Void
-    ) async throws -> ExportProperties {
-        try await running(Archiver(writingTo: path, configuration: configuration), body)
-    }
 
     /// Runs `body` with `archiver`, then finishes it; abandons it and rethrows when `body`
     /// throws or the task is cancelled (the one body of every `withArchiver`).

@@ -2,15 +2,15 @@ import Foundation
 import Glibc
 import Synchronization
 
-/// Downloads an archive from an `http://` or `https://` URL into a local file, verifying it as
+/// Downloads an archive from an `http(s)` URL or an object store into a local file, verifying it as
 /// it arrives, resuming by itself, and taking what it can from local seed archives
 /// (`Spec/0003-command-line.md §13`, `Spec/0001-container-format.md §13.6`).
 ///
 /// ```swift
 /// var options = FetchOptions()
 /// options.seedURLs = [URL(filePath: "/backups/last-export.cairn")]
-/// let fetcher = ArchiveFetcher(at: URL(string: "https://example.com/export.cairn")!, options: options)
-/// let report = try await fetcher.fetch(to: URL(filePath: "/tmp/export.cairn"))
+/// let fetcher = ArchiveFetcher(from: try ArchiveLocation(parsing: "https://example.com/export.cairn"), options: options)
+/// let report = try await fetcher.fetch(to: .file(path: "/tmp/export.cairn"))
 /// print(report.fetchedBytes, "of", report.archiveBytes)
 /// ```
 ///
@@ -34,52 +34,56 @@ import Synchronization
 /// - Transient failures (`.network`, HTTP 408/429/5xx) are retried with exponential backoff,
 ///   up to ``FetchOptions/retries`` times per run.
 public final class ArchiveFetcher: Sendable {
-    /// The archive's URL.
-    public let url: String
+    /// The remote archive: an `http(s)` URL or an object.
+    public let source: ArchiveLocation
+    /// How errors and the fetch's state file name the archive (``ArchiveLocation``'s name).
+    package var url: String { source.name }
     public let options: FetchOptions
     /// Bytes of the archive present in the partial file (`totalUnitCount` is the archive's
     /// length once the server said it).
     public let progress = Progress(totalUnitCount: -1)
 
     /// - Parameters:
-    ///   - url: `http://` or `https://`.
+    ///   - source: the remote archive, an `http(s)` URL or an object (a local file is refused
+    ///     by ``fetch(to:)``).
     ///   - options: seeds, retries, timeouts, and whether an existing file may be replaced.
-    public init(url: String, options: FetchOptions = FetchOptions()) {
-        self.url = url
+    public init(from source: ArchiveLocation, options: FetchOptions = FetchOptions()) {
+        self.source = source
         self.options = options
     }
 
-    /// Whether `text` is a remote archive (`http://`, `https://` or `s3://`), as opposed to a path.
-    public static func isURL(_ text: String) -> Bool { RemoteArchive.isRemote(text) }
-
-    /// Fetches the archive into `path`.
+    /// Fetches the archive into the local file `destination`, at `path`: bytes go to
+    /// `<path>.partial` until the whole archive verified.
     ///
     /// - Returns: what was transferred.
     /// - Throws: `CancellationError` (the partial file stays, resumable); `CairnError`:
+    ///   `.invalidArgument` when the source is a local file or `destination` is not one;
     ///   `.alreadyExists` when `path` exists (and ``FetchOptions/overwrite`` is false) or a
     ///   `<path>.partial` not left by a fetch of this URL is there; `.busy` when another process
     ///   writes it; `.httpStatus` (404, a 5xx after the retries) and `.network` naming the URL;
     ///   `.sourceChanged` when the archive kept changing; `.corrupted`/`.checksumMismatch`
     ///   naming the URL and offset when the remote archive itself fails verification; `.io`
     ///   for the local file (a full disk).
-    nonisolated(nonsending) public func fetch(to path: String) async throws -> FetchReport {
-        guard Self.isURL(url) else {
-            throw CairnError(.invalidArgument, "not an http://, https:// or s3:// location", path: url)
-        }
+    nonisolated(nonsending) public func fetch(to destination: ArchiveLocation) async throws -> FetchReport {
+        let path = try destination.requireFile(for: "the destination of a fetch")
         var configuration = HTTPClient.Configuration()
         configuration.connectTimeout = options.connectTimeout
         configuration.stallTimeout = options.stallTimeout
-        let remote = try RemoteArchive(url, s3Endpoint: options.s3Endpoint, http: configuration)
+        guard let remote = source.remote(http: configuration) else {
+            throw CairnError(.invalidArgument, "not an http://, https:// or s3:// location", path: url)
+        }
         let seeds = SeedIndex()
         defer { seeds.close() }
         for seed in options.seeds {
-            if RemoteArchive.isRemote(seed) {
-                try seeds.add(remote: RemoteArchive(seed, s3Endpoint: options.s3Endpoint, http: configuration))
+            let location = try ArchiveLocation(parsing: seed, s3Endpoint: options.s3Endpoint)
+            if let remoteSeed = location.remote(http: configuration) {
+                try seeds.add(remote: remoteSeed)
             } else {
                 try seeds.add(path: seed)
             }
         }
-        if access(path + ".partial.seed", F_OK) == 0 { try? seeds.add(path: path + ".partial.seed") }
+        let setAside = ArchiveLocation.setAsidePath(of: path)
+        if access(setAside, F_OK) == 0 { try? seeds.add(path: setAside) }
 
         var output = try FileSink(continuing: path, overwrite: options.overwrite)
         if let identity = output.writtenFileIdentity {
@@ -105,7 +109,7 @@ public final class ArchiveFetcher: Sendable {
             // Measured in a task of its own: a cancelled fetch must not stop this count halfway
             // (and discard what verified).
             let partialPath = output.partialPath
-            let verified = await Task.detached { (try? await Extractor.verifyPrefix(atPath: partialPath))?.verifiedLength ?? 0 }.value
+            let verified = await Task.detached { (try? await Extractor.verifyPrefix(at: .file(path: partialPath)))?.verifiedLength ?? 0 }.value
             try? output.truncate(to: verified)
             if verified == 0 {
                 unlink(output.partialPath)
@@ -170,7 +174,7 @@ public final class ArchiveFetcher: Sendable {
     /// it as a seed when `seeds` is given, and opens a new, empty partial file.
     nonisolated(nonsending) func setAside(_ output: FileSink, path: String, seeds: SeedIndex?) async throws -> FileSink {
         FetchState.remove(for: path)
-        let seedPath = path + ".partial.seed"
+        let seedPath = ArchiveLocation.setAsidePath(of: path)
         if try output.partialLength > 0 {
             try FileSystem.rename(Array(output.partialPath.utf8), to: Array(seedPath.utf8), display: seedPath)
             try? seeds?.add(path: seedPath)
@@ -195,7 +199,8 @@ public struct FetchOptions: Sendable {
     public var connectTimeout: Double
     /// Seconds without a byte before a transfer counts as cut. Default 30.
     public var stallTimeout: Double
-    /// The object store's endpoint for an `s3://` URL; nil: `AWS_ENDPOINT_URL`, else AWS's own.
+    /// The object store's endpoint for ``seeds`` written `s3://BUCKET/KEY`; nil: `AWS_ENDPOINT_URL`,
+    /// else AWS's own. (The fetched archive's store is in its ``ArchiveLocation``.)
     public var s3Endpoint: String? = nil
     /// Told of resumes, retries and restarts as they happen (for `--progress` and logs).
     public var onEvent: (@Sendable (FetchEvent) -> Void)?
@@ -210,34 +215,6 @@ public struct FetchOptions: Sendable {
         self.connectTimeout = connectTimeout
         self.stallTimeout = stallTimeout
         self.onEvent = onEvent
-    }
-}
-
-extension ArchiveFetcher {
-    /// A fetcher of the remote archive at `location`, as ``init(url:options:)``.
-    ///
-    /// - Parameters:
-    ///   - location: `http://`, `https://` or `s3://BUCKET/KEY` (the store from
-    ///     ``FetchOptions/s3Endpoint`` or `AWS_ENDPOINT_URL`, the credentials from the
-    ///     environment).
-    ///   - options: seeds, retries, timeouts, and whether an existing file may be replaced.
-    public convenience init(at location: URL, options: FetchOptions = FetchOptions()) {
-        self.init(url: location.absoluteString, options: options)
-    }
-
-    /// The archive's location as a `URL` (nil when ``url`` does not parse as one).
-    public var location: URL? { URL(string: url) }
-
-    /// Fetches the archive into the file at `destination`, as ``fetch(to:)-(String)``.
-    ///
-    /// - Parameter destination: a `file:` URL; bytes go to `<path>.partial` until the whole
-    ///   archive verified.
-    /// - Returns: what was transferred.
-    /// - Throws: `CairnError` `.invalidArgument` naming the URL when `destination` is not a
-    ///   `file:` URL; otherwise as ``fetch(to:)-(String)``: `CancellationError` (the partial
-    ///   file stays, resumable) or `CairnError` naming the archive.
-    nonisolated(nonsending) public func fetch(to destination: URL) async throws -> FetchReport {
-        try await fetch(to: ArchiveLocation.requireFilePath(destination, for: "the destination"))
     }
 }
 
@@ -261,7 +238,7 @@ public enum FetchEvent: Sendable {
     case restarting(reason: String)
 }
 
-/// What ``ArchiveFetcher/fetch(to:)-(URL)`` did.
+/// What ``ArchiveFetcher/fetch(to:)`` did.
 public struct FetchReport: Sendable, Equatable {
     /// Bytes of the archive.
     public var archiveBytes: UInt64 = 0

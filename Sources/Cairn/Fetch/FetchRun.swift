@@ -47,7 +47,7 @@ struct FetchRun {
     nonisolated(nonsending) mutating func complete(_ verified: VerificationReport) async throws -> FetchReport {
         try await output.finish()
         FetchState.remove(for: path)
-        unlink(path + ".partial.seed")
+        unlink(ArchiveLocation.setAsidePath(of: path))
         report.archiveBytes = verified.archiveBytes
         // Remote seeds' requests too (each seed has its own client).
         let seedClients = seeds.seeds.compactMap { $0.remote?.client }

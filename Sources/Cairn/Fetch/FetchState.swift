@@ -35,7 +35,7 @@ package struct FetchState: Codable, Sendable, Equatable {
     }
 
     /// The state file beside the partial file of `path`.
-    package static func path(for path: String) -> String { path + ".partial.fetch" }
+    package static func path(for path: String) -> String { ArchiveLocation.fetchStatePath(of: path) }
 
     /// Reads the state beside `path`'s partial file; nil when there is none or it does not parse
     /// (a state that cannot be read is treated as absent: the partial's bytes are still

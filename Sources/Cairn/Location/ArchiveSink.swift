@@ -74,18 +74,32 @@ public final class FileSink: ArchiveSink, RewindableArchiveSink, LocalFileWritin
     /// - Throws: `CairnError` `.alreadyExists` when `path` exists and `overwrite` is false;
     ///   `.busy` when another process is writing `<path>.partial`; `.io` if the file cannot be
     ///   created.
-    public convenience init(path: String, overwrite: Bool = false) throws(CairnError) {
+    package convenience init(path: String, overwrite: Bool = false) throws(CairnError) {
         try self.init(path: path, overwrite: overwrite, replacingPartial: true)
     }
 
-    /// Like ``init(path:overwrite:)``; with `replacingPartial` false an existing
+    /// Creates `<path>.partial` for the archive at `location`, a local file, as
+    /// `init(path:overwrite:)`: the archive appears at `location` only once complete.
+    ///
+    /// - Parameters:
+    ///   - location: `.file(path:)`, where the archive appears once complete.
+    ///   - overwrite: whether an existing file at `location` may be replaced (at the final
+    ///     rename only). Default false.
+    /// - Throws: `CairnError` naming the archive: `.invalidArgument` for a location that is not
+    ///   a local file; `.alreadyExists` when the file exists and `overwrite` is false; `.busy`
+    ///   when another process is writing `<path>.partial`; `.io` if the file cannot be created.
+    public convenience init(writingTo location: ArchiveLocation, overwrite: Bool = false) throws(CairnError) {
+        try self.init(path: location.requireFile(for: "the archive"), overwrite: overwrite)
+    }
+
+    /// Like `init(path:overwrite:)`; with `replacingPartial` false an existing
     /// `<path>.partial` (an interrupted archive) is left untouched and refused.
     ///
-    /// - Throws: as ``init(path:overwrite:)``, and `.alreadyExists` naming `<path>.partial` when
+    /// - Throws: as `init(path:overwrite:)`, and `.alreadyExists` naming `<path>.partial` when
     ///   it exists and `replacingPartial` is false (`.busy` first if a process holds it).
     package init(path: String, overwrite: Bool, replacingPartial: Bool) throws(CairnError) {
         self.path = path
-        self.partialPath = path + ".partial"
+        self.partialPath = ArchiveLocation.partialPath(of: path)
         self.overwrite = overwrite
         if !overwrite, (try? FileStatus.of(Array(path.utf8))) != nil {
             throw CairnError(.alreadyExists, "archive already exists", path: path)
@@ -138,7 +152,7 @@ public final class FileSink: ArchiveSink, RewindableArchiveSink, LocalFileWritin
     ///   writing it; `.io`.
     package init(resuming path: String, at offset: UInt64, writingFrom start: UInt64? = nil, overwrite: Bool = false) throws(CairnError) {
         self.path = path
-        self.partialPath = path + ".partial"
+        self.partialPath = ArchiveLocation.partialPath(of: path)
         self.overwrite = overwrite
         descriptor = try FileDescriptor.open(partialPath, flags: O_WRONLY | O_NOFOLLOW)
         try Self.lock(descriptor, path: partialPath)
@@ -153,7 +167,7 @@ public final class FileSink: ArchiveSink, RewindableArchiveSink, LocalFileWritin
     ///   another process is writing `<path>.partial`; `.io`.
     package init(continuing path: String, overwrite: Bool) throws(CairnError) {
         self.path = path
-        self.partialPath = path + ".partial"
+        self.partialPath = ArchiveLocation.partialPath(of: path)
         self.overwrite = overwrite
         if !overwrite, (try? FileStatus.of(Array(path.utf8))) != nil {
             throw CairnError(.alreadyExists, "already exists (use --force to replace it)", path: path)
@@ -247,21 +261,6 @@ public final class FileSink: ArchiveSink, RewindableArchiveSink, LocalFileWritin
 }
 
 extension FileSink {
-    /// Creates `<path>.partial` for the file at `location` (replacing an earlier one that no
-    /// process holds), as ``init(path:overwrite:)``: the archive appears at `location` only
-    /// once complete.
-    ///
-    /// - Parameters:
-    ///   - location: a `file:` URL, where the archive appears once complete.
-    ///   - overwrite: whether an existing file at `location` may be replaced (at the final
-    ///     rename only). Default false.
-    /// - Throws: `CairnError` naming the archive: `.invalidArgument` for a URL that is not a
-    ///   `file:` URL; `.alreadyExists` when the file exists and `overwrite` is false; `.busy`
-    ///   when another process is writing `<path>.partial`; `.io`.
-    public convenience init(writingTo location: URL, overwrite: Bool = false) throws(CairnError) {
-        try self.init(path: ArchiveLocation.requireFilePath(location, for: "the archive"), overwrite: overwrite)
-    }
-
     /// The final location, as a `file:` URL (``path``).
     public var url: URL { URL(filePath: path) }
 }

@@ -53,12 +53,6 @@ package final class HTTPArchiveSource: ArchiveSource {
     package var name: String { url }
     package var isRemote: Bool { true }
 
-    /// Whether `text` names an HTTP(S) archive (`http://` or `https://`, any case).
-    package static func isURL(_ text: String) -> Bool {
-        let lower = text.prefix(8).lowercased()
-        return lower.hasPrefix("http://") || lower.hasPrefix("https://")
-    }
-
     /// Opens the archive at `url`: one suffix range request for its footer and the bytes before it.
     ///
     /// - Throws: `.httpStatus` (404, ...) and `.network` naming the URL; `.invalidArgument` when

@@ -77,33 +77,6 @@ package struct MultipartUploadState: Codable, Sendable, Equatable {
         parts.append(part)
     }
 
-    /// Where an upload to `location` at `endpoint` keeps its state by default: in
-    /// `$XDG_STATE_HOME/cairn/uploads` (else `~/.local/state/cairn/uploads`), named by the first
-    /// 16 hex digits of the SHA-256 of the endpoint, bucket and key, then the key's last
-    /// component (at most 64 bytes of it) and `.partial.upload`: the same for a resume run from
-    /// any directory, different for two keys with the same last component. The directory is
-    /// created (mode 0700) when missing.
-    ///
-    /// - Throws: `.io` naming the directory when it cannot be created.
-    package static func defaultPath(
-        endpoint: String, location: S3Location, environment: [String: String] = ProcessInfo.processInfo.environment
-    ) throws(CairnError) -> String {
-        let base =
-            environment["XDG_STATE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-            ?? ((environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()) + "/.local/state")
-        let directory = base + "/cairn/uploads"
-        do {
-            try FileManager.default.createDirectory(
-                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw CairnError(.io, "cannot create the directory of upload states", path: directory, cause: "\(error)")
-        }
-        let digest = (try? SHA256.hash(Array("\(endpoint)\n\(location.bucket)\n\(location.key)".utf8)))?.hexString ?? "0"
-        let last = location.key.split(separator: "/").last.map(String.init) ?? "upload"
-        let name = String(decoding: Array(last.utf8.prefix(64)), as: UTF8.self).replacingOccurrences(of: "\u{FFFD}", with: "")
-        return directory + "/" + String(digest.prefix(16)) + "-" + name + ".partial.upload"
-    }
-
     /// The state in the journal at `path`; nil when there is no file, or when it holds no whole
     /// line (a process killed between creating it and recording its upload).
     ///

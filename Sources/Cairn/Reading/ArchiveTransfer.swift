@@ -5,8 +5,8 @@ import Glibc
 /// bytes from an offset to its end, sent only when the receiver's prefix is a prefix of it.
 ///
 /// ```swift
-/// let sink = try FileSink(writingTo: URL(filePath: "/tmp/copy.cairn"))
-/// try await ArchiveTransfer.send(archiveAt: URL(string: "s3://exports/app.cairn")!, to: sink)
+/// let sink = try FileSink(writingTo: .file(path: "/tmp/copy.cairn"))
+/// try await ArchiveTransfer.send(archiveAt: ArchiveLocation(parsing: "s3://exports/app.cairn"), to: sink)
 /// ```
 public enum ArchiveTransfer {
     /// Bytes read per request from a remote source (each range checked against the validator).
@@ -24,36 +24,23 @@ public enum ArchiveTransfer {
     /// every block.
     ///
     /// - Parameters:
-    ///   - location: the archive: a `file:` URL, or a remote archive (`http://`, `https://`, or
-    ///     `s3://BUCKET/KEY` with the store and credentials from the environment), resolved as
-    ///     ``Extractor/init(at:)`` resolves it.
+    ///   - location: the archive: a local file, an `http(s)` URL or an object (opened on a
+    ///     thread of its own).
     ///   - offset: the first byte to send. Default 0 (the whole archive).
     ///   - token: when given, the receiver's ``ResumeToken``; the bytes are sent only if the
     ///     record ending at `offset` in the archive is a commit (or the footer) with the token's
     ///     chain digest, i.e. the receiver's prefix is a prefix of this archive.
     ///   - sink: where the bytes go, in order (``FileSink``, ``StandardOutputSink``, your own).
     /// - Throws: `CairnError` naming the archive: `.tokenMismatch`; `.invalidArgument` for an
-    ///   offset past the end or an unsupported URL; `.notFound`, `.io`; `.network`,
+    ///   offset past the end; `.notFound`, `.io`; `.network`,
     ///   `.httpStatus`, `.sourceChanged` for a remote archive; `.io` wrapping what `sink`
     ///   throws (as ``ArchiveSink`` says); or `CancellationError`, unwrapped.
     nonisolated(nonsending) public static func send(
-        archiveAt location: URL, from offset: UInt64 = 0, expecting token: ResumeToken? = nil, to sink: any ArchiveSink
-    ) async throws {
-        try await send(archiveAt: location, from: offset, expecting: token, to: sink, environment: ProcessInfo.processInfo.environment)
-    }
-
-    /// ``send(archiveAt:from:expecting:to:)-(URL,_,_,_)`` with the S3 settings of an `s3://`
-    /// URL read from `environment` instead of the process's (tests: a server of their own).
-    ///
-    /// - Throws: as ``send(archiveAt:from:expecting:to:)-(URL,_,_,_)``.
-    nonisolated(nonsending) package static func send(
-        archiveAt location: URL, from offset: UInt64, expecting token: ResumeToken?, to sink: any ArchiveSink,
-        environment: [String: String]
+        archiveAt location: ArchiveLocation, from offset: UInt64 = 0, expecting token: ResumeToken? = nil, to sink: any ArchiveSink
     ) async throws {
         let source: any ArchiveSource
         do {
-            let resolved = try ArchiveLocation(location, environment: environment)
-            source = try await DedicatedThread.run { () throws(CairnError) in try resolved.openRandomAccess() }
+            source = try await location.openRandomAccess()
         } catch {
             await sink.abandon()
             throw error
@@ -63,9 +50,9 @@ public enum ArchiveTransfer {
     }
 
     /// Sends the bytes `source` serves from `offset` to its end into `sink`, as
-    /// ``send(archiveAt:from:expecting:to:)-(URL,_,_,_)``; `source` stays open.
+    /// ``send(archiveAt:from:expecting:to:)``; `source` stays open.
     ///
-    /// - Throws: as ``send(archiveAt:from:expecting:to:)-(URL,_,_,_)``.
+    /// - Throws: as ``send(archiveAt:from:expecting:to:)``.
     nonisolated(nonsending) package static func send(
         _ source: any ArchiveSource, from offset: UInt64, expecting token: ResumeToken?, to sink: any ArchiveSink
     ) async throws {
@@ -124,33 +111,12 @@ public enum ArchiveTransfer {
         return block
     }
 
-    /// Writes `archive`'s bytes from `offset` to its end into `output`, blocking the calling
-    /// thread (the CLI's `cat`). Prefer ``send(archiveAt:from:expecting:to:)-(URL,_,_,_)`` in
-    /// async code.
-    ///
-    /// - Parameters:
-    ///   - path: the archive, a local path.
-    ///   - offset: the first byte to send.
-    ///   - token: when given, the receiver's ``ResumeToken``; the bytes are sent only if the
-    ///     record ending at `offset` in the archive is a commit (or the footer) with the token's
-    ///     chain digest, i.e. the receiver's prefix is a prefix of this archive.
-    ///   - output: where the bytes go.
-    /// - Throws: `CairnError` naming the archive: `.tokenMismatch`; `.invalidArgument` for an
-    ///   offset past the end; `.notFound`; `.io`.
-    public static func send(archiveAt path: String, from offset: UInt64, expecting token: ResumeToken?, to output: FileHandle)
-        throws(CairnError)
-    {
-        let source: LocalArchiveSource
-        do throws(CairnError) { source = try LocalArchiveSource(path: path) } catch { throw error.withPath(path) }
-        defer { source.close() }
-        try send(source, from: offset, expecting: token, to: output)
-    }
-
     /// Writes the bytes `source` serves from `offset` to its end into `output` (a remote source:
-    /// in 8 MiB range requests, each checked against the archive's validator), blocking.
+    /// in 8 MiB range requests, each checked against the archive's validator), blocking the
+    /// calling thread (the `cairn` tool's `cat`).
     ///
-    /// - Throws: as ``send(archiveAt:from:expecting:to:)-(String,_,_,_)``, and what reading
-    ///   `source` throws, naming the archive.
+    /// - Throws: `CairnError` naming the archive: `.tokenMismatch`; `.invalidArgument` for an
+    ///   offset past the end; what reading `source` throws.
     package static func send(_ source: any ArchiveSource, from offset: UInt64, expecting token: ResumeToken?, to output: FileHandle)
         throws(CairnError)
     {

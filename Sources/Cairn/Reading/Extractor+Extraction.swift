@@ -82,7 +82,11 @@ extension Extractor {
         LargeBuffers.returnFreeMemory()
         let input: SequentialArchiveBytes
         do {
-            input = try reader.source.openSequential()
+            // A remote archive's GET waits for the server: on a thread of its own, never the pool's.
+            let source = reader.source
+            input =
+                source.isRemote
+                ? try await DedicatedThread.run { () throws(CairnError) in try source.openSequential() } : try source.openSequential()
         } catch {
             if staging.isResumed { staging.release() } else { staging.discard() }
             throw error

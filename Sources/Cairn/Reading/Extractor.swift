@@ -4,7 +4,7 @@ import Glibc
 /// Reads a Cairn archive: lists it, verifies it, and extracts it safely.
 ///
 /// ```swift
-/// let extractor = try Extractor(at: URL(filePath: "/tmp/export.cairn"))
+/// let extractor = try await Extractor(at: .file(path: "/tmp/export.cairn"))
 /// defer { extractor.close() }
 /// for entry in extractor.entries { print(entry.path) }
 /// try await extractor.extractAll(to: URL(filePath: "/tmp/restored"))
@@ -34,19 +34,16 @@ public final class Extractor {
     /// Import progress in content bytes, updated during ``extractAll(to:options:)``.
     public let progress = Progress(totalUnitCount: 0)
 
-    /// Opens the archive at `path` and reads its manifest. ``init(at:)`` takes a `URL` (a
-    /// file, `http(s)://` or `s3://`).
-    ///
-    /// - Throws: `.notFound`, `.io`, `.corrupted`, `.checksumMismatch`, `.unsupportedVersion`,
-    ///   or `.truncated` for an incomplete archive (no valid footer).
-    public init(path: String) throws(CairnError) {
-        reader = try ArchiveReader(path: path)
+    /// Takes over `reader`, an open archive whose manifest is read; ``close()`` closes it. The
+    /// public way in is ``init(at:)-(ArchiveLocation)``.
+    package init(reader: ArchiveReader) {
+        self.reader = reader
     }
 
     /// Opens the archive `source` serves (a local file or a remote one, ``HTTPArchiveSource``)
     /// and reads its manifest; the extractor owns the source and closes it in ``close()``.
     ///
-    /// - Throws: as ``init(path:)``, naming the source's path or URL.
+    /// - Throws: as ``init(at:)-(ArchiveLocation)``, naming the source's path or URL.
     package init(source: any ArchiveSource) throws(CairnError) {
         reader = try ArchiveReader(source: source)
     }
@@ -54,16 +51,6 @@ public final class Extractor {
     /// Closes the archive file.
     public func close() {
         reader.close()
-    }
-
-    /// Opens the archive at `path`, runs `body`, and closes it (the `URL` form:
-    /// ``withExtractor(at:_:)-(URL,_)``).
-    ///
-    /// - Throws: what ``init(path:)`` throws, or what `body` throws, unchanged.
-    nonisolated(nonsending) public static func withExtractor<R>(at path: String, _ body: (Extractor) async throws -> R) async throws -> R {
-        let extractor = try Extractor(path: path)
-        defer { extractor.close() }
-        return try await body(extractor)
     }
 
     /// The entry stored under `path`, if any.
@@ -169,23 +156,6 @@ public final class Extractor {
             return cut
         }
         return error
-    }
-
-    /// Verifies the archive at `path` front to back without opening its manifest first, so an
-    /// archive whose footer is damaged still reports the first bad offset; `"-"` reads standard
-    /// input. ``verifyArchive(at:)`` takes a `URL` (a file, `http(s)://` or `s3://`).
-    ///
-    /// - Returns: what was verified.
-    /// - Throws: `CairnError` naming the archive: `.notFound`, `.io`, the first problem found
-    ///   (naming its offset, the others in ``CairnError/additionalErrors``); or
-    ///   `CancellationError`.
-    nonisolated(nonsending) public static func verifyArchive(atPath path: String) async throws -> VerificationReport {
-        if path == "-" {
-            return try await verify(descriptor: .standardInput, path: "<stdin>", seekToStart: false)
-        }
-        let fd = try FileDescriptor.open(path, flags: O_RDONLY)
-        defer { _ = try? fd.close() }
-        return try await verify(descriptor: fd, path: path, seekToStart: false)
     }
 
     /// Verifies the archive read from `descriptor` front to back (a file or a pipe).

@@ -67,7 +67,7 @@ public struct ResumeToken: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// What ``Extractor/verifyPrefix(atPath:)`` found in a possibly incomplete archive.
+/// What ``Extractor/verifyPrefix(at:)`` found in a possibly incomplete archive.
 public struct PrefixVerification: Sendable {
     /// Bytes that verify: the end of the last valid commit record, or the whole file when its
     /// footer verified.
@@ -94,12 +94,23 @@ extension Extractor {
     /// bytes before it) up to the last valid commit or the footer. Chunk contents are not
     /// decompressed here; `verify` and extraction check them.
     ///
+    /// - Parameter location: a local file (the copy being received).
     /// - Returns: the verified length and the resume token naming it.
-    /// - Throws: `.corrupted`/`.unsupportedVersion` when not even the prelude and header are
-    ///   valid; `.io`.
-    nonisolated(nonsending) public static func verifyPrefix(atPath path: String) async throws -> PrefixVerification {
-        let descriptor = path == "-" ? FileDescriptor.standardInput : try FileDescriptor.open(path, flags: 0)
-        defer { if path != "-" { _ = try? descriptor.close() } }
+    /// - Throws: `CairnError` naming the archive: `.invalidArgument` for a location that is not
+    ///   a local file; `.notFound`; `.corrupted`/`.unsupportedVersion` when not even the prelude
+    ///   and header are valid; `.io`; or `CancellationError`.
+    nonisolated(nonsending) public static func verifyPrefix(at location: ArchiveLocation) async throws -> PrefixVerification {
+        let path = try location.requireFile(for: "the archive")
+        let descriptor = try FileDescriptor.open(path, flags: 0)
+        defer { _ = try? descriptor.close() }
+        return try await verifyPrefix(reading: descriptor, path: path)
+    }
+
+    /// ``verifyPrefix(at:)`` of the bytes `descriptor` reads (a file, or standard input), named
+    /// `path` in errors.
+    nonisolated(nonsending) package static func verifyPrefix(reading descriptor: FileDescriptor, path: String) async throws
+        -> PrefixVerification
+    {
         let stream = RecordStream(descriptor: descriptor)
         // The chain digests bind every byte of the prefix to its commits, which is what a
         // transfer needs; chunk contents are checked again on extraction or by `verify`.

@@ -14,7 +14,7 @@ import Glibc
 ///   an archive's own top-level `.cairn-staging` can move in), then moves the root's items into
 ///   the destination as ``existingFiles`` says.
 ///
-/// Where the staging directory lives is decided in one place, ``location(for:)``. The staging
+/// Where the staging directory lives is decided in one place, `StagingLocation.path(for:)`. The staging
 /// directory is created complete (journal and root) under a temporary name, locked with
 /// `flock(2)` and then renamed to its fixed name, so another process never sees a staging
 /// directory that is half made or, while this one runs, unlocked.
@@ -48,34 +48,12 @@ final class StagingDirectory {
 
     private enum State { case open, committed, released, discarded }
 
-    /// The journal file in the staging directory: one line per completed step, so an
-    /// interrupted extraction can resume (`Spec/0003-command-line.md §4.1`).
-    static let journalName = Array(".cairn-journal".utf8)
-    /// The subdirectory of the staging directory that receives the entries.
-    static let rootName = Array("root".utf8)
-    /// The staging directory's name inside an existing destination.
-    private static let insideName = Array(".cairn-staging".utf8)
-    /// How many numbered alternatives ``location(for:)`` tries when the fixed name is taken by
-    /// something that is not a staging directory (`.cairn-staging.1`, `.cairn-staging.2`, ...).
-    private static let alternativeNames = 64
-
-    /// Where the staging directory for `destination` (a raw path) lives: the one place that
-    /// rule is decided, for messages such as "continue with --resume" too.
-    ///
-    /// `DEST/.cairn-staging` when `DEST` is an existing directory, `.NAME.cairn-staging` beside
-    /// it otherwise. When that name is taken by something that is not a staging directory (for
-    /// example a directory `.cairn-staging` an earlier extraction brought from an archive), the
-    /// first of `NAME.1`, `NAME.2`, ... that is free or a staging directory.
-    ///
-    /// - Returns: the path of the staging directory, relative if `destination` is.
-    package static func location(for destination: [UInt8]) -> [UInt8] {
-        let place = placement(for: trimmed(destination))
-        guard let container = try? FileDescriptor.open(place.containerPath, flags: O_RDONLY | O_DIRECTORY) else {
-            return PathBytes.join(place.containerPath, place.baseName)
-        }
-        defer { _ = try? container.close() }
-        return PathBytes.join(place.containerPath, stagingName(in: container, base: place.baseName))
-    }
+    /// The journal's, the root's and the staging directory's names, and how many numbered
+    /// alternatives are tried: decided with the staging directory's place, in `StagingLocation`.
+    static let journalName = StagingLocation.journalName
+    static let rootName = StagingLocation.rootName
+    private static let insideName = StagingLocation.insideName
+    private static let alternativeNames = StagingLocation.alternativeNames
 
     /// The staging directory an extraction with `options` uses for `destination`: its resume,
     /// existing-file policy, `--force` and warnings, read in this one place for every extraction
@@ -93,7 +71,7 @@ final class StagingDirectory {
     }
 
     /// Creates (or, with `resume`, reopens) the staging directory for `destination` (a raw path),
-    /// at ``location(for:)``, and locks it.
+    /// at `StagingLocation.path(for:)`, and locks it.
     ///
     /// - Parameters:
     ///   - destination: the destination directory; it need not exist.
@@ -111,12 +89,12 @@ final class StagingDirectory {
         for destination: [UInt8], resume: Bool = false, existingFiles: ExistingFilePolicy = .refuse,
         discardingInterrupted: Bool = false, onWarning: (@Sendable (CairnError) -> Void)? = nil
     ) throws(CairnError) {
-        let trimmed = Self.trimmed(destination)
+        let trimmed = StagingLocation.trimmed(destination)
         self.destination = trimmed
         self.existingFiles = existingFiles
         self.onWarning = onWarning
         let display = PathBytes.display(trimmed)
-        let place = Self.placement(for: trimmed)
+        let place = StagingLocation.placement(for: trimmed)
         if let kind = place.destinationKind, kind != .directory {
             throw CairnError(.alreadyExists, "destination exists and is not a directory", path: display)
         }
@@ -128,7 +106,7 @@ final class StagingDirectory {
             ? try FileDescriptor.open(trimmed, flags: O_RDONLY | O_DIRECTORY)
             : try FileSystem.openDirectory(place.containerPath, in: nil, display: PathBytes.display(place.containerPath))
         container = FileDescriptor(rawValue: opened.rawValue, path: PathBytes.display(place.containerPath))
-        let chosen = Self.stagingName(in: container, base: place.baseName)
+        let chosen = StagingLocation.stagingName(in: container, base: place.baseName)
         name = chosen
         let stagingDisplay = PathBytes.display(PathBytes.join(place.containerPath, chosen))
         do throws(CairnError) {
@@ -694,42 +672,6 @@ final class StagingDirectory {
         var first = errors.removeFirst()
         first.additionalErrors = errors
         return first
-    }
-
-    /// `destination` without trailing slashes.
-    private static func trimmed(_ destination: [UInt8]) -> [UInt8] {
-        var trimmed = destination
-        while trimmed.count > 1, trimmed.last == 0x2F { trimmed.removeLast() }
-        return trimmed
-    }
-
-    /// Where the staging directory goes for a trimmed destination: the directory that holds it
-    /// (as a path), the fixed name in it, and what the destination is (nil if missing).
-    private static func placement(for trimmed: [UInt8])
-        -> (containerPath: [UInt8], baseName: [UInt8], destinationKind: FileStatus.Kind?)
-    {
-        let existing = try? FileStatus.of(trimmed, followSymlinks: true)
-        if let existing, existing.kind == .directory {
-            return (trimmed, insideName, .directory)
-        }
-        let parent = PathValidator.parent(trimmed)
-        let containerPath: [UInt8] = parent.isEmpty ? (trimmed.first == 0x2F ? [0x2F] : [0x2E]) : parent
-        return (containerPath, [0x2E] + PathBytes.lastComponent(trimmed) + Array(".cairn-staging".utf8), existing?.kind)
-    }
-
-    /// The first of `base`, `base.1`, `base.2`, ... in `container` that is free or a staging
-    /// directory (a directory holding a regular file ``journalName``).
-    private static func stagingName(in container: FileDescriptor, base: [UInt8]) -> [UInt8] {
-        for attempt in 0..<alternativeNames {
-            let candidate = attempt == 0 ? base : base + Array(".\(attempt)".utf8)
-            guard let status = try? FileStatus.of(candidate, relativeTo: container) else { return candidate }
-            if status.kind == .directory,
-                (try? FileStatus.of(PathBytes.join(candidate, journalName), relativeTo: container))?.kind == .regular
-            {
-                return candidate
-            }
-        }
-        return base
     }
 
     /// Makes a complete, locked staging directory under a temporary name and renames it to

@@ -12,7 +12,7 @@ enum FuzzTarget: String, CaseIterable {
     /// The front-to-back verifier: record framing, every record kind, chain digests, manifest
     /// cross-check, footer (`Extractor.verifyArchive`), plus `verifyPrefix` and write recovery.
     case records
-    /// The seekable reader: prelude, header, footer, manifest tables (`Extractor(path:)`), then
+    /// The seekable reader: prelude, header, footer, manifest tables (`Extractor(reader:)`), then
     /// the extraction plan's checks and every entry lookup.
     case manifest
     /// Whole extraction into a scratch directory, seekable and streaming; afterwards nothing may
@@ -36,14 +36,14 @@ enum FuzzTarget: String, CaseIterable {
         case .entries:
             return
         case .records:
-            FuzzScratch.blocking { _ = try? await Extractor.verifyArchive(atPath: input) }
-            FuzzScratch.blocking { _ = try? await Extractor.verifyPrefix(atPath: input) }
+            FuzzScratch.blocking { _ = try? await Extractor.verifyArchive(at: .file(path: input)) }
+            FuzzScratch.blocking { _ = try? await Extractor.verifyPrefix(at: .file(path: input)) }
             if let fd = try? FileDescriptor.open(input, flags: O_RDONLY) {
                 _ = try? ArchiveRecovery.scan(fd, path: input)
                 _ = try? fd.close()
             }
         case .manifest:
-            guard let extractor = try? Extractor(path: input) else { return }
+            guard let extractor = try? Extractor(reader: ArchiveReader(path: input)) else { return }
             defer { extractor.close() }
             _ = extractor.summary
             _ = try? extractor.makePlan(selection: nil)
@@ -54,7 +54,7 @@ enum FuzzTarget: String, CaseIterable {
         case .extract:
             let destination = FuzzScratch.shared.freshDestination()
             FuzzScratch.blocking {
-                guard let extractor = try? Extractor(path: input) else { return }
+                guard let extractor = try? await Extractor(at: .file(path: input)) else { return }
                 defer { extractor.close() }
                 var options = ExtractionOptions()
                 options.maximumOutputBytes = 64 << 20

@@ -10,8 +10,8 @@ public struct S3Location: Sendable, Hashable, CustomStringConvertible {
     public let key: String
 
     /// Whether `text` starts with `s3://` (any case): an object location rather than a path or
-    /// an HTTP URL.
-    public static func isLocation(_ text: String) -> Bool {
+    /// an HTTP URL. `ArchiveLocation.kind(of:)` asks this; ask that.
+    package static func isLocation(_ text: String) -> Bool {
         text.prefix(5).lowercased() == "s3://"
     }
 
