@@ -158,7 +158,8 @@ package final class S3Client: Sendable {
                     if let document = S3XMLDocument(answer.body), document.root.name == "Error" {
                         var error = HTTPClient.statusError(
                             status: 200, reason: "with an error", url: Self.display(url),
-                            detail: S3RequestSigner.detail(of: document.root) ?? "no detail")
+                            detail: S3RequestSigner.detail(of: document.root) ?? "no detail",
+                            cause: S3RequestSigner.cause(of: document.root, status: 200))
                         error.message = "CompleteMultipartUpload: " + error.message
                         throw error
                     }
