@@ -118,6 +118,22 @@ struct ErrorCauseTests {
         #expect(error?.cause == "No space left on device")
     }
 
+    @Test("a Foundation file error keeps its errno: the directory of upload states under a file is ENOTDIR")
+    func foundationErrors() throws {
+        let directory = try TemporaryDirectory(prefix: "cairn-cause")
+        defer { directory.remove() }
+        let file = directory.appending("file")
+        #expect(FileManager.default.createFile(atPath: file, contents: Data([1])))
+        let error = expectCairnError {
+            _ = try MultipartUploadState.defaultPath(
+                endpoint: "http://h", location: try S3Location(parsing: "s3://cairn/key"), environment: ["XDG_STATE_HOME": file])
+        }
+        #expect(error?.code == .io)
+        #expect(error?.underlyingCause == .errno(.notDirectory))
+        #expect(CairnError.Errno(foundationError: CairnError(.io, "not Foundation's")) == nil)
+        #expect(CairnError.Errno(foundationError: POSIXError(.ENOSPC)) == .noSpace)
+    }
+
     @Test("relabelling keeps the cause: withPath, withDisplay, and a new code over an old error")
     func relabelling() {
         let original = CairnError.Errno.noSpace.error("cannot write", offset: 12)

@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 
 extension CairnError {
@@ -83,6 +84,17 @@ package typealias Errno = CairnError.Errno
 extension CairnError.Errno {
     /// The calling thread's current `errno`.
     package static var current: Errno { Errno(rawValue: errno) }
+
+    /// The `errno` a Foundation error carries: an error of `NSPOSIXErrorDomain`, or one under a
+    /// `FileManager` or `FileHandle` error (its `NSUnderlyingErrorKey`); nil for any other error.
+    package init?(foundationError error: any Error) {
+        let outer = error as NSError
+        // The underlying error may be stored as a Swift `POSIXError`, which `as? NSError` misses.
+        let posix =
+            outer.domain == NSPOSIXErrorDomain ? outer : (outer.userInfo[NSUnderlyingErrorKey] as? any Error).map { $0 as NSError }
+        guard let posix, posix.domain == NSPOSIXErrorDomain, let value = Int32(exactly: posix.code) else { return nil }
+        self.init(rawValue: value)
+    }
 
     /// `strerror(3)` text (``description``).
     package var message: String { description }
