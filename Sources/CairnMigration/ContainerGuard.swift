@@ -84,7 +84,9 @@ struct ContainerGuard {
                 try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
             }
         } catch {
-            let failure = (error as? CairnError) ?? CairnError(.io, "cannot prepare the container", path: container.containerRootDirectory.path, cause: "\(error)")
+            let failure = (error as? CairnError) ?? CairnError(
+                .io, "cannot prepare the container", path: container.containerRootDirectory.path, cause: "\(error)",
+                underlyingCause: Errno(foundationError: error).map { .errno($0) })
             try guarded.restore()
             throw failure
         }

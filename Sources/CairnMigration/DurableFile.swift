@@ -58,6 +58,6 @@ enum DurableFile {
     }
 
     static func failure(_ what: String, _ path: String, _ value: Int32 = errno) -> CairnError {
-        CairnError(.io, what, path: path, cause: String(cString: strerror(value)))
+        Errno(rawValue: value).error(.io, what, path: path)
     }
 }

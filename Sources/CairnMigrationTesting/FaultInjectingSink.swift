@@ -22,7 +22,9 @@ final class FaultInjectingSink: ArchiveSink {
             let room = max(0, limit - written)
             if room > 0 { try await base.write(Array(bytes.prefix(room))) }
             written = limit
-            throw CairnError(.io, "cannot write the archive", cause: String(cString: strerror(ENOSPC)) + " (injected)")
+            throw CairnError(
+                .io, "cannot write the archive", cause: CairnError.Errno.noSpace.description + " (injected)",
+                underlyingCause: .errno(.noSpace))
         }
         try await base.write(bytes)
         let before = written

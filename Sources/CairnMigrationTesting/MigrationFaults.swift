@@ -15,7 +15,8 @@ public enum MigrationFaults {
         do {
             handle = try FileHandle(forUpdating: url)
         } catch {
-            throw CairnError(.io, "cannot open", path: path, cause: "\(error)")
+            throw CairnError(
+                .io, "cannot open", path: path, cause: "\(error)", underlyingCause: Errno(foundationError: error).map { .errno($0) })
         }
         defer { try? handle.close() }
         let size: UInt64
@@ -33,7 +34,9 @@ public enum MigrationFaults {
         } catch let error as CairnError {
             throw error
         } catch {
-            throw CairnError(.io, "cannot flip the byte", path: path, offset: offset, cause: "\(error)")
+            throw CairnError(
+                .io, "cannot flip the byte", path: path, offset: offset, cause: "\(error)",
+                underlyingCause: Errno(foundationError: error).map { .errno($0) })
         }
     }
 }

@@ -477,7 +477,7 @@ enum CreateCommand {
         let fd = path == [UInt8(ascii: "-")] ? 0 : path.withNullTerminated { open($0, O_RDONLY | O_CLOEXEC) }
         guard fd >= 0 else {
             let code = errno
-            throw CairnError(code == ENOENT ? .notFound : .io, "cannot open the \(what) list", path: display, cause: String(cString: strerror(code)))
+            throw Errno(rawValue: code).error(code == ENOENT ? .notFound : .io, "cannot open the \(what) list", path: display)
         }
         defer { if fd != 0 { close(fd) } }
         var bytes: [UInt8] = []
@@ -486,7 +486,7 @@ enum CreateCommand {
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0, errno == EINTR { continue }
             guard n >= 0 else {
-                throw CairnError(.io, "cannot read the \(what) list", path: display, cause: String(cString: strerror(errno)))
+                throw Errno.current.error(.io, "cannot read the \(what) list", path: display)
             }
             if n == 0 { break }
             guard bytes.count + n <= maximumListBytes else {

@@ -72,7 +72,7 @@ enum DemoCommand {
         var template = Array((parent + "/cairn-demo-XXXXXX").utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         guard made != nil else {
-            throw CairnError(.io, "cannot create a temporary directory", path: parent, cause: String(cString: strerror(errno)))
+            throw Errno.current.error(.io, "cannot create a temporary directory", path: parent)
         }
         return template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
     }
@@ -495,7 +495,7 @@ private final class TreeComparer {
         let copy = dup(fd)
         guard copy >= 0, let stream = fdopendir(copy) else {
             if copy >= 0 { close(copy) }
-            throw CairnError(.io, "cannot read directory", cause: String(cString: strerror(errno)))
+            throw Errno.current.error(.io, "cannot read directory")
         }
         defer { closedir(stream) }
         var names: [[UInt8]] = []

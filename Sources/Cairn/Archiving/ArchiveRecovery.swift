@@ -47,7 +47,9 @@ package struct ArchiveRecovery {
         do throws(CairnError) {
             try scanner.start(stream)
         } catch {
-            throw CairnError(.notResumable, "the archive's header is not readable: \(error.message)", path: path, offset: error.offset)
+            throw CairnError(
+                .notResumable, "the archive's header is not readable: \(error.message)", path: path, offset: error.offset,
+                underlyingCause: error.underlyingCause)
         }
         var last: Checkpoint?
         var boundary: Checkpoint?

@@ -689,7 +689,7 @@ struct ItemProducer {
                 warn(
                     CairnError(
                         .io, "read failed after \(readTotal) bytes; left out of the archive", path: display,
-                        cause: readError.cause))
+                        cause: readError.cause, underlyingCause: readError.underlyingCause))
                 return false
             }
             options.afterReadPass?(sourcePath, pass)

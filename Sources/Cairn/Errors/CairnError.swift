@@ -3,12 +3,17 @@
 /// Every public throwing API in Cairn throws either `CairnError` or `CancellationError`, nothing
 /// else. An error carries a machine-readable ``code``, a human ``message``, and where known the
 /// path in the file system or in the archive, the byte offset in the archive, and the underlying
-/// cause (an `errno` value, for example).
+/// cause: as text in ``cause``, and as a value to switch on in ``underlyingCause`` (the `errno` of a
+/// failed system call, an HTTP status, an S3 error code).
 ///
 /// Match on codes with `==`, which compares only the code:
 /// ```swift
 /// do { try await extractor.extractAll(to: destination) }
 /// catch let error as CairnError where error.code == .checksumMismatch { ... }
+/// ```
+/// and on the cause with `switch` or `==`:
+/// ```swift
+/// catch let error as CairnError where error.underlyingCause == .errno(.noSpace) { ... }
 /// ```
 public struct CairnError: Error, Sendable, CustomStringConvertible {
     /// A stable error category. New codes may be added in later versions; do not `switch`
@@ -35,7 +40,8 @@ public struct CairnError: Error, Sendable, CustomStringConvertible {
         public static let unsafePath = Code(.unsafePath)
         /// A documented hard limit (record size, path length, total output...) was exceeded.
         public static let limitExceeded = Code(.limitExceeded)
-        /// A system call failed; ``CairnError/cause`` holds the `errno` text.
+        /// A system call failed; ``CairnError/underlyingCause`` holds its `errno`
+        /// (``CairnError/Cause/errno(_:)``) and ``CairnError/cause`` the `errno`'s text.
         public static let io = Code(.io)
         /// An argument or option passed by the caller is invalid.
         public static let invalidArgument = Code(.invalidArgument)
@@ -60,10 +66,40 @@ public struct CairnError: Error, Sendable, CustomStringConvertible {
         /// ``CairnError/cause`` libcurl's description. Usually transient: retrying may succeed.
         public static let network = Code(.network)
         /// An HTTP server answered with an error status (400 or more); the message names the
-        /// status (`the server answered 404 Not Found`) and ``CairnError/path`` is the URL.
+        /// status (`the server answered 404 Not Found`), ``CairnError/path`` is the URL, and
+        /// ``CairnError/underlyingCause`` holds the status (``CairnError/Cause/httpStatus(_:)``) or,
+        /// when an object store's answer names its error, the store's code
+        /// (``CairnError/Cause/s3(code:httpStatus:)``).
         public static let httpStatus = Code(.httpStatus)
 
         public var description: String { value.rawValue }
+    }
+
+    /// What failed underneath, as a value a caller can switch on: the `errno` of a system call,
+    /// the status of an HTTP answer, the error code of an object store's answer.
+    ///
+    /// ``CairnError/cause`` holds the same cause as text for people. Later versions may add
+    /// cases (a cause from another layer), so give a `switch` over it a `default`.
+    public enum Cause: Hashable, Sendable, CustomStringConvertible {
+        /// A system call failed with this `errno`; ``CairnError/cause`` is its `strerror(3)` text.
+        case errno(Errno)
+        /// An HTTP server answered with this status: an error status (400 or more), or one that
+        /// does not answer the request (a partial answer to a request for a whole archive).
+        case httpStatus(Int)
+        /// An S3-compatible store answered with an `<Error>` body: its `<Code>` (`NoSuchKey`,
+        /// `NoSuchBucket`, `AccessDenied`, `NoSuchUpload`, `InvalidPart`, ...) and the HTTP status
+        /// of the answer (a `CompleteMultipartUpload` may carry its error in a 200).
+        case s3(code: String, httpStatus: Int)
+
+        /// `errno 28 (No space left on device)`, `HTTP status 404`,
+        /// `S3 NoSuchKey (HTTP status 404)`.
+        public var description: String {
+            switch self {
+            case .errno(let value): "errno \(value.rawValue) (\(value))"
+            case .httpStatus(let status): "HTTP status \(status)"
+            case .s3(let code, let status): "S3 \(code) (HTTP status \(status))"
+            }
+        }
     }
 
     /// The category of the failure.
@@ -76,20 +112,33 @@ public struct CairnError: Error, Sendable, CustomStringConvertible {
     public var offset: UInt64?
     /// A description of the underlying cause (for example `strerror(errno)`), if any.
     public var cause: String?
+    /// The underlying cause as a value (the `errno` of a failed system call, an HTTP status, an
+    /// S3 error code), when one is known. It may be set while ``cause`` is nil, where the
+    /// ``message`` already says it (the status of an `.httpStatus` error).
+    public var underlyingCause: Cause?
     /// Further problems of the same operation, after this first one (for example every damaged
     /// chunk `verify` found, up to its limit). Empty for most errors.
     public var additionalErrors: [CairnError] = []
 
     /// Creates an error.
+    ///
+    /// - Parameters:
+    ///   - code: the category.
+    ///   - message: a sentence for humans, without the path, the offset or the cause.
+    ///   - path: the file-system path, path in archive or URL it concerns.
+    ///   - offset: the byte offset in the archive it concerns.
+    ///   - cause: the underlying cause as text (`strerror(3)`'s for an `errno`).
+    ///   - underlyingCause: the underlying cause as a value.
     public init(
         _ code: Code, _ message: String, path: String? = nil, offset: UInt64? = nil,
-        cause: String? = nil
+        cause: String? = nil, underlyingCause: Cause? = nil
     ) {
         self.code = code
         self.message = message
         self.path = path
         self.offset = offset
         self.cause = cause
+        self.underlyingCause = underlyingCause
     }
 
     /// `"<path>: at offset <n>: <message>: <cause>"`, leaving out what is unknown. A password in

@@ -311,7 +311,9 @@ package final class FetchWriter: @unchecked Sendable {
             onHead: { (head) throws(CairnError) in
                 if range == nil {
                     guard head.status == 200 || (head.status == 206 && head.contentRange?.first == 0) else {
-                        throw CairnError(.httpStatus, "the server answered \(head.status) to a request for the whole archive", path: url)
+                        throw CairnError(
+                            .httpStatus, "the server answered \(head.status) to a request for the whole archive", path: url,
+                            underlyingCause: .httpStatus(head.status))
                     }
                     try onFreshHead(head)
                     if let length = head.resourceLength { progress.totalUnitCount = Int64(clamping: length) }

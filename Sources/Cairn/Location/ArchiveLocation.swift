@@ -180,7 +180,9 @@ extension ArchiveLocation {
             try FileManager.default.createDirectory(
                 atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw CairnError(.io, "cannot create the directory of upload states", path: directory, cause: "\(error)")
+            throw CairnError(
+                .io, "cannot create the directory of upload states", path: directory, cause: "\(error)",
+                underlyingCause: Errno(foundationError: error).map { .errno($0) })
         }
         let digest = (try? SHA256.hash(Array("\(endpoint)\n\(location.bucket)\n\(location.key)".utf8)))?.hexString ?? "0"
         let last = location.key.split(separator: "/").last.map(String.init) ?? "upload"

@@ -210,7 +210,8 @@ package enum ArchiveDiff {
                 let path = prefix.isEmpty ? name : prefix + [0x2F] + name
                 let status: FileStatus
                 do { status = try FileStatus.of(name, relativeTo: directory) } catch {
-                    throw CairnError(error.code, error.message, path: display(path), cause: error.cause)
+                    throw CairnError(
+                        error.code, error.message, path: display(path), cause: error.cause, underlyingCause: error.underlyingCause)
                 }
                 guard let position = index[path] else {
                     differences.append(TreeDifference(path: path, change: .extra))
@@ -282,7 +283,8 @@ package enum ArchiveDiff {
                             same = try ArchiveDiff.wholeFileDigest(of: file) == digest
                         }
                     } catch {
-                        throw CairnError(error.code, error.message, path: display(path), cause: error.cause)
+                        throw CairnError(
+                            error.code, error.message, path: display(path), cause: error.cause, underlyingCause: error.underlyingCause)
                     }
                 }
                 if !same {

@@ -227,7 +227,8 @@ final class CurlTransfer {
         self.head = head
         guard status < 400 else {
             let detail = client.signer?.errorDetail(status: status, body: errorBody)
-            throw HTTPClient.statusError(status: status, reason: reason, url: answering, detail: detail)
+            let cause = client.signer?.errorCause(status: status, body: errorBody)
+            throw HTTPClient.statusError(status: status, reason: reason, url: answering, detail: detail, cause: cause)
         }
         if let encoding = headers["content-encoding"], !encoding.isEmpty, encoding.lowercased() != "identity" {
             throw CairnError(

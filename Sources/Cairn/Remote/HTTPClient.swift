@@ -166,10 +166,16 @@ package final class HTTPClient: Sendable {
 
     /// The `.httpStatus` error for `status`: "the server answered 404 Not Found" (the reason
     /// phrase as the server sent it, left out when empty), `path` = `url`, and `detail` (what the
-    /// error body says, from the signer) appended after a colon.
-    package static func statusError(status: Int, reason: String, url: String, detail: String? = nil) -> CairnError {
+    /// error body says, from the signer) appended after a colon; its
+    /// ``CairnError/underlyingCause`` is `cause` (what the signer read in the body) or
+    /// ``CairnError/Cause/httpStatus(_:)``.
+    package static func statusError(
+        status: Int, reason: String, url: String, detail: String? = nil, cause: CairnError.Cause? = nil
+    ) -> CairnError {
         let text = reason.isEmpty ? "\(status)" : "\(status) \(reason)"
-        return CairnError(.httpStatus, statusMessagePrefix + text + (detail.map { " (\($0))" } ?? ""), path: url)
+        return CairnError(
+            .httpStatus, statusMessagePrefix + text + (detail.map { " (\($0))" } ?? ""), path: url,
+            underlyingCause: cause ?? .httpStatus(status))
     }
 
     private func takeHandle(for url: String) throws(CairnError) -> CurlEasyHandle {

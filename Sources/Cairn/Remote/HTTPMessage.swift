@@ -80,6 +80,10 @@ package protocol HTTPRequestSigner: Sendable {
     /// What an error answer's body says, in one line ("NoSuchBucket: The specified bucket does
     /// not exist"), or nil; the client keeps the first 16 KiB of an error answer's body for it.
     func errorDetail(status: Int, body: [UInt8]) -> String?
+
+    /// The cause an error answer's body names (an object store's `<Code>`:
+    /// ``CairnError/Cause/s3(code:httpStatus:)``), or nil when it names none.
+    func errorCause(status: Int, body: [UInt8]) -> CairnError.Cause?
 }
 
 /// `Content-Range: bytes first-last/total` (RFC 9110 §14.4); `total` is nil for `*`.
@@ -172,12 +176,14 @@ package struct HTTPResponseHead: Sendable {
 }
 
 extension CairnError {
-    /// The status code of an `.httpStatus` error, nil for every other error.
+    /// The status code of an `.httpStatus` error (from its ``CairnError/underlyingCause``), nil
+    /// for every other error.
     package var httpStatusCode: Int? {
-        // The status follows the prefix, which a caller may have put a name before ("UploadPart 3: ").
-        guard code == .httpStatus, let prefix = message.range(of: HTTPClient.statusMessagePrefix) else { return nil }
-        let digits = message[prefix.upperBound...].prefix { $0.isASCII && $0.isNumber }
-        return Int(digits)
+        guard code == .httpStatus else { return nil }
+        switch underlyingCause {
+        case .httpStatus(let status)?, .s3(_, let status)?: return status
+        default: return nil
+        }
     }
 }
 

@@ -7,7 +7,8 @@ import Foundation
 ///
 /// Every call is retried on transient failures (``RetryPolicy``: connection errors, 408, 429 and
 /// 5xx). Errors are `CairnError`s whose `path` is the request's URL without its query, so they
-/// name the endpoint; an `.httpStatus` message carries the store's `<Code>` and `<Message>`.
+/// name the endpoint; an `.httpStatus` message carries the store's `<Code>` and `<Message>`,
+/// and its `underlyingCause` the `<Code>` as `.s3(code:httpStatus:)`.
 package final class S3Client: Sendable {
     /// The store and the credentials.
     package let configuration: S3Configuration
@@ -158,7 +159,8 @@ package final class S3Client: Sendable {
                     if let document = S3XMLDocument(answer.body), document.root.name == "Error" {
                         var error = HTTPClient.statusError(
                             status: 200, reason: "with an error", url: Self.display(url),
-                            detail: S3RequestSigner.detail(of: document.root) ?? "no detail")
+                            detail: S3RequestSigner.detail(of: document.root) ?? "no detail",
+                            cause: S3RequestSigner.cause(of: document.root, status: 200))
                         error.message = "CompleteMultipartUpload: " + error.message
                         throw error
                     }

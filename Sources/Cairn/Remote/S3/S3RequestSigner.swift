@@ -29,6 +29,18 @@ struct S3RequestSigner: HTTPRequestSigner {
         return detail.map { $0 + "; " + hint } ?? hint
     }
 
+    /// ``CairnError/Cause/s3(code:httpStatus:)`` with the `<Code>` of an `<Error>` body, or nil.
+    func errorCause(status: Int, body: [UInt8]) -> CairnError.Cause? {
+        S3XMLDocument(body).flatMap { $0.root.name == "Error" ? Self.cause(of: $0.root, status: status) : nil }
+    }
+
+    /// ``CairnError/Cause/s3(code:httpStatus:)`` with the `<Code>` of an `<Error>` element, or
+    /// nil when it has none.
+    static func cause(of error: S3XMLDocument.Element, status: Int) -> CairnError.Cause? {
+        guard let code = error.text(of: "Code"), !code.isEmpty else { return nil }
+        return .s3(code: code, httpStatus: status)
+    }
+
     /// "Code: Message" of an `<Error>` element (either part alone when the other is missing).
     static func detail(of error: S3XMLDocument.Element) -> String? {
         let code = error.text(of: "Code").flatMap { $0.isEmpty ? nil : $0 }
