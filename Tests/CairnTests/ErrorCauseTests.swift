@@ -47,11 +47,11 @@ struct ErrorCauseTests {
     }
 
     @Test("opening a missing archive: .notFound with cause ENOENT, and the same text as before")
-    func missingArchive() throws {
+    func missingArchive() async throws {
         let directory = try TemporaryDirectory(prefix: "cairn-cause")
         defer { directory.remove() }
         let path = directory.appending("absent.cairn")
-        let error = expectCairnError { _ = try Extractor(at: URL(filePath: path)) }
+        let error = await expectCairnError { _ = try await Extractor(at: URL(filePath: path)) }
         #expect(error?.code == .notFound)
         #expect(error?.underlyingCause == .errno(.noSuchFileOrDirectory))
         switch error?.underlyingCause {
@@ -64,7 +64,7 @@ struct ErrorCauseTests {
     }
 
     @Test("a path through a file is ENOTDIR, a link loop ELOOP, an exclusive create of an existing file EEXIST, writing a directory EISDIR")
-    func systemCallFailures() throws {
+    func systemCallFailures() async throws {
         let directory = try TemporaryDirectory(prefix: "cairn-cause")
         defer { directory.remove() }
         let file = directory.appending("file")
@@ -72,11 +72,11 @@ struct ErrorCauseTests {
         #expect(symlink(directory.appending("loop-b"), directory.appending("loop-a")) == 0)
         #expect(symlink(directory.appending("loop-a"), directory.appending("loop-b")) == 0)
 
-        let throughFile = expectCairnError { _ = try Extractor(at: URL(filePath: file + "/inside.cairn")) }
+        let throughFile = await expectCairnError { _ = try await Extractor(at: URL(filePath: file + "/inside.cairn")) }
         #expect(throughFile?.code == .io)
         #expect(throughFile?.underlyingCause == .errno(.notDirectory))
 
-        let loop = expectCairnError { _ = try Extractor(at: URL(filePath: directory.appending("loop-a"))) }
+        let loop = await expectCairnError { _ = try await Extractor(at: URL(filePath: directory.appending("loop-a"))) }
         #expect(loop?.underlyingCause == .errno(.tooManySymbolicLinkLevels))
 
         let exists = expectCairnError { _ = try FileDescriptor.open(file, flags: O_WRONLY | O_CREAT | O_EXCL) }
@@ -92,13 +92,13 @@ struct ErrorCauseTests {
     @Test(
         "a file without read permission is EACCES (not as root: root reads it anyway)",
         .enabled(if: geteuid() != 0, "root bypasses file permissions"))
-    func permissionDenied() throws {
+    func permissionDenied() async throws {
         let directory = try TemporaryDirectory(prefix: "cairn-cause")
         defer { directory.remove() }
         let file = directory.appending("locked.cairn")
         #expect(FileManager.default.createFile(atPath: file, contents: Data([1, 2, 3])))
         #expect(chmod(file, 0) == 0)
-        let error = expectCairnError { _ = try Extractor(at: URL(filePath: file)) }
+        let error = await expectCairnError { _ = try await Extractor(at: URL(filePath: file)) }
         #expect(error?.code == .io)
         #expect(error?.underlyingCause == .errno(.permissionDenied))
     }
@@ -125,8 +125,8 @@ struct ErrorCauseTests {
         let file = directory.appending("file")
         #expect(FileManager.default.createFile(atPath: file, contents: Data([1])))
         let error = expectCairnError {
-            _ = try MultipartUploadState.defaultPath(
-                endpoint: "http://h", location: try S3Location(parsing: "s3://cairn/key"), environment: ["XDG_STATE_HOME": file])
+            _ = try ArchiveLocation.uploadStatePath(
+                of: try S3Location(parsing: "s3://cairn/key"), endpoint: "http://h", environment: ["XDG_STATE_HOME": file])
         }
         #expect(error?.code == .io)
         #expect(error?.underlyingCause == .errno(.notDirectory))

@@ -93,6 +93,20 @@ func expectCairnError(_ body: () throws -> Void, sourceLocation: SourceLocation 
     }
 }
 
+/// The same as ``expectCairnError(_:sourceLocation:)`` for an `async` body.
+func expectCairnError(_ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) async -> CairnError? {
+    do {
+        try await body()
+        Issue.record("expected an error", sourceLocation: sourceLocation)
+        return nil
+    } catch let error as CairnError {
+        return error
+    } catch {
+        Issue.record("expected a CairnError, got \(error)", sourceLocation: sourceLocation)
+        return nil
+    }
+}
+
 @Suite("HTTP client (libcurl, against nginx)")
 struct HTTPClientTests {
     @Test("a full GET returns the file's bytes, its length and a strong ETag")
