@@ -44,11 +44,6 @@ final class StreamExtractor {
     private var skipUntil = 0
     /// Resuming: the chain digest the interrupted run journaled at entry count `skipUntil`.
     private var expectedDigest: Digest?
-    /// The journal's first line: a resumed extraction must use the same options that change
-    /// where entries go.
-    private var journalIdentity: String {
-        "cairn-journal 1 stream" + options.journalSuffix
-    }
     /// Resuming: whether the stream's commit at `skipUntil` entries matched the journal.
     private var resumePointVerified = false
     private var directories: [ArchiveEntry] = []
@@ -79,22 +74,9 @@ final class StreamExtractor {
         self.progress = progress
         self.expectedOutput = expectedOutput
         self.freeBytesAtStart = options.checkFreeSpace ? staging.availableBytes : nil
-        if staging.isResumed {
-            let lines = staging.journal()
-            guard lines.first == journalIdentity else {
-                staging.release()
-                throw CairnError(
-                    .notResumable,
-                    lines.first?.hasPrefix("cairn-journal 1 seekable") == true
-                        ? "the interrupted extraction staged here is of selected entries: rerun it with the same PATHs and --resume"
-                        : "the interrupted extraction staged here used other options (--strip-components) or is not a Cairn extraction")
-            }
-            if let commit = StagingDirectory.progress(of: lines).commit {
-                skipUntil = commit.entryCount
-                expectedDigest = commit.chainDigest
-            }
-        } else {
-            try staging.appendJournal(journalIdentity)
+        if let commit = try staging.continueJournal(as: .stream(options)).commit {
+            skipUntil = commit.entryCount
+            expectedDigest = commit.chainDigest
         }
     }
 
