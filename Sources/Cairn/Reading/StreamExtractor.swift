@@ -93,20 +93,16 @@ final class StreamExtractor {
                 progress.totalUnitCount = (expectedOutput ?? scanner.header?.sizeEstimate).map { Int64(clamping: $0) } ?? -1
                 progress.completedUnitCount = 0
             }
-            while let record = try stream.next() {
-                try Task.checkCancellation()
-                var events: [ArchiveScanner.Event] = []
-                try scanner.consume(record) { events.append($0) }
-                for event in events { try await handle(event) }
-                if scanner.footer != nil { break }
-            }
-            guard scanner.footer != nil else {
-                throw CairnError(
+            let scanner = self.scanner
+            let end = ArchiveScanner.InputEnd.atFooter { offset in
+                CairnError(
                     .truncated,
                     "the stream ended before the archive's footer; \(scanner.verifiedLength) bytes verified up to the last commit",
-                    offset: stream.offset)
+                    offset: offset)
             }
-            try scanner.requireEnd(of: stream)
+            try await scanner.run(over: stream, until: end) { _, events in
+                for event in events { try await handle(event) }
+            }
             // A known total ends exact; an unknown one stays unknown.
             if let progress, progress.totalUnitCount >= 0 {
                 progress.totalUnitCount = Int64(clamping: outputBytes)
