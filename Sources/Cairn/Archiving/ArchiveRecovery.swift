@@ -55,10 +55,9 @@ package struct ArchiveRecovery {
         var boundary: Checkpoint?
         var previousBoundary: Checkpoint?
         var stopReason: CairnError?
-        do {
-            while let record = try stream.next() {
-                try scanner.consume(record) { event in
-                    guard case .commit(let end, let commit) = event else { return }
+        do throws(CairnError) {
+            try scanner.run(over: stream, until: .unchecked) { record, events in
+                for case .commit(let end, let commit) in events {
                     let checkpoint = Checkpoint(
                         end: end, commit: commit, framed: record.framed,
                         referenceCount: scanner.manifestSoFar.references.count, linkBefore: scanner.linkBeforeLastCommit)
@@ -68,9 +67,8 @@ package struct ArchiveRecovery {
                         boundary = checkpoint
                     }
                 }
-                if scanner.footer != nil { break }
             }
-        } catch let error as CairnError {
+        } catch {
             stopReason = error
         }
         guard scanner.version == .current else {

@@ -352,28 +352,11 @@ struct ItemProducer {
         // The listed regular file, open: handed to ``appendFile``, or closed on the way out.
         var opened: OpenedFile?
         defer { if let opened { _ = try? opened.file.close() } }
-        let status: FileStatus
-        if let listed {
-            status = listed
-        } else {
-            if problem == nil, !excluded, let file = try? FileDescriptor.open(name, flags: Self.fileOpenFlags, relativeTo: parent) {
-                if let found = try? file.status(), found.kind == .regular {
-                    opened = OpenedFile(file: file, status: found)
-                } else {
-                    _ = try? file.close()
-                }
-            }
-            if let opened {
-                status = opened.status
-            } else {
-                do {
-                    status = try FileStatus.of(name, relativeTo: parent)
-                } catch {
-                    warn(error.withDisplay(display))
-                    return
-                }
-            }
-        }
+        guard
+            let status = itemStatus(
+                name: name, parent: parent, listed: listed, opening: problem == nil && !excluded, opened: &opened,
+                sourcePath: sourcePath)
+        else { return }
         if let problem {
             warn(CairnError(.limitExceeded, "path in archive \(problem); skipped", path: display))
             return
@@ -390,110 +373,13 @@ struct ItemProducer {
                     .entry(ArchiveEntry(pathBytes: archivePath, kind: .directory, status: status, extendedAttributes: attributes)))
             }
         case .directory:
-            let directory: FileDescriptor
-            do {
-                directory = try FileSystem.openDirectory(name, in: parent, display: display)
-            } catch {
-                warn(error.withDisplay(display))
-                return
-            }
-            defer { _ = try? directory.close() }
-            if !archivePath.isEmpty, state.committed[PathKey(archivePath)]?.kind != .directory {
-                try claim(archivePath)
-                let attributes = extendedAttributes(of: .descriptor(directory), display: display)
-                try await emitEntry(packable: true,
-                    .entry(
-                        ArchiveEntry(pathBytes: archivePath, kind: .directory, status: status, extendedAttributes: attributes)))
-            }
-            let children: [DirectoryReader.Entry]
-            do {
-                children = try DirectoryReader.entries(in: directory)
-            } catch {
-                warn(error.withDisplay(display))
-                return
-            }
-            for child in children {
-                let childArchivePath = PathBytes.join(archivePath, child.name)
-                // A snapshotted database's sidecar, dealt with already; it may be gone by now.
-                if !state.snapshotSidecars.isEmpty, state.snapshotSidecars.contains(PathKey(childArchivePath)) { continue }
-                let childPath = PathBytes.join(sourcePath, child.name)
-                var childStatus: FileStatus?
-                if !child.isRegularFile {
-                    do {
-                        childStatus = try FileStatus.of(child.name, relativeTo: directory)
-                    } catch {
-                        warn(error.withDisplay(PathBytes.display(childPath)))
-                        continue
-                    }
-                }
-                try await appendTree(
-                    sourcePath: childPath, parent: directory, name: child.name, status: childStatus,
-                    archivePath: childArchivePath, device: device)
-            }
+            try await appendDirectory(
+                sourcePath: sourcePath, parent: parent, name: name, status: status, archivePath: archivePath, device: device)
         case .symlink:
-            if state.committed[PathKey(archivePath)] != nil { return }
-            let target: [UInt8]
-            do {
-                target = try FileSystem.readSymlink(name, in: parent, display: display)
-            } catch {
-                warn(error.withDisplay(display))
-                return
-            }
-            try claim(archivePath)
-            let attributes = extendedAttributes(of: .name(name, in: parent), display: display)
-            try await emitEntry(packable: true,
-                .entry(
-                    ArchiveEntry(
-                        pathBytes: archivePath, kind: .symlink, status: status, linkTarget: target,
-                        extendedAttributes: attributes)))
+            try await appendSymlink(sourcePath: sourcePath, parent: parent, name: name, status: status, archivePath: archivePath)
         case .regular:
-            // A database's `-wal` went in right after it, under its snapshot, and its `-journal`
-            // is left out; a database's `-shm` is never archived (`Spec/0003-command-line.md §3.2`).
-            if !state.snapshotSidecars.isEmpty, state.snapshotSidecars.contains(PathKey(archivePath)) { return }
-            if isDatabaseIndex(name: name, parent: parent) { return }
-            let key = HardLinkKey(device: status.device, inode: status.inode)
-            if !state.excluded.isEmpty, state.excluded.contains(key) { return }  // the archive being written
-            if let open = state.openFileToContinue, open.path == archivePath {
-                if open.size == status.size, open.modificationTime == status.modificationTime {
-                    let handed = opened
-                    opened = nil
-                    if try await appendFile(
-                        name: name, parent: parent, sourcePath: sourcePath, archivePath: archivePath, opened: handed,
-                        continuingAfter: open.committedBytes)
-                    {
-                        if status.linkCount > 1 { state.hardLinks[key] = archivePath }
-                        return
-                    }
-                }
-                discardOpenFile()
-            }
-            if !state.committed.isEmpty, let committed = state.committed[PathKey(archivePath)] {
-                if committed.kind == .file, status.linkCount > 1 { state.hardLinks[key] = archivePath }
-                if committed.kind == .file, committed.size != status.size || committed.modificationTime != status.modificationTime {
-                    warn(CairnError(.sourceChanged, "changed since it was archived; the archived copy is kept", path: display))
-                }
-                if committed.kind == .file, options.snapshotsSQLiteDatabases, isDatabase(opened?.file, name: name, parent: parent) {
-                    // Its -wal and -journal went in with it, or belong to a later state than the
-                    // archived copy (`Spec/0003-command-line.md §3.2` item 6).
-                    let archived = SQLiteFileNames(main: archivePath)
-                    leaveOut([archived.journal, archived.log])
-                }
-                return
-            }
-            if status.linkCount > 1, let first = state.hardLinks[key] {
-                try claim(archivePath)
-                try await emitEntry(packable: true,
-                    .entry(
-                        ArchiveEntry(pathBytes: archivePath, kind: .hardLink, status: status, linkTarget: first)))
-                return
-            }
-            let handed = opened
-            opened = nil
-            if try await appendFile(name: name, parent: parent, sourcePath: sourcePath, archivePath: archivePath, opened: handed),
-                status.linkCount > 1
-            {
-                state.hardLinks[key] = archivePath
-            }
+            try await appendRegularFile(
+                sourcePath: sourcePath, parent: parent, name: name, status: status, archivePath: archivePath, opened: &opened)
         case .fifo, .characterDevice, .blockDevice:
             // Recorded as entries (format 2.0), as tar does; sockets are not (below).
             if state.committed[PathKey(archivePath)] != nil { return }
@@ -506,6 +392,159 @@ struct ItemProducer {
             try await emitEntry(packable: true, .entry(entry))
         default:
             warn(CairnError(.unsupportedFileType, "\(status.kind.pluralDescription) are not archived; skipped", path: display))
+        }
+    }
+
+    /// An item's status: `listed`, else, when `opening`, the `fstat(2)` of the item opened as a
+    /// regular file (left open in `opened`), else its `lstat`.
+    ///
+    /// - Returns: nil when the item cannot be stat'ed (warned about).
+    private mutating func itemStatus(
+        name: [UInt8], parent: FileDescriptor?, listed: FileStatus?, opening: Bool, opened: inout OpenedFile?, sourcePath: [UInt8]
+    ) -> FileStatus? {
+        if let listed { return listed }
+        if opening, let file = try? FileDescriptor.open(name, flags: Self.fileOpenFlags, relativeTo: parent) {
+            if let found = try? file.status(), found.kind == .regular {
+                opened = OpenedFile(file: file, status: found)
+            } else {
+                _ = try? file.close()
+            }
+        }
+        if let opened { return opened.status }
+        do {
+            return try FileStatus.of(name, relativeTo: parent)
+        } catch {
+            warn(error.withDisplay(PathBytes.display(sourcePath)))
+            return nil
+        }
+    }
+
+    /// A directory's entry (unless a resumed archive holds it), then its children in byte order.
+    private mutating func appendDirectory(
+        sourcePath: [UInt8], parent: FileDescriptor?, name: [UInt8], status: FileStatus, archivePath: [UInt8], device: UInt64
+    ) async throws {
+        var display: String { PathBytes.display(sourcePath) }
+        let directory: FileDescriptor
+        do {
+            directory = try FileSystem.openDirectory(name, in: parent, display: display)
+        } catch {
+            warn(error.withDisplay(display))
+            return
+        }
+        defer { _ = try? directory.close() }
+        if !archivePath.isEmpty, state.committed[PathKey(archivePath)]?.kind != .directory {
+            try claim(archivePath)
+            let attributes = extendedAttributes(of: .descriptor(directory), display: display)
+            try await emitEntry(packable: true,
+                .entry(
+                    ArchiveEntry(pathBytes: archivePath, kind: .directory, status: status, extendedAttributes: attributes)))
+        }
+        let children: [DirectoryReader.Entry]
+        do {
+            children = try DirectoryReader.entries(in: directory)
+        } catch {
+            warn(error.withDisplay(display))
+            return
+        }
+        for child in children {
+            let childArchivePath = PathBytes.join(archivePath, child.name)
+            // A snapshotted database's sidecar, dealt with already; it may be gone by now.
+            if !state.snapshotSidecars.isEmpty, state.snapshotSidecars.contains(PathKey(childArchivePath)) { continue }
+            let childPath = PathBytes.join(sourcePath, child.name)
+            var childStatus: FileStatus?
+            if !child.isRegularFile {
+                do {
+                    childStatus = try FileStatus.of(child.name, relativeTo: directory)
+                } catch {
+                    warn(error.withDisplay(PathBytes.display(childPath)))
+                    continue
+                }
+            }
+            try await appendTree(
+                sourcePath: childPath, parent: directory, name: child.name, status: childStatus,
+                archivePath: childArchivePath, device: device)
+        }
+    }
+
+    /// A symbolic link's entry, unless a resumed archive holds it.
+    private mutating func appendSymlink(
+        sourcePath: [UInt8], parent: FileDescriptor?, name: [UInt8], status: FileStatus, archivePath: [UInt8]
+    ) async throws {
+        var display: String { PathBytes.display(sourcePath) }
+        if state.committed[PathKey(archivePath)] != nil { return }
+        let target: [UInt8]
+        do {
+            target = try FileSystem.readSymlink(name, in: parent, display: display)
+        } catch {
+            warn(error.withDisplay(display))
+            return
+        }
+        try claim(archivePath)
+        let attributes = extendedAttributes(of: .name(name, in: parent), display: display)
+        try await emitEntry(packable: true,
+            .entry(
+                ArchiveEntry(
+                    pathBytes: archivePath, kind: .symlink, status: status, linkTarget: target,
+                    extendedAttributes: attributes)))
+    }
+
+    /// A regular file: left out when it is a database's sidecar or index, or the archive being
+    /// written; continued when a resumed archive left it open; kept as committed when a resumed
+    /// archive holds it; a hard link to an earlier path with the same inode; else its entry and
+    /// content (``appendFile``).
+    ///
+    /// - Parameter opened: the file, open, when listing opened it: taken when handed on.
+    private mutating func appendRegularFile(
+        sourcePath: [UInt8], parent: FileDescriptor?, name: [UInt8], status: FileStatus, archivePath: [UInt8],
+        opened: inout OpenedFile?
+    ) async throws {
+        var display: String { PathBytes.display(sourcePath) }
+        // A database's `-wal` went in right after it, under its snapshot, and its `-journal`
+        // is left out; a database's `-shm` is never archived (`Spec/0003-command-line.md §3.2`).
+        if !state.snapshotSidecars.isEmpty, state.snapshotSidecars.contains(PathKey(archivePath)) { return }
+        if isDatabaseIndex(name: name, parent: parent) { return }
+        let key = HardLinkKey(device: status.device, inode: status.inode)
+        if !state.excluded.isEmpty, state.excluded.contains(key) { return }  // the archive being written
+        if let open = state.openFileToContinue, open.path == archivePath {
+            if open.size == status.size, open.modificationTime == status.modificationTime {
+                let handed = opened
+                opened = nil
+                if try await appendFile(
+                    name: name, parent: parent, sourcePath: sourcePath, archivePath: archivePath, opened: handed,
+                    continuingAfter: open.committedBytes)
+                {
+                    if status.linkCount > 1 { state.hardLinks[key] = archivePath }
+                    return
+                }
+            }
+            discardOpenFile()
+        }
+        if !state.committed.isEmpty, let committed = state.committed[PathKey(archivePath)] {
+            if committed.kind == .file, status.linkCount > 1 { state.hardLinks[key] = archivePath }
+            if committed.kind == .file, committed.size != status.size || committed.modificationTime != status.modificationTime {
+                warn(CairnError(.sourceChanged, "changed since it was archived; the archived copy is kept", path: display))
+            }
+            if committed.kind == .file, options.snapshotsSQLiteDatabases, isDatabase(opened?.file, name: name, parent: parent) {
+                // Its -wal and -journal went in with it, or belong to a later state than the
+                // archived copy (`Spec/0003-command-line.md §3.2` item 6).
+                let archived = SQLiteFileNames(main: archivePath)
+                leaveOut([archived.journal, archived.log])
+            }
+            return
+        }
+        if status.linkCount > 1, let first = state.hardLinks[key] {
+            try claim(archivePath)
+            try await emitEntry(packable: true,
+                .entry(
+                    ArchiveEntry(pathBytes: archivePath, kind: .hardLink, status: status, linkTarget: first)))
+            return
+        }
+        let handed = opened
+        opened = nil
+        if try await appendFile(name: name, parent: parent, sourcePath: sourcePath, archivePath: archivePath, opened: handed),
+            status.linkCount > 1
+        {
+            state.hardLinks[key] = archivePath
         }
     }
 
@@ -531,26 +570,9 @@ struct ItemProducer {
         continuingAfter: UInt64? = nil, isSnapshotSidecar: Bool = false
     ) async throws -> Bool {
         var display: String { PathBytes.display(sourcePath) }
-        let fd: FileDescriptor
-        var before: FileStatus
-        if let opened {
-            fd = opened.file
-            before = opened.status
-        } else {
-            do {
-                fd = try FileDescriptor.open(name, flags: Self.fileOpenFlags, relativeTo: parent)
-            } catch {
-                warn(error.withDisplay(display))
-                return false
-            }
-            do {
-                before = try fd.status()
-            } catch {
-                _ = try? fd.close()
-                warn(error.withDisplay(display))
-                return false
-            }
-        }
+        guard let opened = opened ?? openSourceFile(name: name, parent: parent, sourcePath: sourcePath) else { return false }
+        let fd = opened.file
+        var before = opened.status
         // A database's descriptor is closed without dropping locks this process holds on it (an
         // app's own connection, when the app exports in-process: ``ProcessRecordLocks``).
         var isDatabaseFile = false
@@ -567,13 +589,7 @@ struct ItemProducer {
         }
         let snapshot: SQLiteSnapshot?
         if continuingAfter == nil, !isSnapshotSidecar, options.snapshotsSQLiteDatabases {
-            let isDatabase =
-                before.size >= UInt64(SQLiteSnapshot.header.count)
-                && (early.map { ahead in
-                    buffer.withUnsafeBytes { raw in
-                        SQLiteSnapshot.isDatabase(firstBytes: UnsafeRawBufferPointer(rebasing: raw[ahead.offset..<(ahead.offset + ahead.count)]))
-                    }
-                } ?? SQLiteSnapshot.isDatabase(fd))
+            let isDatabase = startsLikeDatabase(fd, size: before.size, readAhead: early)
             isDatabaseFile = isDatabase
             snapshot = takeSnapshot(of: fd, status: before, isDatabase: isDatabase, name: name, parent: parent, sourcePath: sourcePath)
         } else {
@@ -592,95 +608,10 @@ struct ItemProducer {
         let changesExpected = isSnapshotSidecar || snapshot?.isWriteAheadLog == true
         var pass = 0
         while true {
-            var readTotal: UInt64 = 0
-            wholeFileChunk = false
-            if let committedBytes = continuingAfter {
-                // The writer holds this file open after its last commit: continue right after the
-                // committed bytes, which end on a chunk boundary, so the chunks come out the same.
-                // Not a database: its committed bytes were read under the interrupted run's
-                // snapshot; it is archived again from its start, under one (`Spec/0003 §3.2`).
-                guard committedBytes <= before.size, !(options.snapshotsSQLiteDatabases && SQLiteSnapshot.isDatabase(fd)),
-                    (try? fd.seek(to: committedBytes)) != nil
-                else { return false }
-                state.openFileToContinue = nil
-                try await ensureBuffer()
-                readTotal = committedBytes
-            } else {
-                try claim(archivePath)
-                let attributes = extendedAttributes(of: .descriptor(fd), display: display)
-                wholeFileChunk = before.size <= packFileLimit
-                try await emitEntry(packable: wholeFileChunk, contentBytes: before.size,
-                    .entry(
-                        ArchiveEntry(
-                            pathBytes: archivePath, kind: .file, status: before, size: before.size,
-                            extendedAttributes: attributes)))
-            }
-            var readError: CairnError?
-            // Read no more than the size at open, as tar does: a log that never stops growing must
-            // not keep the archive open. What was appended meanwhile is reported below.
-            let limit = before.size
-            let failAt = options.readFailure?(sourcePath)
-            // Holes of at least one maximum chunk are never read (`Spec/0002-chunking.md §8`): they
-            // become zero chunks, and the data between them is chunked as if each run of data were
-            // a file of its own. Found from offset 0 even when continuing, so a resumed read cuts
-            // the same chunks.
-            var holes = HoleFinder(file: fd, size: limit, minimumLength: UInt64(chunker.maximum))
-            var hole = holes.first(endingAfter: readTotal)
-            pendingStart = used
-            while true {
-                try Task.checkCancellation()
-                if let found = hole, readTotal >= found.lowerBound {
-                    try await appendHole(found, from: readTotal)
-                    readTotal = found.upperBound
-                    hole = holes.next()
-                    if readTotal >= limit { break }
-                    continue
-                }
-                let dataEnd = hole?.lowerBound ?? limit
-                // Keep at least one maximum-size chunk of room, so every read makes progress.
-                if buffer.count - used < chunker.maximum { try await flushBatch() }
-                var want = Int(clamping: min(UInt64(buffer.count - used), dataEnd - min(dataEnd, readTotal)))
-                if let failAt { want = min(want, Int(clamping: failAt - min(failAt, readTotal))) }
-                var n = 0
-                do throws(CairnError) {
-                    let end = used + want
-                    if let ahead = early, readTotal == 0, ahead.batch == state.nextBatch, ahead.offset == used {
-                        // Read ahead, before the entry, right where they belong (no batch was sent
-                        // meanwhile): the bytes a `pread` at 0 would give now.
-                        n = min(want, ahead.count)
-                    } else {
-                        n = try buffer.withMutableBytes { (raw) throws(CairnError) in
-                            try fd.read(fromAbsoluteOffset: readTotal, into: UnsafeMutableRawBufferPointer(rebasing: raw[used..<end]))
-                        }
-                    }
-                    early = nil
-                    if let failAt, readTotal + UInt64(n) >= failAt, readTotal + UInt64(n) < limit {
-                        throw Errno(rawValue: EIO).error("read failed", path: display)
-                    }
-                } catch {
-                    readError = error.withDisplay(display)
-                }
-                used += n
-                readTotal += UInt64(n)
-                state.contentBytes += UInt64(n)
-                if readError != nil { break }
-                let shortRead = n < want
-                let atRunEnd = shortRead || readTotal >= dataEnd
-                if wholeFileChunk {
-                    // A packed file is one chunk: the whole file.
-                    if atRunEnd, used > pendingStart {
-                        events.append(.chunk(pendingStart..<used))
-                        chunksInBatch += 1
-                        pendingStart = used
-                    }
-                } else {
-                    cutChunks(isFinal: atRunEnd)
-                }
-                if shortRead || readTotal >= limit { break }
-                onProgress(state.contentBytes)
-                if !atRunEnd { try await flushBatch() }
-            }
-            onProgress(state.contentBytes)
+            guard let start = try await beginPass(of: fd, status: before, archivePath: archivePath, continuingAfter: continuingAfter, display: display)
+            else { return false }
+            let (readTotal, readError) = try await readContent(
+                of: fd, from: start, limit: before.size, sourcePath: sourcePath, readAhead: early)
             if let readError {
                 // A short file must never look complete: leave the whole file out. The writer goes
                 // back to the commit before its entry (and cuts back what reached the sink).
@@ -712,25 +643,170 @@ struct ItemProducer {
                 continue
             }
             try await emit(.endFile)
-            if changed, !changesExpected, let after {
-                if after.size > before.size, readTotal == before.size {
-                    warn(
-                        CairnError(
-                            .sourceChanged, "grew while read; archived the first \(readTotal) bytes", path: display))
-                } else {
-                    warn(
-                        CairnError(
-                            .sourceChanged,
-                            "changed while it was read (size \(before.size) → \(after.size), \(readTotal) bytes archived)",
-                            path: display))
-                }
-            }
+            if changed, !changesExpected, let after { warnChanged(before: before, after: after, readTotal: readTotal, display: display) }
             break
         }
         if snapshot != nil { try await appendSnapshotSidecars(name: name, parent: parent, sourcePath: sourcePath, archivePath: archivePath) }
         // Keep small files packed together, but start a fresh batch once this one is mostly full.
         if used >= batchBytes - batchBytes / 8 { try await flushBatch() }
         return true
+    }
+
+    /// Opens `name` in `parent` for reading (``fileOpenFlags``) and takes its `fstat(2)`.
+    ///
+    /// - Returns: nil when either fails (warned about).
+    private mutating func openSourceFile(name: [UInt8], parent: FileDescriptor?, sourcePath: [UInt8]) -> OpenedFile? {
+        var display: String { PathBytes.display(sourcePath) }
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(name, flags: Self.fileOpenFlags, relativeTo: parent)
+        } catch {
+            warn(error.withDisplay(display))
+            return nil
+        }
+        do {
+            return OpenedFile(file: fd, status: try fd.status())
+        } catch {
+            _ = try? fd.close()
+            warn(error.withDisplay(display))
+            return nil
+        }
+    }
+
+    /// Whether a file of `size` bytes begins with ``SQLiteSnapshot/header``: from its bytes read
+    /// ahead, if they were, else read from `fd`.
+    private func startsLikeDatabase(_ fd: FileDescriptor, size: UInt64, readAhead early: ReadAhead?) -> Bool {
+        size >= UInt64(SQLiteSnapshot.header.count)
+            && (early.map { ahead in
+                buffer.withUnsafeBytes { raw in
+                    SQLiteSnapshot.isDatabase(firstBytes: UnsafeRawBufferPointer(rebasing: raw[ahead.offset..<(ahead.offset + ahead.count)]))
+                }
+            } ?? SQLiteSnapshot.isDatabase(fd))
+    }
+
+    /// Begins one read of a file: its entry, or, continuing a file a resumed archive left open,
+    /// a seek past its committed bytes.
+    ///
+    /// - Returns: the offset the read starts at; nil when the file cannot be continued.
+    private mutating func beginPass(
+        of fd: FileDescriptor, status before: FileStatus, archivePath: [UInt8], continuingAfter: UInt64?,
+        display: @autoclosure () -> String
+    ) async throws -> UInt64? {
+        wholeFileChunk = false
+        if let committedBytes = continuingAfter {
+            // The writer holds this file open after its last commit: continue right after the
+            // committed bytes, which end on a chunk boundary, so the chunks come out the same.
+            // Not a database: its committed bytes were read under the interrupted run's
+            // snapshot; it is archived again from its start, under one (`Spec/0003 §3.2`).
+            guard committedBytes <= before.size, !(options.snapshotsSQLiteDatabases && SQLiteSnapshot.isDatabase(fd)),
+                (try? fd.seek(to: committedBytes)) != nil
+            else { return nil }
+            state.openFileToContinue = nil
+            try await ensureBuffer()
+            return committedBytes
+        }
+        try claim(archivePath)
+        let attributes = extendedAttributes(of: .descriptor(fd), display: display())
+        wholeFileChunk = before.size <= packFileLimit
+        try await emitEntry(packable: wholeFileChunk, contentBytes: before.size,
+            .entry(
+                ArchiveEntry(
+                    pathBytes: archivePath, kind: .file, status: before, size: before.size,
+                    extendedAttributes: attributes)))
+        return 0
+    }
+
+    /// Reads a file's content from `start` up to `limit` bytes (its size at open, as tar does: a
+    /// log that never stops growing must not keep the archive open) into batches, cut into
+    /// chunks, its holes as zero chunks.
+    ///
+    /// - Parameter early: the file's first bytes, if ``readAhead(of:count:)`` read them.
+    /// - Returns: the offset reached, and the read error that stopped it, if one did.
+    private mutating func readContent(
+        of fd: FileDescriptor, from start: UInt64, limit: UInt64, sourcePath: [UInt8], readAhead early: ReadAhead?
+    ) async throws -> (readTotal: UInt64, readError: CairnError?) {
+        var display: String { PathBytes.display(sourcePath) }
+        var early = early
+        var readTotal = start
+        var readError: CairnError?
+        let failAt = options.readFailure?(sourcePath)
+        // Holes of at least one maximum chunk are never read (`Spec/0002-chunking.md §8`): they
+        // become zero chunks, and the data between them is chunked as if each run of data were
+        // a file of its own. Found from offset 0 even when continuing, so a resumed read cuts
+        // the same chunks.
+        var holes = HoleFinder(file: fd, size: limit, minimumLength: UInt64(chunker.maximum))
+        var hole = holes.first(endingAfter: readTotal)
+        pendingStart = used
+        while true {
+            try Task.checkCancellation()
+            if let found = hole, readTotal >= found.lowerBound {
+                try await appendHole(found, from: readTotal)
+                readTotal = found.upperBound
+                hole = holes.next()
+                if readTotal >= limit { break }
+                continue
+            }
+            let dataEnd = hole?.lowerBound ?? limit
+            // Keep at least one maximum-size chunk of room, so every read makes progress.
+            if buffer.count - used < chunker.maximum { try await flushBatch() }
+            var want = Int(clamping: min(UInt64(buffer.count - used), dataEnd - min(dataEnd, readTotal)))
+            if let failAt { want = min(want, Int(clamping: failAt - min(failAt, readTotal))) }
+            var n = 0
+            do throws(CairnError) {
+                let end = used + want
+                if let ahead = early, readTotal == 0, ahead.batch == state.nextBatch, ahead.offset == used {
+                    // Read ahead, before the entry, right where they belong (no batch was sent
+                    // meanwhile): the bytes a `pread` at 0 would give now.
+                    n = min(want, ahead.count)
+                } else {
+                    n = try buffer.withMutableBytes { (raw) throws(CairnError) in
+                        try fd.read(fromAbsoluteOffset: readTotal, into: UnsafeMutableRawBufferPointer(rebasing: raw[used..<end]))
+                    }
+                }
+                early = nil
+                if let failAt, readTotal + UInt64(n) >= failAt, readTotal + UInt64(n) < limit {
+                    throw Errno(rawValue: EIO).error("read failed", path: display)
+                }
+            } catch {
+                readError = error.withDisplay(display)
+            }
+            used += n
+            readTotal += UInt64(n)
+            state.contentBytes += UInt64(n)
+            if readError != nil { break }
+            let shortRead = n < want
+            let atRunEnd = shortRead || readTotal >= dataEnd
+            if wholeFileChunk {
+                // A packed file is one chunk: the whole file.
+                if atRunEnd, used > pendingStart {
+                    events.append(.chunk(pendingStart..<used))
+                    chunksInBatch += 1
+                    pendingStart = used
+                }
+            } else {
+                cutChunks(isFinal: atRunEnd)
+            }
+            if shortRead || readTotal >= limit { break }
+            onProgress(state.contentBytes)
+            if !atRunEnd { try await flushBatch() }
+        }
+        onProgress(state.contentBytes)
+        return (readTotal, readError)
+    }
+
+    /// Warns that a file changed while it was read and was stored as read.
+    private mutating func warnChanged(before: FileStatus, after: FileStatus, readTotal: UInt64, display: String) {
+        if after.size > before.size, readTotal == before.size {
+            warn(
+                CairnError(
+                    .sourceChanged, "grew while read; archived the first \(readTotal) bytes", path: display))
+        } else {
+            warn(
+                CairnError(
+                    .sourceChanged,
+                    "changed while it was read (size \(before.size) → \(after.size), \(readTotal) bytes archived)",
+                    path: display))
+        }
     }
 
     /// A small file's first bytes, read before its entry into the buffer past ``used``

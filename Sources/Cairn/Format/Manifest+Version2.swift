@@ -179,6 +179,44 @@ extension Manifest {
     package static func decodeBody(_ body: [UInt8], offset: UInt64) throws(CairnError) -> Manifest {
         var r = ByteReader(body, baseOffset: offset, what: "manifest")
         var m = Manifest()
+        let packedRows = try decodeChunkRows(&r, into: &m)
+        try decodePackRows(&r, into: &m)
+        try placePackedChunks(packedRows, in: &m, reader: r)
+        try decodeReferences(&r, into: &m)
+        let entries = try EntryCodec.decode(&r)
+        // The columns after the entries are read whole, then each row is added once (rewriting
+        // rows of the packed ``EntryTable`` field by field would re-encode each several times).
+        let (recordOffsets, entryPacks) = try decodeEntryLocations(&r, of: entries, into: &m)
+        let referenceCounts = try decodeReferenceCounts(&r, of: entries, packs: entryPacks, references: m.references.count)
+        m.entries.reserveCapacity(entries.count)
+        var nextReference: UInt64 = 0
+        for (index, var entry) in entries.enumerated() {
+            var row = EntryRow(
+                recordOffset: recordOffsets[index], firstReference: nextReference, referenceCount: 0, contentDigest: .zero,
+                entry: entry, pack: entryPacks[index] >= 0 ? entryPacks[index] : nil)
+            if entry.kind == .file {
+                row.referenceCount = referenceCounts[index]
+                entry.chunkCount = Int(referenceCounts[index])
+                nextReference += referenceCounts[index]
+                if row.pack == nil {
+                    let digest = try r.digest("content digest")
+                    row.contentDigest = digest
+                    entry.contentDigest = digest
+                }
+                row.entry = entry
+            }
+            m.entries.append(row)
+        }
+        m.entries.shrinkToFit()
+        guard r.isAtEnd else { throw r.error("\(r.remaining) byte\(r.remaining == 1 ? "" : "s") after the last field") }
+        return m
+    }
+
+    /// The chunk table (§11.6): stored chunks by id, offset and lengths, packed ones by pack and
+    /// raw length (placed once the packs are known).
+    ///
+    /// - Returns: the indices of the packed chunk rows, in order.
+    private static func decodeChunkRows(_ r: inout ByteReader, into m: inout Manifest) throws(CairnError) -> [Int] {
         // Every row takes at least one byte, so counts are bounded by the bytes left.
         let chunkCount = try r.count("chunk count", limit: r.remaining)
         m.chunks.reserveCapacity(chunkCount)
@@ -214,8 +252,13 @@ extension Manifest {
                 throw r.error("unknown chunk form \(form)")
             }
         }
+        return packedRows
+    }
+
+    /// The pack table (§11.6): offsets increasing, each pack holding at least one entry.
+    private static func decodePackRows(_ r: inout ByteReader, into m: inout Manifest) throws(CairnError) {
         let packCount = try r.count("pack count", limit: r.remaining)
-        previousOffset = 0
+        var previousOffset: UInt64 = 0
         for index in 0..<packCount {
             let (packOffset, overflow) = previousOffset.addingReportingOverflow(try r.varint("pack offset"))
             guard !overflow, packOffset > previousOffset || index == 0 else { throw r.error("pack offsets do not increase") }
@@ -227,7 +270,12 @@ extension Manifest {
                 PackRow(offset: packOffset, entryCount: entryCount, contentLength: length, contentDigest: digest, firstEntry: 0))
             previousOffset = packOffset
         }
-        // Packed chunks: within the pack's content, in order, filling it exactly.
+    }
+
+    /// Places the packed chunks within their packs' content, in order, filling each exactly.
+    ///
+    /// - Parameter reader: where the pack table ended, for messages.
+    private static func placePackedChunks(_ packedRows: [Int], in m: inout Manifest, reader r: ByteReader) throws(CairnError) {
         var filled = [Int](repeating: 0, count: m.packs.count)
         for index in packedRows {
             guard let pack = m.chunks[index].pack, pack < m.packs.count else {
@@ -241,6 +289,10 @@ extension Manifest {
         for (pack, row) in m.packs.enumerated() where filled[pack] != row.contentLength {
             throw r.error("the chunks of pack \(pack) fill \(filled[pack]) of its \(row.contentLength) content bytes")
         }
+    }
+
+    /// The reference table (§11.6): chunk indices, each a signed step from the one before.
+    private static func decodeReferences(_ r: inout ByteReader, into m: inout Manifest) throws(CairnError) {
         let referenceCount = try r.count("reference count", limit: r.remaining)
         m.references.reserveCapacity(referenceCount)
         var previous: Int64 = -1
@@ -252,13 +304,19 @@ extension Manifest {
             m.references.append(UInt32(truncatingIfNeeded: value))
             previous = value
         }
-        let entries = try EntryCodec.decode(&r)
-        // The columns after the entries are read whole, then each row is added once (rewriting
-        // rows of the packed ``EntryTable`` field by field would re-encode each several times).
+    }
+
+    /// The entry location column (§11.6): each entry's record offset (increasing), or its pack,
+    /// whose entries must be consecutive and as many as its row says; sets each pack's first entry.
+    ///
+    /// - Returns: each entry's record offset, and its pack (-1 for none).
+    private static func decodeEntryLocations(_ r: inout ByteReader, of entries: [ArchiveEntry], into m: inout Manifest)
+        throws(CairnError) -> (recordOffsets: [UInt64], packs: [Int])
+    {
         var recordOffsets = [UInt64](repeating: 0, count: entries.count)
         var entryPacks = [Int](repeating: -1, count: entries.count)
-        previousOffset = 0
-        previousPack = 0
+        var previousOffset: UInt64 = 0
+        var previousPack = 0
         var packEntries = [Int](repeating: 0, count: m.packs.count)
         var sawRecord = false
         for index in entries.indices {
@@ -287,41 +345,30 @@ extension Manifest {
         for (pack, row) in m.packs.enumerated() where packEntries[pack] != row.entryCount {
             throw r.error("pack \(pack) holds \(row.entryCount) entries, the entry table places \(packEntries[pack]) there")
         }
+        return (recordOffsets, entryPacks)
+    }
+
+    /// The reference count column (§11.6): each file's count, a packed file's at most 1, all of
+    /// them together the reference table's.
+    ///
+    /// - Parameter packs: each entry's pack (-1 for none).
+    private static func decodeReferenceCounts(_ r: inout ByteReader, of entries: [ArchiveEntry], packs entryPacks: [Int], references: Int)
+        throws(CairnError) -> [UInt64]
+    {
         var referenceCounts = [UInt64](repeating: 0, count: entries.count)
         var nextReference: UInt64 = 0
         for index in entries.indices where entries[index].kind == .file {
-            let count = try r.varint("reference count", limit: UInt64(m.references.count) - nextReference)
+            let count = try r.varint("reference count", limit: UInt64(references) - nextReference)
             referenceCounts[index] = count
             nextReference += count
             if entryPacks[index] >= 0 {
                 guard count <= 1 else { throw r.error("the packed file \(entries[index].path) has \(count) references") }
             }
         }
-        guard nextReference == UInt64(m.references.count) else {
-            throw r.error("the files use \(nextReference) of \(m.references.count) references")
+        guard nextReference == UInt64(references) else {
+            throw r.error("the files use \(nextReference) of \(references) references")
         }
-        m.entries.reserveCapacity(entries.count)
-        nextReference = 0
-        for (index, var entry) in entries.enumerated() {
-            var row = EntryRow(
-                recordOffset: recordOffsets[index], firstReference: nextReference, referenceCount: 0, contentDigest: .zero,
-                entry: entry, pack: entryPacks[index] >= 0 ? entryPacks[index] : nil)
-            if entry.kind == .file {
-                row.referenceCount = referenceCounts[index]
-                entry.chunkCount = Int(referenceCounts[index])
-                nextReference += referenceCounts[index]
-                if row.pack == nil {
-                    let digest = try r.digest("content digest")
-                    row.contentDigest = digest
-                    entry.contentDigest = digest
-                }
-                row.entry = entry
-            }
-            m.entries.append(row)
-        }
-        m.entries.shrinkToFit()
-        guard r.isAtEnd else { throw r.error("\(r.remaining) byte\(r.remaining == 1 ? "" : "s") after the last field") }
-        return m
+        return referenceCounts
     }
 }
 

@@ -129,14 +129,7 @@ package final class ArchiveReader {
         let stream = RecordStream(skippingChunkPayloadsOf: fd, fileSize: fileSize)
         let scanner = ArchiveScanner(verifyingChainDigests: false, checkingAgainst: manifest)
         try scanner.start(stream)
-        while let record = try stream.next() {
-            try scanner.consume(record)
-            if scanner.footer != nil { break }
-        }
-        guard scanner.footer != nil else {
-            throw CairnError(.truncated, "the records end before the footer", offset: stream.offset)
-        }
-        try scanner.requireEnd(of: stream)
+        try scanner.run(over: stream, until: .atFooter { CairnError(.truncated, "the records end before the footer", offset: $0) })
     }
 
     /// §13.3: the end of the file looked like a footer but something after it failed. Scanning
@@ -155,15 +148,9 @@ package final class ArchiveReader {
             let scanner = ArchiveScanner()
             do throws(CairnError) {
                 try scanner.start(stream)
-                while let record = try stream.next() {
-                    try scanner.consume(record)
-                    if scanner.footer != nil { break }
-                }
+                try scanner.run(
+                    over: stream, until: .atFooter { CairnError(.truncated, "the records end without a footer", offset: $0) })
                 verified = scanner.verifiedLength
-                guard scanner.footer != nil else {
-                    throw CairnError(.truncated, "the records end without a footer", offset: stream.offset)
-                }
-                try scanner.requireEnd(of: stream)
                 return footerProblem  // the records are fine: the footer or manifest is what lies
             } catch {
                 verified = scanner.verifiedLength

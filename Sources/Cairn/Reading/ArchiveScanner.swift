@@ -214,28 +214,68 @@ package final class ArchiveScanner {
         }
     }
 
-    /// Checks one record and reports what it holds.
+    /// Checks one record and reports what it holds: the rules every record meets (§3.3, §4, §9),
+    /// then the rules of its type, in the method for that type.
     ///
     /// - Throws: `CairnError` naming the record's offset, or what `emit` throws.
     package func consume(_ record: RecordStream.Record, _ emit: (Event) throws -> Void) throws {
-        let offset = record.offset
-        guard !sawFooter else { throw CairnError(.corrupted, "data after the footer", offset: offset) }
-        guard let type = record.header.type else {
-            if manifestHasher != nil {
-                throw CairnError(.corrupted, "unknown record type \(record.header.typeByte) inside the manifest", offset: offset)
-            }
-            // Skippable records of later minors belong to the body (§3.3), which starts at commit 0.
-            if record.header.isSkippable, nextCommitSequence > 0 {
-                try hashChain(record)
-                return
-            }
-            throw CairnError(
-                .corrupted,
-                record.header.isSkippable
-                    ? "unknown record type \(record.header.typeByte) before the first commit"
-                    : "unknown record type \(record.header.typeByte) is not skippable", offset: offset)
+        guard !sawFooter else { throw CairnError(.corrupted, "data after the footer", offset: record.offset) }
+        guard let type = record.header.type else { return try consumeUnknown(record) }
+        guard try admit(record, as: type) else { return }
+        defer { previousType = type }
+        switch type {
+        case .header:
+            throw CairnError(.corrupted, "a second header record", offset: record.offset)
+        case .chunk:
+            try emit(try consumeChunk(record))
+        case .entry:
+            try emit(try consumeEntry(record))
+        case .chunkReferences:
+            try emit(try consumeChunkReferences(record))
+        case .fileEnd:
+            try emit(try consumeFileEnd(record))
+        case .commit:
+            try emit(try consumeCommit(record))
+        case .manifestChunks, .manifestReferences, .manifestEntries:
+            try consumeManifestTable(record, type: type)
+        case .manifest:
+            try consumeManifestSegment(record)
+        case .pack:
+            try consumePack(record, emit)
+        case .manifestIndex:
+            throw CairnError(.invalidArgument, "internal error: a manifest index read as a body record", offset: record.offset)
+        case .footer:
+            try emit(try consumeFooter(record))
         }
-        let payloadOffset = offset + UInt64(RecordFraming.headerLength)
+    }
+
+    /// A record of a type this version does not know: skipped (into the chain) when it is
+    /// skippable and in the body (§3.3), which starts at commit 0; refused anywhere else.
+    private func consumeUnknown(_ record: RecordStream.Record) throws(CairnError) {
+        let offset = record.offset
+        if manifestHasher != nil {
+            throw CairnError(.corrupted, "unknown record type \(record.header.typeByte) inside the manifest", offset: offset)
+        }
+        if record.header.isSkippable, nextCommitSequence > 0 {
+            try hashChain(record)
+            return
+        }
+        throw CairnError(
+            .corrupted,
+            record.header.isSkippable
+                ? "unknown record type \(record.header.typeByte) before the first commit"
+                : "unknown record type \(record.header.typeByte) is not skippable", offset: offset)
+    }
+
+    /// The rules a known record meets before its type's own: known in this format version (§4),
+    /// nothing but manifest records after the manifest begins, the order of §9 and the manifest
+    /// index's description (§11.8). A manifest index is consumed here: the order rules look
+    /// through it.
+    ///
+    /// - Returns: whether the record is still to be consumed by its type's method (false for a
+    ///   manifest index).
+    private func admit(_ record: RecordStream.Record, as type: RecordType) throws(CairnError) -> Bool {
+        let offset = record.offset
         guard Self.isKnown(type, in: version) else {
             throw CairnError(.corrupted, "\(RecordType.withArticle(type.name)) record in a format \(version) archive", offset: offset)
         }
@@ -246,225 +286,256 @@ package final class ArchiveScanner {
             // Skippable (§3.3, §11.8): the order rules look through it, as through a record a
             // 2.0 reader does not know.
             try consumeManifestIndex(record)
-            return
+            return false
         }
         try checkOrder(type, offset: offset)
         try trackManifestIndex(type, record)
         if record.isPayloadSkipped, (type != .chunk && type != .pack) || verifiesChainDigests && (record.digest == nil || version.isVersion1) {
             throw CairnError(.invalidArgument, "internal error: a skipped payload where every byte must be read", offset: offset)
         }
-        defer { previousType = type }
-        switch type {
-        case .header:
-            throw CairnError(.corrupted, "a second header record", offset: offset)
-        case .chunk:
-            guard openFile != nil else { throw CairnError(.corrupted, "chunk record outside a file", offset: offset) }
-            // Only the 40-byte prefix is read in place; the payload is copied out only when its
-            // contents are checked.
-            let payloadCount = record.header.length
-            let prefix: ChunkRecordPrefix
-            do {
-                let available = record.isPayloadSkipped ? min(payloadCount, ChunkRecordPrefix.length) : payloadCount
-                var r = ByteReader(
-                    record.framed, range: RecordFraming.headerLength..<(RecordFraming.headerLength + available),
-                    baseOffset: offset, what: "chunk record")
-                prefix = try ChunkRecordPrefix.decode(&r, storedLength: payloadCount - ChunkRecordPrefix.length)
+        return true
+    }
+
+    /// A chunk record (§7): inside a file, stored once, as the reference manifest's row says.
+    private func consumeChunk(_ record: RecordStream.Record) throws(CairnError) -> Event {
+        let offset = record.offset
+        guard openFile != nil else { throw CairnError(.corrupted, "chunk record outside a file", offset: offset) }
+        // Only the 40-byte prefix is read in place; the payload is copied out only when its
+        // contents are checked.
+        let payloadCount = record.header.length
+        let prefix: ChunkRecordPrefix
+        do {
+            let available = record.isPayloadSkipped ? min(payloadCount, ChunkRecordPrefix.length) : payloadCount
+            var r = ByteReader(
+                record.framed, range: RecordFraming.headerLength..<(RecordFraming.headerLength + available),
+                baseOffset: offset, what: "chunk record")
+            prefix = try ChunkRecordPrefix.decode(&r, storedLength: payloadCount - ChunkRecordPrefix.length)
+        }
+        guard chunks[prefix.id] == nil else {
+            throw CairnError(.corrupted, "chunk \(prefix.id) is stored twice", offset: offset)
+        }
+        let row = Manifest.ChunkRow(
+            id: prefix.id, offset: offset, rawLength: UInt32(prefix.rawLength),
+            storedLength: UInt32(payloadCount - ChunkRecordPrefix.length), codec: prefix.codec)
+        if let reference {
+            let index = chunkCount
+            guard index < reference.chunks.count, reference.chunks[index] == row else {
+                throw CairnError(.corrupted, "the manifest's chunk row \(index) disagrees with this chunk record", offset: offset)
             }
-            guard chunks[prefix.id] == nil else {
-                throw CairnError(.corrupted, "chunk \(prefix.id) is stored twice", offset: offset)
+        }
+        chunks[prefix.id] = (chunkCount, prefix.rawLength)
+        chunkIDs.append(prefix.id)
+        if keepsRows { expected.chunks.append(row) }
+        chunkCount += 1
+        if let damage = record.crcFailure {
+            damagedChunks.append(damage)
+            damagedSinceCommit = true
+        }
+        totals.chunks += 1
+        totals.storedBytes += UInt64(payloadCount - ChunkRecordPrefix.length)
+        try hashChain(record)
+        return .chunk(id: prefix.id, payload: emitsChunkPayloads ? record.payload : nil, offset: offset)
+    }
+
+    /// An entry record (§6): not inside a file, admitted by the entry rules; a file's entry
+    /// opens the file, any other awaits a commit.
+    private func consumeEntry(_ record: RecordStream.Record) throws(CairnError) -> Event {
+        let offset = record.offset
+        guard openFile == nil else {
+            throw CairnError(.corrupted, "entry record while a file is still open", offset: offset)
+        }
+        let entry = try Self.decodeEntryRecord(record.payload, offset: offset, version: version)
+        try rules.admit(entry, offset: offset)
+        let index = entryCount
+        let row = Self.row(ofEntryRecord: entry, at: offset, firstReference: UInt64(expected.references.count))
+        if entry.kind == .file {
+            openFile = (index, 0, 0, SHA256())
+            openRow = row
+            totals.files += 1
+        } else {
+            try checkAgainstReference(row, index: index, offset: offset)
+            awaitingCommit = ("\(entry.kind.noun) entry", offset)
+        }
+        if keepsRows { expected.entries.append(row) }
+        entryCount += 1
+        totals.entries += 1
+        try hashChain(record)
+        return .entry(index: index, entry: entry, offset: offset)
+    }
+
+    /// A chunk-references record (§8): the open file's next pieces, each a chunk stored before
+    /// it, with that chunk's length.
+    private func consumeChunkReferences(_ record: RecordStream.Record) throws(CairnError) -> Event {
+        let offset = record.offset
+        guard var file = openFile else {
+            throw CairnError(.corrupted, "chunk references outside a file", offset: offset)
+        }
+        var r = ByteReader(record.payload, baseOffset: offset + UInt64(RecordFraming.headerLength), what: "chunk references record")
+        let (entryIndex, references) = try ChunkReferencesRecord.decode(&r)
+        guard entryIndex == UInt64(file.index) else {
+            throw CairnError(.corrupted, "references name entry \(entryIndex), but entry \(file.index) is open", offset: offset)
+        }
+        for reference in references {
+            guard let (chunkIndex, length) = chunks[reference.id] else {
+                throw CairnError(.corrupted, "reference to chunk \(reference.id), which is not stored before it", offset: offset)
             }
-            let row = Manifest.ChunkRow(
-                id: prefix.id, offset: offset, rawLength: UInt32(prefix.rawLength),
-                storedLength: UInt32(payloadCount - ChunkRecordPrefix.length), codec: prefix.codec)
-            if let reference {
-                let index = chunkCount
-                guard index < reference.chunks.count, reference.chunks[index] == row else {
-                    throw CairnError(.corrupted, "the manifest's chunk row \(index) disagrees with this chunk record", offset: offset)
-                }
+            guard length == reference.length else {
+                throw CairnError(.corrupted, "reference to chunk \(reference.id) says \(reference.length) bytes, the chunk has \(length)", offset: offset)
             }
-            chunks[prefix.id] = (chunkCount, prefix.rawLength)
-            chunkIDs.append(prefix.id)
-            if keepsRows { expected.chunks.append(row) }
-            chunkCount += 1
-            if let damage = record.crcFailure {
-                damagedChunks.append(damage)
-                damagedSinceCommit = true
-            }
-            totals.chunks += 1
-            totals.storedBytes += UInt64(payloadCount - ChunkRecordPrefix.length)
-            try hashChain(record)
-            try emit(.chunk(id: prefix.id, payload: emitsChunkPayloads ? record.payload : nil, offset: offset))
-        case .entry:
-            guard openFile == nil else {
-                throw CairnError(.corrupted, "entry record while a file is still open", offset: offset)
-            }
-            let entry = try Self.decodeEntryRecord(record.payload, offset: offset, version: version)
-            try rules.admit(entry, offset: offset)
-            let index = entryCount
-            let row = Self.row(ofEntryRecord: entry, at: offset, firstReference: UInt64(expected.references.count))
-            if entry.kind == .file {
-                openFile = (index, 0, 0, SHA256())
-                openRow = row
-                totals.files += 1
-            } else {
-                try checkAgainstReference(row, index: index, offset: offset)
-                awaitingCommit = ("\(entry.kind.noun) entry", offset)
-            }
-            if keepsRows { expected.entries.append(row) }
-            entryCount += 1
-            totals.entries += 1
-            try hashChain(record)
-            try emit(.entry(index: index, entry: entry, offset: offset))
-        case .chunkReferences:
-            guard var file = openFile else {
-                throw CairnError(.corrupted, "chunk references outside a file", offset: offset)
-            }
-            var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "chunk references record")
-            let (entryIndex, references) = try ChunkReferencesRecord.decode(&r)
-            guard entryIndex == UInt64(file.index) else {
-                throw CairnError(.corrupted, "references name entry \(entryIndex), but entry \(file.index) is open", offset: offset)
-            }
-            for reference in references {
-                guard let (chunkIndex, length) = chunks[reference.id] else {
-                    throw CairnError(.corrupted, "reference to chunk \(reference.id), which is not stored before it", offset: offset)
-                }
-                guard length == reference.length else {
-                    throw CairnError(.corrupted, "reference to chunk \(reference.id) says \(reference.length) bytes, the chunk has \(length)", offset: offset)
-                }
-                file.bytes += UInt64(length)
-                file.references += 1
-                reference.id.withUnsafeBytes { file.digest.update($0) }
-                expected.references.append(UInt32(truncatingIfNeeded: chunkIndex))
-            }
-            openFile = file
-            totals.references += references.count
-            totals.contentBytes += references.reduce(0) { $0 + UInt64($1.length) }
-            try hashChain(record)
-            try emit(.references(entryIndex: file.index, references))
-        case .fileEnd:
-            guard let file = openFile, var row = openRow else { throw CairnError(.corrupted, "file end outside a file", offset: offset) }
-            var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "file end record")
-            let end = try FileEndRecord.decode(&r)
-            let digest = try file.digest.finalize()
-            guard end.entryIndex == UInt64(file.index), end.size == file.bytes, end.chunkCount == file.references,
-                end.contentDigest == digest
+            file.bytes += UInt64(length)
+            file.references += 1
+            reference.id.withUnsafeBytes { file.digest.update($0) }
+            expected.references.append(UInt32(truncatingIfNeeded: chunkIndex))
+        }
+        openFile = file
+        totals.references += references.count
+        totals.contentBytes += references.reduce(0) { $0 + UInt64($1.length) }
+        try hashChain(record)
+        return .references(entryIndex: file.index, references)
+    }
+
+    /// A file-end record (§8.2): the open file's size, reference count and content digest, which
+    /// complete its row; a commit must follow.
+    private func consumeFileEnd(_ record: RecordStream.Record) throws(CairnError) -> Event {
+        let offset = record.offset
+        guard let file = openFile, var row = openRow else { throw CairnError(.corrupted, "file end outside a file", offset: offset) }
+        var r = ByteReader(record.payload, baseOffset: offset + UInt64(RecordFraming.headerLength), what: "file end record")
+        let end = try FileEndRecord.decode(&r)
+        let digest = try file.digest.finalize()
+        guard end.entryIndex == UInt64(file.index), end.size == file.bytes, end.chunkCount == file.references,
+            end.contentDigest == digest
+        else {
+            throw CairnError(
+                .corrupted, "file end of \(PathBytes.display(row.entry.pathBytes)) does not match its content",
+                offset: offset)
+        }
+        row.referenceCount = file.references
+        row.contentDigest = digest
+        row.entry.size = file.bytes
+        row.entry.contentDigest = digest
+        row.entry.chunkCount = Int(file.references)
+        try checkAgainstReference(row, index: file.index, offset: offset)
+        if keepsRows { expected.entries[file.index] = row }
+        openRow = nil
+        if let reference {
+            let start = Int(row.firstReference)
+            let end = start + Int(row.referenceCount)
+            guard end <= reference.references.count,
+                expected.references[start...].elementsEqual(reference.references[start..<end])
             else {
                 throw CairnError(
-                    .corrupted, "file end of \(PathBytes.display(row.entry.pathBytes)) does not match its content",
+                    .corrupted, "the manifest's references of \(row.entry.path) disagree with its chunk-references records",
                     offset: offset)
             }
-            row.referenceCount = file.references
-            row.contentDigest = digest
-            row.entry.size = file.bytes
-            row.entry.contentDigest = digest
-            row.entry.chunkCount = Int(file.references)
-            try checkAgainstReference(row, index: file.index, offset: offset)
-            if keepsRows { expected.entries[file.index] = row }
-            openRow = nil
-            if let reference {
-                let start = Int(row.firstReference)
-                let end = start + Int(row.referenceCount)
-                guard end <= reference.references.count,
-                    expected.references[start...].elementsEqual(reference.references[start..<end])
-                else {
-                    throw CairnError(
-                        .corrupted, "the manifest's references of \(row.entry.path) disagree with its chunk-references records",
-                        offset: offset)
-                }
-            }
-            awaitingCommit = ("file end", offset)
-            openFile = nil
-            try hashChain(record)
-            try emit(.fileEnd(index: file.index, size: file.bytes))
-        case .commit:
-            var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "commit record")
-            let commit = try CommitRecord.decode(&r)
-            // Not when the link holds a manifest index: that commit is final already.
-            linkBeforeLastCommit =
-                verifiesChainDigests && !version.isVersion1 && !damagedSinceCommit && commit.sequence > 0
-                    && !link.contains(where: { $0 == indexDigest }) ? link : nil
-            var digest = verifiesChainDigests ? try finalizeChain() : commit.chainDigest
-            // The damage already reported explains the mismatch; continue from the record.
-            if damagedSinceCommit { digest = commit.chainDigest }
-            damagedSinceCommit = false
-            let open = openFile
-            guard commit.sequence == nextCommitSequence else {
-                throw CairnError(.corrupted, "commit \(commit.sequence) out of sequence (expected \(nextCommitSequence))", offset: offset)
-            }
-            guard commit.chainDigest == digest else {
-                throw CairnError(.checksumMismatch, "commit \(commit.sequence) chain digest does not match the bytes before it", offset: offset)
-            }
-            guard commit.entryCount == UInt64(entryCount), commit.chunkCount == UInt64(chunkCount),
-                commit.contentBytes == totals.contentBytes, commit.storedBytes == totals.storedBytes,
-                commit.openEntry == (open.map { UInt64($0.index) } ?? CommitRecord.noOpenEntry),
-                commit.openEntryBytes == (open?.bytes ?? 0)
-            else {
-                throw CairnError(.corrupted, "commit \(commit.sequence) counts do not match the records before it", offset: offset)
-            }
-            primeChain(digest)
-            try hashChain(record)
-            awaitingCommit = nil
-            nextCommitSequence += 1
-            totals.commits += 1
-            verifiedLength = offset + UInt64(record.framed.count)
-            verifiedChainDigest = digest
-            try emit(.commit(end: verifiedLength, record: commit))
-        case .manifestChunks, .manifestReferences, .manifestEntries:
-            try beginManifestRecord(record)
-            // A reference manifest was decoded from these very bytes (its digest is checked at
-            // the footer): no need to decode it twice.
-            if reference == nil { try decoded.add(type, payload: record.payload, offset: offset) }
-            try hashChain(record)
-        case .manifest:
-            try beginManifestRecord(record)
-            if reference == nil {
-                try Manifest.appendSegment(
-                    record.payload, offset: offset, storedLength: offset + UInt64(record.framed.count) - manifestOffset,
-                    to: &manifestBody, decompressor: decompressor)
-            }
-            try hashChain(record)
-        case .pack:
-            try consumePack(record, emit)
-        case .manifestIndex:
-            throw CairnError(.invalidArgument, "internal error: a manifest index read as a body record", offset: offset)
-        case .footer:
-            var r = ByteReader(record.payload, baseOffset: payloadOffset, what: "footer")
-            let footer = try Footer.decode(&r)
-            guard openFile == nil else { throw CairnError(.corrupted, "footer inside a file", offset: offset) }
-            if manifestHasher == nil {
-                guard verifiedLength == offset else {
-                    throw CairnError(.corrupted, "the footer does not follow a commit or manifest", offset: offset)
-                }
-                manifestOffset = offset
-            }
-            let manifestDigest = try manifestHasher?.finalize() ?? SHA256.hash([])
-            var digest = verifiesChainDigests ? try finalizeChain() : footer.chainDigest
-            if damagedSinceCommit { digest = footer.chainDigest }
-            guard footer.chainDigest == digest else {
-                throw CairnError(.checksumMismatch, "the footer's chain digest does not match the archive", offset: offset)
-            }
-            guard footer.manifestOffset == manifestOffset, footer.manifestLength == offset - manifestOffset,
-                footer.manifestDigest == manifestDigest
-            else {
-                throw CairnError(.corrupted, "the footer does not describe the manifest before it", offset: offset)
-            }
-            guard footer.entryCount == UInt64(entryCount), footer.chunkCount == UInt64(chunkCount),
-                footer.referenceCount == UInt64(expected.references.count), footer.contentBytes == totals.contentBytes,
-                footer.storedBytes == totals.storedBytes
-            else {
-                throw CairnError(.corrupted, "the footer's counts do not match the archive", offset: offset)
-            }
-            if !version.isVersion1, reference == nil, manifestOffset < offset {
-                decoded = try Manifest.decodeBody(manifestBody, offset: manifestOffset)
-                manifestBody = []
-            }
-            try checkManifest(offset: manifestOffset)
-            sawFooter = true
-            self.footer = footer
-            verifiedLength = offset + UInt64(record.framed.count)
-            verifiedChainDigest = digest
-            try emit(.footer(footer))
         }
+        awaitingCommit = ("file end", offset)
+        openFile = nil
+        try hashChain(record)
+        return .fileEnd(index: file.index, size: file.bytes)
+    }
+
+    /// A commit record (§10): in sequence, its chain digest that of the records before it, its
+    /// counts theirs; everything up to its end is verified.
+    private func consumeCommit(_ record: RecordStream.Record) throws(CairnError) -> Event {
+        let offset = record.offset
+        var r = ByteReader(record.payload, baseOffset: offset + UInt64(RecordFraming.headerLength), what: "commit record")
+        let commit = try CommitRecord.decode(&r)
+        // Not when the link holds a manifest index: that commit is final already.
+        linkBeforeLastCommit =
+            verifiesChainDigests && !version.isVersion1 && !damagedSinceCommit && commit.sequence > 0
+                && !link.contains(where: { $0 == indexDigest }) ? link : nil
+        var digest = verifiesChainDigests ? try finalizeChain() : commit.chainDigest
+        // The damage already reported explains the mismatch; continue from the record.
+        if damagedSinceCommit { digest = commit.chainDigest }
+        damagedSinceCommit = false
+        let open = openFile
+        guard commit.sequence == nextCommitSequence else {
+            throw CairnError(.corrupted, "commit \(commit.sequence) out of sequence (expected \(nextCommitSequence))", offset: offset)
+        }
+        guard commit.chainDigest == digest else {
+            throw CairnError(.checksumMismatch, "commit \(commit.sequence) chain digest does not match the bytes before it", offset: offset)
+        }
+        guard commit.entryCount == UInt64(entryCount), commit.chunkCount == UInt64(chunkCount),
+            commit.contentBytes == totals.contentBytes, commit.storedBytes == totals.storedBytes,
+            commit.openEntry == (open.map { UInt64($0.index) } ?? CommitRecord.noOpenEntry),
+            commit.openEntryBytes == (open?.bytes ?? 0)
+        else {
+            throw CairnError(.corrupted, "commit \(commit.sequence) counts do not match the records before it", offset: offset)
+        }
+        primeChain(digest)
+        try hashChain(record)
+        awaitingCommit = nil
+        nextCommitSequence += 1
+        totals.commits += 1
+        verifiedLength = offset + UInt64(record.framed.count)
+        verifiedChainDigest = digest
+        return .commit(end: verifiedLength, record: commit)
+    }
+
+    /// A 1.x manifest table record (§11 of 1.0).
+    private func consumeManifestTable(_ record: RecordStream.Record, type: RecordType) throws(CairnError) {
+        try beginManifestRecord(record)
+        // A reference manifest was decoded from these very bytes (its digest is checked at
+        // the footer): no need to decode it twice.
+        if reference == nil { try decoded.add(type, payload: record.payload, offset: record.offset) }
+        try hashChain(record)
+    }
+
+    /// A 2.0 manifest record (§11): one segment of the compressed manifest body, decoded at the
+    /// footer.
+    private func consumeManifestSegment(_ record: RecordStream.Record) throws(CairnError) {
+        let offset = record.offset
+        try beginManifestRecord(record)
+        if reference == nil {
+            try Manifest.appendSegment(
+                record.payload, offset: offset, storedLength: offset + UInt64(record.framed.count) - manifestOffset,
+                to: &manifestBody, decompressor: decompressor)
+        }
+        try hashChain(record)
+    }
+
+    /// The footer (§12): outside a file, right after a commit or the manifest, its chain digest,
+    /// manifest description and counts those of the archive; the manifest must be the one the
+    /// records rebuilt.
+    private func consumeFooter(_ record: RecordStream.Record) throws(CairnError) -> Event {
+        let offset = record.offset
+        var r = ByteReader(record.payload, baseOffset: offset + UInt64(RecordFraming.headerLength), what: "footer")
+        let footer = try Footer.decode(&r)
+        guard openFile == nil else { throw CairnError(.corrupted, "footer inside a file", offset: offset) }
+        if manifestHasher == nil {
+            guard verifiedLength == offset else {
+                throw CairnError(.corrupted, "the footer does not follow a commit or manifest", offset: offset)
+            }
+            manifestOffset = offset
+        }
+        let manifestDigest: Digest
+        if let manifestHasher { manifestDigest = try manifestHasher.finalize() } else { manifestDigest = try SHA256.hash([]) }
+        var digest = verifiesChainDigests ? try finalizeChain() : footer.chainDigest
+        if damagedSinceCommit { digest = footer.chainDigest }
+        guard footer.chainDigest == digest else {
+            throw CairnError(.checksumMismatch, "the footer's chain digest does not match the archive", offset: offset)
+        }
+        guard footer.manifestOffset == manifestOffset, footer.manifestLength == offset - manifestOffset,
+            footer.manifestDigest == manifestDigest
+        else {
+            throw CairnError(.corrupted, "the footer does not describe the manifest before it", offset: offset)
+        }
+        guard footer.entryCount == UInt64(entryCount), footer.chunkCount == UInt64(chunkCount),
+            footer.referenceCount == UInt64(expected.references.count), footer.contentBytes == totals.contentBytes,
+            footer.storedBytes == totals.storedBytes
+        else {
+            throw CairnError(.corrupted, "the footer's counts do not match the archive", offset: offset)
+        }
+        if !version.isVersion1, reference == nil, manifestOffset < offset {
+            decoded = try Manifest.decodeBody(manifestBody, offset: manifestOffset)
+            manifestBody = []
+        }
+        try checkManifest(offset: manifestOffset)
+        sawFooter = true
+        self.footer = footer
+        verifiedLength = offset + UInt64(record.framed.count)
+        verifiedChainDigest = digest
+        return .footer(footer)
     }
 
     /// A pack record (§7.5): its items become the events an entry record, its chunk, chunk

@@ -22,26 +22,9 @@ extension Extractor {
         }
         let staging = try StagingDirectory(for: destination, options: options)
         try checkBeforeWriting(plan, staging: staging, destination: destination, options: options)
-        let identity =
-            "cairn-journal 1 seekable \(reader.footer.chainDigest.hexString) \(Extractor.selectionDigest(selection))"
-            + options.journalSuffix
-        var completed = 0
-        if staging.isResumed {
-            let lines = staging.journal()
-            guard lines.first == identity else {
-                staging.release()
-                throw CairnError(
-                    .notResumable,
-                    lines.first?.hasPrefix("cairn-journal 1 stream") == true
-                        ? "the interrupted extraction staged here is of every entry: rerun it without PATHs and with --resume"
-                        : "the interrupted extraction staged here is of another archive than \(reader.path), "
-                            + "or of another selection or --strip-components",
-                    path: PathBytes.display(destination))
-            }
-            completed = StagingDirectory.progress(of: lines).done
-        } else {
-            try staging.appendJournal(identity)
-        }
+        let identity = StagingDirectory.JournalIdentity.seekable(
+            chainDigest: reader.footer.chainDigest, selection: selection, archivePath: reader.path, options: options)
+        let completed = try staging.continueJournal(as: identity, path: PathBytes.display(destination)).done
         progress.totalUnitCount = Int64(clamping: plan.outputBytes)
         progress.completedUnitCount = 0
         do {

@@ -25,19 +25,9 @@ extension Extractor {
             return nil
         }
         try checkBeforeWriting(plan, staging: staging, destination: destination, options: options)
-        let lines = staging.journal()
-        guard lines.first == "cairn-journal 1 stream" + options.journalSuffix else {
-            staging.release()
-            throw CairnError(
-                .notResumable,
-                lines.first?.hasPrefix("cairn-journal 1 seekable") == true
-                    ? "the interrupted extraction staged here is of selected entries: rerun it with the same PATHs and --resume"
-                    : "the interrupted extraction staged here used other options (--strip-components) or is not a Cairn extraction",
-                path: PathBytes.display(destination))
-        }
+        let recorded = try staging.continueJournal(as: .stream(options), path: PathBytes.display(destination))
         var committed = 0
         var digest: Digest?
-        let recorded = StagingDirectory.progress(of: lines)
         let done = recorded.done
         if let commit = recorded.commit {
             committed = commit.entryCount

@@ -130,26 +130,19 @@ extension Extractor {
         var committedEntries = 0
         var committedContent: UInt64 = 0
         do {
-            while let record = try stream.next() {
-                try Task.checkCancellation()
-                try scanner.consume(record) { event in
-                    if case .commit(_, let commit) = event {
-                        committedEntries = Int(commit.entryCount)
-                        committedContent = commit.contentBytes
-                    }
+            // The asynchronous loop (an `async` step), which checks for cancellation per record.
+            try await scanner.run(over: stream, until: .afterFooterIfAny) { _, events async in
+                for case .commit(_, let commit) in events {
+                    committedEntries = Int(commit.entryCount)
+                    committedContent = commit.contentBytes
                 }
-                if scanner.footer != nil { break }
             }
         } catch let error as CairnError {
             stopReason = error.withPath(path)
         }
         // Read to the end so the file size is known even for a pipe.
-        var total = stream.offset
-        if stopReason == nil, scanner.footer != nil {
-            do throws(CairnError) { try scanner.requireEnd(of: stream) } catch { stopReason = error.withPath(path) }
-        }
         while (try? stream.isAtEnd()) == false { _ = try stream.readBytes(1 << 20) }
-        total = stream.offset
+        let total = stream.offset
         let complete = scanner.footer != nil && stopReason == nil
         if let footer = scanner.footer {
             committedEntries = Int(footer.entryCount)

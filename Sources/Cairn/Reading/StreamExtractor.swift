@@ -44,11 +44,6 @@ final class StreamExtractor {
     private var skipUntil = 0
     /// Resuming: the chain digest the interrupted run journaled at entry count `skipUntil`.
     private var expectedDigest: Digest?
-    /// The journal's first line: a resumed extraction must use the same options that change
-    /// where entries go.
-    private var journalIdentity: String {
-        "cairn-journal 1 stream" + options.journalSuffix
-    }
     /// Resuming: whether the stream's commit at `skipUntil` entries matched the journal.
     private var resumePointVerified = false
     private var directories: [ArchiveEntry] = []
@@ -79,22 +74,9 @@ final class StreamExtractor {
         self.progress = progress
         self.expectedOutput = expectedOutput
         self.freeBytesAtStart = options.checkFreeSpace ? staging.availableBytes : nil
-        if staging.isResumed {
-            let lines = staging.journal()
-            guard lines.first == journalIdentity else {
-                staging.release()
-                throw CairnError(
-                    .notResumable,
-                    lines.first?.hasPrefix("cairn-journal 1 seekable") == true
-                        ? "the interrupted extraction staged here is of selected entries: rerun it with the same PATHs and --resume"
-                        : "the interrupted extraction staged here used other options (--strip-components) or is not a Cairn extraction")
-            }
-            if let commit = StagingDirectory.progress(of: lines).commit {
-                skipUntil = commit.entryCount
-                expectedDigest = commit.chainDigest
-            }
-        } else {
-            try staging.appendJournal(journalIdentity)
+        if let commit = try staging.continueJournal(as: .stream(options)).commit {
+            skipUntil = commit.entryCount
+            expectedDigest = commit.chainDigest
         }
     }
 
@@ -111,20 +93,16 @@ final class StreamExtractor {
                 progress.totalUnitCount = (expectedOutput ?? scanner.header?.sizeEstimate).map { Int64(clamping: $0) } ?? -1
                 progress.completedUnitCount = 0
             }
-            while let record = try stream.next() {
-                try Task.checkCancellation()
-                var events: [ArchiveScanner.Event] = []
-                try scanner.consume(record) { events.append($0) }
-                for event in events { try await handle(event) }
-                if scanner.footer != nil { break }
-            }
-            guard scanner.footer != nil else {
-                throw CairnError(
+            let scanner = self.scanner
+            let end = ArchiveScanner.InputEnd.atFooter { offset in
+                CairnError(
                     .truncated,
                     "the stream ended before the archive's footer; \(scanner.verifiedLength) bytes verified up to the last commit",
-                    offset: stream.offset)
+                    offset: offset)
             }
-            try scanner.requireEnd(of: stream)
+            try await scanner.run(over: stream, until: end) { _, events in
+                for event in events { try await handle(event) }
+            }
             // A known total ends exact; an unknown one stays unknown.
             if let progress, progress.totalUnitCount >= 0 {
                 progress.totalUnitCount = Int64(clamping: outputBytes)

@@ -92,7 +92,9 @@ package final class StreamVerifier {
                 source: InputBlocks(counted), offset: stream.offset, leading: stream.takeBuffered(), trustingContentBelow: trustedBelow)
             let outcome: PrefixOutcome
             do {
-                outcome = try await readCommitted(checkedOnEveryCore: true, stream: stream) { try? await records.next() }
+                outcome = try await readCommitted(HeldUntilCommit(records), stream: stream) { item, events in
+                    try await self.checked(item, events)
+                }
             } catch {
                 await records.close()
                 throw error
@@ -100,44 +102,28 @@ package final class StreamVerifier {
             await records.close()
             return outcome
         }
-        return try await readCommitted(checkedOnEveryCore: false, stream: stream) {
-            // A cut inside a record, or a damaged one: the prefix ends at the last commit.
-            (try? stream.next()).map { CheckedRecordStream.Item(record: $0) }
+        return try await readCommitted(HeldUntilCommit(stream), stream: stream) { record, events in
+            try await self.consumed(record, events)
         }
     }
 
     /// ``readPrefix(from:)``'s one rule, for records checked on every core (2.0) or one at a
     /// time (1.x, whose chain runs over every byte): the records after a commit are held, up to
     /// ``pendingLimit`` bytes, and consumed only once the next commit (or the footer) has arrived
-    /// whole; the prefix ends where `next` gives nothing (a cut, a bad record), at a record that
-    /// fails its CRC-32 (a chunk record too), or past the limit.
-    private nonisolated(nonsending) func readCommitted(
-        checkedOnEveryCore: Bool, stream: RecordStream, next: () async -> CheckedRecordStream.Item?
+    /// whole (``HeldUntilCommit``); the prefix ends where the input gives nothing (a cut, a bad
+    /// record), at a record that fails its CRC-32 (a chunk record too), or past the limit.
+    ///
+    /// - Parameter afterEach: what is done with each record the scanner consumed.
+    private nonisolated(nonsending) func readCommitted<Source: ScannerInput>(
+        _ held: HeldUntilCommit<Source>, stream: RecordStream,
+        afterEach: nonisolated(nonsending) (Source.Item, [ArchiveScanner.Event]) async throws -> Void
     ) async throws -> PrefixOutcome {
-        var pending: [CheckedRecordStream.Item] = []
-        var pendingBytes = 0
-        while true {
-            do { try Task.checkCancellation() } catch {
-                chunks.cancel()
-                throw error
-            }
-            guard let item = await next(), item.record.crcFailure == nil else { break }
-            pendingBytes += item.record.header.framedLength
-            guard pendingBytes <= Self.pendingLimit else { break }
-            pending.append(item)
-            guard item.record.header.type == .commit || item.record.header.type == .footer else { continue }
-            do {
-                for held in pending {
-                    if checkedOnEveryCore { try await consume(held) } else { try await consume(held.record) }
-                }
-            } catch {
-                chunks.cancel()
-                guard error is CairnError else { throw error }
-                return .unusable(verifiedUpTo: scanner.verifiedLength)
-            }
-            pending.removeAll(keepingCapacity: true)
-            pendingBytes = 0
-            if scanner.footer != nil { break }
+        do {
+            try await scanner.run(over: held, until: .unchecked, afterEach: afterEach)
+        } catch {
+            chunks.cancel()
+            guard error is CairnError else { throw error }
+            return .unusable(verifiedUpTo: scanner.verifiedLength)
         }
         let verified = scanner.verifiedLength
         if scanner.footer != nil {
@@ -186,30 +172,27 @@ package final class StreamVerifier {
         return try await finish(reading: stream, blocks: nil)
     }
 
-    /// Checks one record: its rules and chain digest, and queues its contents for checking.
-    private nonisolated(nonsending) func consume(_ record: RecordStream.Record) async throws {
-        let verifiedBefore = scanner.verifiedLength
-        try scanner.consume(record)
+    /// After the scanner consumed `record` (its rules and chain digest) and gave `events`: queues
+    /// its contents for checking.
+    private nonisolated(nonsending) func consumed(_ record: RecordStream.Record, _ events: [ArchiveScanner.Event]) async throws {
         let end = record.offset + UInt64(record.framed.count)
         if record.header.type == .chunk, record.crcFailure == nil, end > trustedBelow {
             try await chunks.add(framed: record.framed, offset: record.offset)
         }
         // Told only while nothing is damaged: past a damaged chunk the scanner goes on (to report
         // every one) without checking chain digests.
-        if let onCommit, scanner.verifiedLength != verifiedBefore, scanner.damagedChunks.isEmpty, chunks.failures.isEmpty {
+        if let onCommit, events.contains(where: \.isVerifiedEnd), scanner.damagedChunks.isEmpty, chunks.failures.isEmpty {
             let checked = max(chunks.checked(before: end), min(trustedBelow, end))
             onCommit(scanner.verifiedLength, min(scanner.verifiedLength, checked))
         }
     }
 
-    /// Checks one record that ``CheckedRecordStream`` checked: its rules and chain digest (its
-    /// CRC-32, digest and content were checked before it came).
-    private nonisolated(nonsending) func consume(_ item: CheckedRecordStream.Item) async throws {
+    /// After the scanner consumed a record that ``CheckedRecordStream`` checked (its CRC-32,
+    /// digest and content were checked before it came) and gave `events`.
+    private nonisolated(nonsending) func checked(_ item: CheckedRecordStream.Item, _ events: [ArchiveScanner.Event]) async throws {
         let record = item.record
-        let verifiedBefore = scanner.verifiedLength
-        try scanner.consume(record)
         if let failure = item.contentFailure, contentFailures.count < chunks.limit { contentFailures.append(failure) }
-        if let onCommit, scanner.verifiedLength != verifiedBefore, scanner.damagedChunks.isEmpty, contentFailures.isEmpty {
+        if let onCommit, events.contains(where: \.isVerifiedEnd), scanner.damagedChunks.isEmpty, contentFailures.isEmpty {
             // The prefix's chunks (read by readPrefix) may still be checked by the ChunkVerifier.
             try await chunks.collectFinished()
             guard chunks.failures.isEmpty else { return }
@@ -234,7 +217,8 @@ package final class StreamVerifier {
         stream.toleratesDamagedChunks = true
         var structural: CairnError?
         var checkedRecords: CheckedRecordStream?
-        func incomplete(at offset: UInt64) -> CairnError {
+        let scanner = self.scanner
+        let incomplete = { (offset: UInt64) -> CairnError in
             CairnError(
                 .truncated,
                 "the archive is incomplete: it ends without a footer; the first \(scanner.verifiedLength) bytes verify up to "
@@ -251,19 +235,13 @@ package final class StreamVerifier {
                     let records = CheckedRecordStream(
                         source: blocks, offset: stream.offset, leading: stream.takeBuffered(), trustingContentBelow: trustedBelow)
                     checkedRecords = records
-                    while scanner.footer == nil, let item = try await records.next() {
-                        try Task.checkCancellation()
-                        try await consume(item)
+                    try await scanner.run(over: records, until: .atFooter(missing: incomplete)) { item, events in
+                        try await checked(item, events)
                     }
-                    guard scanner.footer != nil else { throw incomplete(at: records.offset) }
-                    try scanner.requireEnd(inputEnded: try await records.isAtEnd(), at: records.offset)
                 } else {
-                    while scanner.footer == nil, let record = try stream.next() {
-                        try Task.checkCancellation()
-                        try await consume(record)
+                    try await scanner.run(over: stream, until: .atFooter(missing: incomplete)) { record, events in
+                        try await consumed(record, events)
                     }
-                    guard scanner.footer != nil else { throw incomplete(at: stream.offset) }
-                    try scanner.requireEnd(of: stream)
                 }
             } catch let error as CairnError {
                 structural = error
@@ -312,4 +290,49 @@ private final class CountingInput: ByteInput {
         count += UInt64(n)
         return n
     }
+}
+
+/// ``StreamVerifier/readPrefix(from:)``'s input: the records of `source`, held back (up to
+/// ``StreamVerifier/pendingLimit`` bytes) until the next commit or footer has arrived whole, then
+/// given out; it ends at the end of `source`, a record it cannot read (a cut inside a record, a
+/// damaged one: `source`'s error is dropped), a record that fails its CRC-32 (a chunk record
+/// too), or past the limit, dropping what it holds. So a scanner fed from it stays at the last
+/// commit of a prefix.
+private final class HeldUntilCommit<Source: ScannerInput>: ScannerInput {
+    typealias Item = Source.Item
+    private let source: Source
+    private var held: [Item] = []
+    private var nextHeld = 0
+
+    init(_ source: Source) { self.source = source }
+
+    static func record(of item: Item) -> RecordStream.Record { Source.record(of: item) }
+
+    nonisolated(nonsending) func next() async throws -> Item? {
+        if nextHeld < held.count {
+            defer { nextHeld += 1 }
+            return held[nextHeld]
+        }
+        held.removeAll(keepingCapacity: true)
+        nextHeld = 0
+        var heldBytes = 0
+        while true {
+            try Task.checkCancellation()
+            guard let item = try? await source.next() else { return nil }
+            let record = Source.record(of: item)
+            guard record.crcFailure == nil else { return nil }
+            heldBytes += record.header.framedLength
+            guard heldBytes <= StreamVerifier.pendingLimit else { return nil }
+            held.append(item)
+            if record.header.type == .commit || record.header.type == .footer {
+                nextHeld = 1
+                return held[0]
+            }
+        }
+    }
+
+    /// `source`'s (not the end of the last record given out: the prefix's scan checks no end).
+    var offset: UInt64 { source.offset }
+
+    nonisolated(nonsending) func isAtEnd() async throws -> Bool { try await source.isAtEnd() }
 }
