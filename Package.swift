@@ -16,11 +16,12 @@ let package = Package(
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         .systemLibrary(name: "CFuzzer", path: "Sources/CFuzzer"),
         .target(
             name: "Cairn",
-            dependencies: ["CZlib", "CLZ4", "CCrypto", "CZstd", "CCurl", "CLinux", "CSQLite"]
+            dependencies: ["CZlib", "CLZ4", "CCrypto", "CZstd", "CCurl", "CLinux", "CSQLite", "CSodium"]
         ),
         .target(name: "CairnCorpus", dependencies: ["Cairn"]),
         .target(name: "CairnMigration", dependencies: ["Cairn"]),

@@ -21,7 +21,7 @@ MAX_LINES = 120
 CORE = os.path.join(ROOT, "Sources", "Cairn")
 # Bottom to top, as Sources/Cairn/Cairn.docc/Design.md lists them: a folder may name types of
 # the folders before it only.
-LAYERS = ["Errors", "Progress", "Hashing", "Chunking", "Compression", "Format", "IO", "Database",
+LAYERS = ["Errors", "Progress", "Hashing", "Trust", "Chunking", "Compression", "Format", "IO", "Database",
           "Remote", "Location", "Reading", "Archiving", "Fetch"]
 
 
