@@ -23,7 +23,7 @@ public struct CairnError: Error, Sendable, CustomStringConvertible {
             case truncated, corrupted, checksumMismatch, unsupportedVersion, unsafePath
             case limitExceeded, io, invalidArgument, notFound, alreadyExists
             case sourceChanged, unsupportedFileType, tokenMismatch, notResumable, busy
-            case network, httpStatus
+            case network, httpStatus, untrusted
         }
         private let value: Value
         private init(_ value: Value) { self.value = value }
@@ -71,6 +71,12 @@ public struct CairnError: Error, Sendable, CustomStringConvertible {
         /// when an object store's answer names its error, the store's code
         /// (``CairnError/Cause/s3(code:httpStatus:)``).
         public static let httpStatus = Code(.httpStatus)
+        /// A signature that trusted keys were asked for is missing or is by another key: the
+        /// archive (or the detached signature) is unsigned, or signed by a key that is not among
+        /// the trusted ones. The message names the key id found (or "not signed") and the ones
+        /// trusted (`Spec/0004-trusted-archives.md §4.1`). A signature by a trusted key that does
+        /// not verify is ``checksumMismatch``: the bytes were changed.
+        public static let untrusted = Code(.untrusted)
 
         public var description: String { value.rawValue }
     }

@@ -18,6 +18,9 @@ package enum RecordType: UInt8, Sendable {
     /// Format 2.1: the framed length and digest of every manifest record, skippable, just
     /// before the final commit (§11.8).
     case manifestIndex = 13
+    /// Format 2.2: the maker's Ed25519 signature over the prefix ending at a commit, or over the
+    /// whole archive (the root), skippable (`Spec/0004-trusted-archives.md §3`).
+    case signature = 14
 
     package var name: String {
         switch self {
@@ -34,6 +37,7 @@ package enum RecordType: UInt8, Sendable {
         case .pack: "pack"
         case .manifest: "manifest"
         case .manifestIndex: "manifest index"
+        case .signature: "signature"
         }
     }
 }

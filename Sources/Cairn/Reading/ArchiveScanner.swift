@@ -242,8 +242,8 @@ package final class ArchiveScanner {
             try consumeManifestSegment(record)
         case .pack:
             try consumePack(record, emit)
-        case .manifestIndex:
-            throw CairnError(.invalidArgument, "internal error: a manifest index read as a body record", offset: record.offset)
+        case .manifestIndex, .signature:
+            throw CairnError(.invalidArgument, "internal error: a skippable record read as a body record", offset: record.offset)
         case .footer:
             try emit(try consumeFooter(record))
         }
@@ -276,6 +276,11 @@ package final class ArchiveScanner {
     ///   manifest index).
     private func admit(_ record: RecordStream.Record, as type: RecordType) throws(CairnError) -> Bool {
         let offset = record.offset
+        if type == .signature {
+            // Until the signature rules are checked here, a 2.1 reader's rule: skipped (§3.3).
+            try consumeUnknown(record)
+            return false
+        }
         guard Self.isKnown(type, in: version) else {
             throw CairnError(.corrupted, "\(RecordType.withArticle(type.name)) record in a format \(version) archive", offset: offset)
         }
