@@ -62,9 +62,11 @@ func readmeObjectStoreSnippet(source: URL, configuration: Archiver.Configuration
     let store = try S3Configuration.fromEnvironment()
     let object = try S3Location(parsing: "s3://backups/app/export.cairn")
     let state = "/var/lib/app/export.partial.upload"
-    let sink = try ObjectStoreSink(location: object, configuration: store, statePath: state)
-    _ = { () throws(CairnError) in try ObjectStoreSink(resuming: object, configuration: store, statePath: state) }
-    _ = { () throws(CairnError) in try ObjectStoreSink.recordedUpload(at: state, location: object, configuration: store) }
+    let sink = try await ObjectStoreSink.startUpload(to: object, configuration: store, statePath: state)
+    _ = { () async throws(CairnError) in try await ObjectStoreSink.resumeUpload(of: object, configuration: store, statePath: state) }
+    _ = { () async throws(CairnError) in
+        try await ObjectStoreSink.recordedUpload(at: state, location: object, configuration: store)
+    }
     let archiver = try Archiver(sink: sink, configuration: configuration)
     try await archiver.appendItem(at: source)
     _ = try await archiver.finish()

@@ -16,7 +16,10 @@ import Synchronization
 /// - ``finish()`` uploads the last part (manifest and footer) and only then sends
 ///   `CompleteMultipartUpload`, with `If-None-Match: *` unless overwriting; the state file is
 ///   removed once the object exists.
-/// - A resumed sink (``init(resuming:configuration:overwrite:statePath:)``) continues the
+/// - A new upload is started by ``startUpload(to:configuration:overwrite:statePath:sizeEstimate:)``,
+///   which sends `HeadObject` and `CreateMultipartUpload` on a thread of its own (never on the
+///   caller's executor).
+/// - A resumed sink (``resumeUpload(of:configuration:overwrite:statePath:)``) continues the
 ///   recorded upload: the archiver runs again from the start, and each part it produces that the
 ///   store already holds (same end, same chain digest, listed by `ListParts` with the same ETag)
 ///   is skipped instead of sent. Unchanged sources therefore give an object byte for byte the one
@@ -106,7 +109,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     /// - Throws: `.alreadyExists` naming the object when it exists and `overwrite` is false, or
     ///   naming the state file when an interrupted upload is recorded there; `.httpStatus` (403
     ///   for bad credentials, 404 for a missing bucket) and `.network` naming the endpoint.
-    public convenience init(
+    package convenience init(
         location: S3Location, configuration: S3Configuration, overwrite: Bool = false, statePath: String,
         sizeEstimate: UInt64? = nil
     ) throws(CairnError) {
@@ -114,7 +117,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     }
 
     /// Starts a new multipart upload whose parts follow `rule` (S3's limits unless a test
-    /// gives smaller ones); otherwise as ``init(location:configuration:overwrite:statePath:sizeEstimate:)``.
+    /// gives smaller ones); otherwise as ``startUpload(to:configuration:overwrite:statePath:sizeEstimate:)``.
     package init(
         location: S3Location, store: S3Client, overwrite: Bool, statePath: String, sizeEstimate: UInt64?, rule: PartSizeRule = .s3
     ) throws(CairnError) {
@@ -178,7 +181,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     /// - Throws: `.notFound` when there is no state file; `.invalidArgument` when it records
     ///   another object or store; `.corrupted` for a state file that does not parse;
     ///   `.httpStatus` and `.network` naming the endpoint.
-    public init(resuming location: S3Location, configuration: S3Configuration, overwrite: Bool = false, statePath: String) throws(CairnError) {
+    package init(resuming location: S3Location, configuration: S3Configuration, overwrite: Bool = false, statePath: String) throws(CairnError) {
         let store = S3Client(configuration: configuration)
         let journal = try UploadJournal(path: statePath, creating: false)
         let loaded: MultipartUploadState?
@@ -256,7 +259,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     /// - Throws: `.busy` when another process is uploading with the state file; `.corrupted`
     ///   for a state file that does not parse; `.httpStatus`, `.network`, `.sourceChanged`
     ///   naming the endpoint (the state file is then kept).
-    public static func recordedUpload(at statePath: String, location: S3Location, configuration: S3Configuration) throws(CairnError)
+    package static func recordedUpload(at statePath: String, location: S3Location, configuration: S3Configuration) throws(CairnError)
         -> RecordedUpload
     {
         guard access(statePath, F_OK) == 0 else { return .none }
