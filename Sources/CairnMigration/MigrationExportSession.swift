@@ -49,7 +49,8 @@ public struct MigrationExportSession<Exporter: ResourcesExportingWithOptions> {
     /// Exports into the file at `archiveURL`, which appears only when complete.
     ///
     /// - Parameters:
-    ///   - archiveURL: a `file:` URL; the archive is written to `<path>.partial` until complete.
+    ///   - archiveURL: a `file:` URL (another scheme is refused with `.invalidArgument`); the
+    ///     archive is written to `<path>.partial` until complete.
     ///   - request: passed to the exporter (the destination platform and options).
     ///   - overwrite: whether an existing file at `archiveURL` may be replaced.
     ///   - progress: receives the content bytes appended, out of the size estimate.
@@ -61,7 +62,13 @@ public struct MigrationExportSession<Exporter: ResourcesExportingWithOptions> {
         to archiveURL: URL, request: MigrationRequestWithOptions<Exporter.OptionsType> = MigrationRequestWithOptions(),
         overwrite: Bool = false, progress: Progress? = nil
     ) async throws -> ExportProperties {
-        let path = archiveURL.path(percentEncoded: false)
+        // One reading of a URL, the archive location's: an http(s) or s3 URL is not taken for a
+        // path of the same text.
+        guard case .file(let path) = try ArchiveLocation(archiveURL) else {
+            throw CairnError(
+                .invalidArgument, "an export is written to a file: URL (a stream: exportResources(to: FileHandle))",
+                path: archiveURL.absoluteString)
+        }
         do {
             try checkFreeSpace(for: path)
             return try await exportResources(to: FileSink(writingTo: .file(path: path), overwrite: overwrite), name: path, request: request, progress: progress)

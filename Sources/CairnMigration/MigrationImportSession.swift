@@ -49,27 +49,40 @@ public final class MigrationImportSession<Importer: ResourcesImporting> {
         self.container = container
     }
 
-    /// Imports the archive file at `archiveURL`.
+    /// Imports the complete archive at `location`: a file, an `http(s)` URL or an S3 object
+    /// (read at random over range requests, every chunk checked, as `Extractor` does).
     ///
     /// - Parameters:
-    ///   - archiveURL: a `file:` URL of a complete archive.
+    ///   - location: where the archive is.
     ///   - progress: gets 80 units for the extraction and 20 for the importer.
     /// - Returns: the request the importer was called with.
     /// - Throws: `.invalidArgument` for an archive that names no app; `.notFound`, `.truncated`,
     ///   `.corrupted`, `.checksumMismatch` for a missing, incomplete or damaged archive;
-    ///   `.limitExceeded`; `.io`; what ``acceptRequest`` or the importer throws; `CancellationError`.
+    ///   `.limitExceeded`; `.io`; `.network` and `.httpStatus` for a remote one; what
+    ///   ``acceptRequest`` or the importer throws; `CancellationError`.
     @discardableResult
-    nonisolated(nonsending) public func importResources(fromArchiveAt archiveURL: URL, progress: Progress? = nil) async throws
-        -> ResourcesImportRequest
+    nonisolated(nonsending) public func importResources(fromArchiveAt location: ArchiveLocation, progress: Progress? = nil)
+        async throws -> ResourcesImportRequest
     {
-        let name = archiveURL.path(percentEncoded: false)
+        let name = location.description
         return try await perform(archive: name, progress: progress) { destination, extraction, check in
-            let extractor = try await Extractor(at: .file(path: name))
+            let extractor = try await Extractor(at: location)
             defer { extractor.close() }
             try check(extractor.header)
             extraction.addChild(extractor.progress, withPendingUnitCount: 1)
             try await extractor.extractAll(to: destination, options: self.effectiveOptions)
         }
+    }
+
+    /// Imports the archive at `archiveURL` (a `file:`, `http(s):` or `s3:` URL): forwards to
+    /// `importResources(fromArchiveAt: ArchiveLocation(archiveURL), progress:)`.
+    ///
+    /// - Throws: as that method; `.invalidArgument` for another scheme.
+    @discardableResult
+    nonisolated(nonsending) public func importResources(fromArchiveAt archiveURL: URL, progress: Progress? = nil) async throws
+        -> ResourcesImportRequest
+    {
+        try await importResources(fromArchiveAt: ArchiveLocation(archiveURL), progress: progress)
     }
 
     /// Imports an archive read once, front to back, from `input` (a pipe, a socket).

@@ -37,6 +37,30 @@ struct MigrationVersionHopTests {
         #expect(MigrationStatus.importStatus(in: destination)?.isSuccess == true)
     }
 
+    @Test("an archive given by an https URL is read over HTTP, not taken for a local path; an export refuses such a URL")
+    func importByURL() async throws {
+        let scratch = try MigrationScratch()
+        defer { scratch.remove() }
+        let golden = try #require(Bundle.module.url(forResource: "notes-v3", withExtension: "cairn", subdirectory: "Fixtures"))
+        let www = try scratch.work("www")
+        try FileManager.default.copyItem(at: golden, to: www.appending(path: "notes.cairn"))
+        let nginx = try NginxServer(root: www.path)
+        defer { nginx.stop() }
+        let destination = try scratch.populatedDestination()
+        let session = MigrationImportSession(importer: NotesImporter(container: destination), container: destination)
+        session.acceptRequest = NotesImporter.accept
+        let url = try #require(URL(string: nginx.url("/notes.cairn")))
+        let request = try await session.importResources(fromArchiveAt: url)
+        #expect(request.sourceVersion == "3")
+        #expect(nginx.accessLog().contains { $0.path == "/notes.cairn" }, "the archive was read over HTTP")
+        #expect(MigrationStatus.importStatus(in: destination)?.isSuccess == true)
+
+        let source = try scratch.source(count: 1, seed: 1)
+        let export = MigrationExportSession(exporter: NotesExporter(container: source), appIdentifier: NotesApp.identifier)
+        let refused = await #expect(throws: CairnError.self) { _ = try await export.exportResources(to: url) }
+        #expect(refused?.code == .invalidArgument && refused?.path == url.absoluteString, "\(String(describing: refused))")
+    }
+
     @Test("each version the current exporter can write round-trips through the tester", arguments: ["1", "2", "3"])
     func exportEveryVersion(version: String) async throws {
         let scratch = try MigrationScratch()
