@@ -38,8 +38,9 @@ enum FetchCommand {
         guard ArchiveLocation.kind(of: url) != .file else { throw UsageError("'\(url)' is not an http://, https:// or s3:// location") }
         guard let output = args.value("-o", "--output") else { throw UsageError("missing -o FILE") }
         guard output != "-" else { throw UsageError("fetch writes a file (-o FILE): it verifies the whole archive before FILE appears; use 'cairn cat URL' for standard output") }
-        var options = FetchOptions(seeds: args.allValues("--seed"), overwrite: args.flag("--force"))
-        options.s3Endpoint = args.value(ArchiveOperand.endpointOption)
+        let endpoint = args.value(ArchiveOperand.endpointOption)
+        let seeds = try args.allValues("--seed").map { (seed) throws(CairnError) in try ArchiveLocation(parsing: seed, s3Endpoint: endpoint) }
+        var options = FetchOptions(seeds: seeds, overwrite: args.flag("--force"))
         if let text = args.value("--retries") {
             guard let value = Int(text), value >= 0, value <= 1000 else { throw UsageError("--retries takes a count (0–1000)") }
             options.retries = value

@@ -173,12 +173,15 @@ struct PublicAPITests {
         #expect(prefixError.code == .invalidArgument)
     }
 
-    @Test("FetchOptions.seedURLs is a view of seeds")
-    func seedURLs() {
+    @Test("FetchOptions.seeds are locations: a file URL and an https URL each keep their kind")
+    func seedLocations() throws {
         var options = FetchOptions()
-        options.seedURLs = [URL(filePath: "/backups/one.cairn"), URL(filePath: "/backups/two.cairn")]
-        #expect(options.seeds == ["/backups/one.cairn", "/backups/two.cairn"])
-        #expect(options.seedURLs.map(\.path) == options.seeds)
+        options.seeds = [
+            try ArchiveLocation(URL(filePath: "/backups/one.cairn")),
+            try ArchiveLocation(try #require(URL(string: "https://host/two.cairn"))),
+        ]
+        #expect(options.seeds.map(\.description) == ["/backups/one.cairn", "https://host/two.cairn"])
+        #expect(options.seeds.map(\.kind) == [.file, .http])
     }
 
     @Test("Over HTTP: Extractor(at:), the async send and fetch(to: URL) give what the local file gives")

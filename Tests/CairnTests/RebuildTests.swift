@@ -36,7 +36,7 @@ struct RebuildTests {
     /// Fetches `url` into `out` with the library, collecting the events.
     static func fetch(_ url: String, to out: String, seeds: [String]) async throws -> (FetchReport, [FetchEvent]) {
         let events = Mutex<[FetchEvent]>([])
-        var options = FetchOptions(seeds: seeds)
+        var options = FetchOptions(seeds: try seeds.map { try ArchiveLocation(parsing: $0) })
         options.onEvent = { event in events.withLock { $0.append(event) } }
         let report = try await ArchiveFetcher(from: ArchiveLocation(parsing: url), options: options).fetch(to: .file(path: out))
         return (report, events.withLock { $0 })

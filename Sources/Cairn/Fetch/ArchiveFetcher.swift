@@ -8,7 +8,7 @@ import Synchronization
 ///
 /// ```swift
 /// var options = FetchOptions()
-/// options.seedURLs = [URL(filePath: "/backups/last-export.cairn")]
+/// options.seeds = [.file(path: "/backups/last-export.cairn")]
 /// let fetcher = ArchiveFetcher(from: try ArchiveLocation(parsing: "https://example.com/export.cairn"), options: options)
 /// let report = try await fetcher.fetch(to: .file(path: "/tmp/export.cairn"))
 /// print(report.fetchedBytes, "of", report.archiveBytes)
@@ -75,11 +75,10 @@ public final class ArchiveFetcher: Sendable {
         let seeds = SeedIndex()
         defer { seeds.close() }
         for seed in options.seeds {
-            let location = try ArchiveLocation(parsing: seed, s3Endpoint: options.s3Endpoint)
-            if let remoteSeed = location.remote(http: configuration) {
+            if let remoteSeed = seed.remote(http: configuration) {
                 try seeds.add(remote: remoteSeed)
-            } else {
-                try seeds.add(path: seed)
+            } else if case .file(let seedPath) = seed {
+                try seeds.add(path: seedPath)
             }
         }
         let setAside = ArchiveLocation.setAsidePath(of: path)
@@ -186,10 +185,10 @@ public final class ArchiveFetcher: Sendable {
 
 /// Options for ``ArchiveFetcher``.
 public struct FetchOptions: Sendable {
-    /// Archives (complete or not) whose records are copied instead of downloaded: local paths,
-    /// or remote archives (`http(s)://` URLs, `s3://` objects), whose chunk records are copied
-    /// with range requests.
-    public var seeds: [String]
+    /// Archives (complete or not) whose records are copied instead of downloaded: local files,
+    /// or remote archives (`http(s)` URLs, S3 objects with their store), whose chunk records are
+    /// copied with range requests.
+    public var seeds: [ArchiveLocation]
     /// Transient failures retried within one run (each after an exponential backoff). Default 5.
     public var retries: Int
     /// Whether an existing file at the destination may be replaced (at the final rename only),
@@ -199,14 +198,11 @@ public struct FetchOptions: Sendable {
     public var connectTimeout: Double
     /// Seconds without a byte before a transfer counts as cut. Default 30.
     public var stallTimeout: Double
-    /// The object store's endpoint for ``seeds`` written `s3://BUCKET/KEY`; nil: `AWS_ENDPOINT_URL`,
-    /// else AWS's own. (The fetched archive's store is in its ``ArchiveLocation``.)
-    public var s3Endpoint: String? = nil
     /// Told of resumes, retries and restarts as they happen (for `--progress` and logs).
     public var onEvent: (@Sendable (FetchEvent) -> Void)?
 
     public init(
-        seeds: [String] = [], retries: Int = 5, overwrite: Bool = false, connectTimeout: Double = 10, stallTimeout: Double = 30,
+        seeds: [ArchiveLocation] = [], retries: Int = 5, overwrite: Bool = false, connectTimeout: Double = 10, stallTimeout: Double = 30,
         onEvent: (@Sendable (FetchEvent) -> Void)? = nil
     ) {
         self.seeds = seeds
@@ -215,14 +211,6 @@ public struct FetchOptions: Sendable {
         self.connectTimeout = connectTimeout
         self.stallTimeout = stallTimeout
         self.onEvent = onEvent
-    }
-}
-
-extension FetchOptions {
-    /// ``seeds`` as `file:` URLs: local archives whose records are copied instead of downloaded.
-    public var seedURLs: [URL] {
-        get { seeds.map { URL(filePath: $0) } }
-        set { seeds = newValue.map { $0.path(percentEncoded: false) } }
     }
 }
 
