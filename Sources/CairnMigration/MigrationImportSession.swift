@@ -87,7 +87,7 @@ public final class MigrationImportSession<Importer: ResourcesImporting> {
 
     /// Imports an archive read once, front to back, from `input` (a pipe, a socket).
     ///
-    /// - Throws: as ``importResources(fromArchiveAt:progress:)``; `.truncated` when the stream
+    /// - Throws: as `importResources(fromArchiveAt:progress:)`; `.truncated` when the stream
     ///   ends early.
     @discardableResult
     nonisolated(nonsending) public func importResources(from input: FileHandle, name: String = "<input>", progress: Progress? = nil)

@@ -101,7 +101,7 @@ public final class Archiver {
     /// - Parameters:
     ///   - location: the archive's final place, a local file (`.file(path:)`); `<path>.partial`
     ///     is continued. (An interrupted upload to an object store is continued by its sink,
-    ///     ``ObjectStoreSink/init(resuming:configuration:overwrite:statePath:)``.)
+    ///     ``ObjectStoreSink/resumeUpload(of:configuration:overwrite:statePath:)``.)
     ///   - configuration: settings that do not shape the header.
     ///   - expected: the sources and the options given explicitly, compared with the archive's.
     ///   - overwrite: whether ``finish()`` may replace an existing file at `path`.
