@@ -27,4 +27,25 @@ extension SigningKey {
         let text = try SmallFile.read(path, limit: keyFileByteLimit, what: "secret key file")
         return try minisignSecretKeyNeedsPassword(text, path: path)
     }
+
+    /// Writes this key as a minisign key pair, as `minisign -G` does: the secret key file (mode
+    /// 0600) at `secretKeyFile`, then the public key file at `publicKeyFile`, each through a
+    /// temporary file and a rename.
+    ///
+    /// - Parameters:
+    ///   - password: encrypt the secret key with scrypt under it (UTF-8 bytes; about 1 GiB of
+    ///     memory and a few seconds, minisign's limits); nil stores it unencrypted (`-W`).
+    ///   - replacing: whether existing files may be replaced (`-f`).
+    /// - Throws: ``CairnError`` naming the file: `.alreadyExists` when either exists and not
+    ///   `replacing` (nothing is written), `.io` when writing fails.
+    public func writeKeyPair(publicKeyFile: String, secretKeyFile: String, password: [UInt8]?, replacing: Bool) throws(CairnError) {
+        if !replacing {
+            for path in [publicKeyFile, secretKeyFile] where access(path, F_OK) == 0 {
+                throw CairnError(.alreadyExists, "already exists; refusing to replace it", path: path)
+            }
+        }
+        let secret = try minisignSecretKeyText(password: password)
+        try SmallFile.write(Array(secret.utf8), to: secretKeyFile, mode: 0o600, replacing: replacing)
+        try SmallFile.write(Array(publicKey.minisignFileText.utf8), to: publicKeyFile, mode: 0o644, replacing: replacing)
+    }
 }
