@@ -32,19 +32,19 @@ package struct MinisignSecretKey {
 
     var kdf: [UInt8]
     var salt: [UInt8]
-    var opsLimit: UInt64
-    var memoryLimit: UInt64
+    package var opsLimit: UInt64
+    package var memoryLimit: UInt64
     /// Key id, secret key, checksum; encrypted when `kdf` is `Sc`.
     var sealed: [UInt8]
 
     /// Whether the key is encrypted with a password.
-    var needsPassword: Bool { kdf == Self.kdfScrypt }
+    package var needsPassword: Bool { kdf == Self.kdfScrypt }
 
     /// Parses the 158 bytes; `path` names the file in errors.
     ///
     /// - Throws: `.invalidArgument` for another length, algorithm, KDF or checksum function, and
     ///   `.limitExceeded` when the scrypt limits ask more than ``opsLimit`` / ``memoryLimit``.
-    init(decoding bytes: [UInt8], path: String) throws(CairnError) {
+    package init(decoding bytes: [UInt8], path: String) throws(CairnError) {
         guard bytes.count == Self.byteCount else {
             throw CairnError(.invalidArgument, "not a minisign secret key: \(bytes.count) bytes, not \(Self.byteCount)", path: path)
         }
@@ -98,7 +98,7 @@ package struct MinisignSecretKey {
     /// - Throws: `.invalidArgument` "wrong password for secret key" naming `path` when the
     ///   checksum does not match after decryption (or "needs a password" when none is given),
     ///   and when the secret key's halves disagree (a damaged file).
-    func signingKey(password: [UInt8]?, path: String) throws(CairnError) -> SigningKey {
+    package func signingKey(password: [UInt8]?, path: String) throws(CairnError) -> SigningKey {
         var plain = sealed
         if needsPassword {
             guard let password else {
