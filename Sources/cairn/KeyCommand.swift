@@ -1,7 +1,7 @@
 import Cairn
 import Glibc
 
-/// `cairn key generate -p PUBFILE -s SECFILE [-W] [-f]` (`Spec/0003-command-line.md §3.12`).
+/// `cairn key generate -p PUBFILE -s SECFILE [-W] [-f]` (`Spec/0003-command-line.md §14.1`).
 enum KeyCommand {
     static let usage = """
         usage: cairn key generate -p PUBFILE -s SECFILE [-W] [-f]

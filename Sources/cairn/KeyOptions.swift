@@ -2,7 +2,7 @@ import Cairn
 import Glibc
 
 /// Signing keys and trusted public keys named on the command line, and their passwords
-/// (`Spec/0003-command-line.md §3.12`): one place for every command that signs or checks.
+/// (`Spec/0003-command-line.md §14`): one place for every command that signs or checks.
 enum KeyOptions {
     /// The environment variable naming a file whose first line is the secret key's password.
     static let passwordFileVariable = "CAIRN_KEY_PASSWORD_FILE"

@@ -1,7 +1,7 @@
 import Cairn
 import Glibc
 
-/// `cairn sign -s SECFILE [-x SIGFILE] [-f] FILE` (`Spec/0003-command-line.md §3.12`).
+/// `cairn sign -s SECFILE [-x SIGFILE] [-f] FILE` (`Spec/0003-command-line.md §14.2`).
 enum SignCommand {
     static let usage = """
         usage: cairn sign -s SECFILE [-x SIGFILE] [-f] FILE

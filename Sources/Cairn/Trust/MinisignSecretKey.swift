@@ -43,7 +43,7 @@ package struct MinisignSecretKey {
     /// Parses the 158 bytes; `path` names the file in errors.
     ///
     /// - Throws: `.invalidArgument` for another length, algorithm, KDF or checksum function, and
-    ///   `.limitExceeded` when the scrypt limits ask more than ``opsLimit`` / ``memoryLimit``.
+    ///   `.limitExceeded` when the scrypt limits ask more than `opsLimit` / `memoryLimit`.
     package init(decoding bytes: [UInt8], path: String) throws(CairnError) {
         guard bytes.count == Self.byteCount else {
             throw CairnError(.invalidArgument, "not a minisign secret key: \(bytes.count) bytes, not \(Self.byteCount)", path: path)
