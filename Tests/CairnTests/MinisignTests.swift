@@ -81,13 +81,10 @@ struct MinisignTests {
         Array(try Data(contentsOf: directory.url(appending: name)))
     }
 
-    /// Deterministic file contents (a seeded generator), `count` bytes.
+    /// Deterministic file contents, `count` bytes.
     static func seededBytes(_ count: Int, seed: UInt64) -> [UInt8] {
-        var state = seed
-        return (0..<count).map { _ in
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            return UInt8(truncatingIfNeeded: state >> 33)
-        }
+        var generator = SeededGenerator(seed: seed)
+        return generator.bytes(count)
     }
 
     @Test(
