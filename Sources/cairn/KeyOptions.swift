@@ -76,10 +76,10 @@ enum TerminalPassword {
         if canSilence {
             var silent = saved
             silent.c_lflag &= ~tcflag_t(ECHO)
-            _ = tcsetattr(tty, TCSAFLUSH, &silent)
+            _ = tcsetattr(tty, TCSANOW, &silent)
         }
         defer {
-            if canSilence { _ = tcsetattr(tty, TCSAFLUSH, &saved) }
+            if canSilence { _ = tcsetattr(tty, TCSANOW, &saved) }
             _ = write(tty, "\n", 1)
         }
         _ = prompt.utf8CString.withUnsafeBufferPointer { write(tty, $0.baseAddress, $0.count - 1) }

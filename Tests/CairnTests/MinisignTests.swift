@@ -287,4 +287,36 @@ struct MinisignTests {
         let secret = Array(try SigningKey.generate().minisignSecretKeyText(password: nil).utf8)
         #expect(throws: CairnError.self) { try PublicKey.keys(parsingMinisignText: secret, source: "k.key") }
     }
+
+    static let scriptMissing = !FileManager.default.isExecutableFile(atPath: "/usr/bin/script")
+
+    /// Runs `cairn arguments` on a pseudo-terminal (util-linux `script`), typing `typed` into it.
+    static func cairnOnTerminal(_ arguments: [String], typed: String, in directory: TemporaryDirectory) throws -> ChildProcess.Result {
+        let cairn = try ChildProcess.cairnExecutable(besideBundle: Bundle.module.bundleURL).path
+        let inputFile = directory.appending(".typed-\(UUID().uuidString)")
+        try Data(typed.utf8).write(to: URL(fileURLWithPath: inputFile))
+        defer { unlink(inputFile) }
+        let command = ([cairn] + arguments).map { "'\($0)'" }.joined(separator: " ")
+        return try ChildProcess.run(
+            URL(fileURLWithPath: "/usr/bin/script"), ["-qec", command, "/dev/null"], in: directory.path, standardInput: inputFile,
+            environment: ["CAIRN_KEY_PASSWORD_FILE": ""])
+    }
+
+    @Test(
+        "Spec/0003-command-line.md §14.1: key generate asks the password twice on the terminal; minisign -S decrypts the key with it; differing passwords write nothing",
+        .disabled(if: minisignMissing || scriptMissing, "Debian's minisign or util-linux script is not installed"))
+    func passwordOnTheTerminal() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let differ = try Self.cairnOnTerminal(["key", "generate", "-p", "d.pub", "-s", "d.key"], typed: "one\ntwo\n", in: directory)
+        #expect(differ.status == 1)
+        #expect(differ.stdout.contains("the passwords do not match"), "\(differ.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: directory.appending("d.key")))
+        let generated = try Self.cairnOnTerminal(["key", "generate", "-p", "k.pub", "-s", "k.key"], typed: "typed pw\ntyped pw\n", in: directory)
+        #expect(generated.status == 0, "\(generated.stdout)")
+        try Data(Self.seededBytes(10_000, seed: 7)).write(to: directory.url(appending: "a.cairn"))
+        let signed = try Self.minisign(["-S", "-s", "k.key", "-m", "a.cairn"], input: "typed pw\n", in: directory)
+        #expect(signed.status == 0, "\(signed.stderr)")
+        #expect(try Self.minisign(["-V", "-p", "k.pub", "-m", "a.cairn"], in: directory).status == 0)
+    }
 }
