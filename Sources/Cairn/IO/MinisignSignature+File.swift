@@ -15,6 +15,8 @@ extension MinisignSignature {
     /// comment `timestamp:<now>\tfile:<name>\thashed`.
     ///
     /// - Parameters:
+    ///   - path: the file to sign.
+    ///   - key: the signing key.
     ///   - signatureFile: where to write; `path.minisig` by default.
     ///   - replacing: whether an existing signature file may be replaced.
     ///   - timestamp: the comment's time in seconds since 1970; now by default.
@@ -41,6 +43,7 @@ extension MinisignSignature {
     /// `ED` and legacy `Ed` signatures, and the signature of the trusted comment).
     ///
     /// - Parameters:
+    ///   - path: the signed file.
     ///   - signatureFile: the signature; `path.minisig` by default.
     ///   - trustedKeys: the keys accepted.
     /// - Returns: the signature, whose ``trustedComment`` the caller may show.

@@ -33,6 +33,8 @@ extension SigningKey {
     /// temporary file and a rename.
     ///
     /// - Parameters:
+    ///   - publicKeyFile: where the public key file goes.
+    ///   - secretKeyFile: where the secret key file goes.
     ///   - password: encrypt the secret key with scrypt under it (UTF-8 bytes; about 1 GiB of
     ///     memory and a few seconds, minisign's limits); nil stores it unencrypted (`-W`).
     ///   - replacing: whether existing files may be replaced (`-f`).
