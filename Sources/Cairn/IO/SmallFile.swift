@@ -1,0 +1,61 @@
+import Glibc
+
+/// A small file read whole, with a hard limit: key files, signatures, password files.
+package enum SmallFile {
+    /// The bytes of the file at `path`, which must hold at most `limit` bytes.
+    ///
+    /// - Parameter what: what the file is, for the error ("public key file").
+    /// - Throws: ``CairnError`` naming `path`: `.notFound` or `.io` when it cannot be opened or
+    ///   read, `.limitExceeded` when it holds more than `limit` bytes (nothing more is read).
+    package static func read(_ path: String, limit: Int, what: String) throws(CairnError) -> [UInt8] {
+        let descriptor = try FileDescriptor.open(path, flags: O_RDONLY)
+        return try descriptor.closeAfter { () throws(CairnError) -> [UInt8] in
+            // Read in blocks until the end, whatever the file says its size is (a pipe says 0),
+            // and stop as soon as the limit is passed.
+            let block = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
+            defer { block.deallocate() }
+            var bytes: [UInt8] = []
+            while true {
+                let count = try descriptor.read(into: block)
+                if count == 0 { return bytes }
+                bytes += block[..<count]
+                guard bytes.count <= limit else {
+                    throw CairnError(.limitExceeded, "too large for a \(what): more than \(limit) bytes", path: path)
+                }
+            }
+        }
+    }
+}
+
+extension SmallFile {
+    /// Writes `bytes` as the file `path`, which appears only complete: a temporary name beside
+    /// it (mode `mode`, `O_EXCL`), `fsync(2)`, then `rename(2)` over `path` when `replacing`, else
+    /// `renameat2(2)` with `RENAME_NOREPLACE`, so an existing file is never replaced.
+    ///
+    /// - Throws: ``CairnError`` naming `path`: `.alreadyExists` when it exists and not
+    ///   `replacing` (nothing is written), `.io` when writing fails (no temporary file is left).
+    package static func write(_ bytes: [UInt8], to path: String, mode: mode_t, replacing: Bool) throws(CairnError) {
+        let temporary = path + ".\(getpid()).tmp"
+        do throws(CairnError) {
+            let descriptor = try FileDescriptor.open(temporary, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
+            do throws(CairnError) {
+                try descriptor.closeAfter { () throws(CairnError) in
+                    // The mode is set whatever the umask: a secret key stays 0600.
+                    guard fchmod(descriptor.rawValue, mode) == 0 else { throw Errno.current.error("cannot set the mode", path: temporary) }
+                    try descriptor.writeAll(bytes)
+                    try descriptor.sync()
+                }
+                if replacing {
+                    try FileSystem.rename(Array(temporary.utf8), to: Array(path.utf8), display: path)
+                } else {
+                    try FileSystem.renameNoReplace(Array(temporary.utf8), in: nil, to: Array(path.utf8), in: nil, display: path)
+                }
+            } catch {
+                unlink(temporary)
+                throw error
+            }
+        } catch where error.code == .alreadyExists {
+            throw CairnError(.alreadyExists, "already exists; refusing to replace it", path: path)
+        }
+    }
+}
