@@ -225,3 +225,77 @@ struct ArchiveSignatureTests {
         }
     }
 }
+
+/// `Spec/0004-trusted-archives.md §3.5`: a signed write cut anywhere and resumed with the same
+/// key gives the uninterrupted signed bytes; the key must fit the partial archive.
+@Suite("Archive signatures (resuming a write)")
+struct SignedResumeTests {
+    @Test("§3.5: a signed archive cut at commits, signatures and seeded offsets resumes to the uninterrupted signed bytes")
+    func resumeIsByteIdentical() async throws {
+        let key = try TestSigningKey.key()
+        let configuration = ArchiveSignatureTests.configuration(key)
+        let work = try TemporaryDirectory(prefix: "cairn-signed-resume")
+        defer { work.remove() }
+        let source = work.appending("tree")
+        try ArchiveSignatureTests.tree().materialize(at: source)
+        let bytes = try await RoundTrip.archive(path: source, to: work.appending("reference.cairn"), configuration: configuration).bytes
+        let layout = try ArchiveSignatureTests.SignedLayout(bytes, key: key.publicKey)
+        // Just before, at and after every signature record, and seeded offsets.
+        var offsets: Set<Int> = [0, bytes.count - 1, bytes.count]
+        for record in layout.records where record.type == RecordType.signature.rawValue {
+            offsets.formUnion([record.offset - 1, record.offset, record.offset + 50, record.end, record.end + 1])
+        }
+        var generator = SeededGenerator(seed: 0x5EED_0025)
+        while offsets.count < 36 { offsets.insert(Int.random(in: 0...bytes.count, using: &generator)) }
+        let target = work.appending("resumed.cairn")
+        for cut in offsets.sorted() where cut <= bytes.count {
+            try RawFileSystem.writeFile(Array((target + ".partial").utf8), Array(bytes[0..<cut]))
+            unlink(target)
+            let archiver: Archiver
+            do {
+                archiver = try Archiver(resuming: .file(path: target), configuration: configuration)
+                #expect(cut >= layout.records[2].end, "cut at \(cut): resumable only after commit 0's signature")
+            } catch {
+                #expect(error.code == .notResumable, "cut at \(cut): \(error)")
+                #expect(cut < layout.records[2].end, "cut at \(cut) is past commit 0's signature yet not resumable: \(error)")
+                archiver = try await Archiver(writingTo: .file(path: target), configuration: configuration)
+            }
+            try await archiver.appendItem(at: URL(fileURLWithPath: source))
+            _ = try await archiver.finish()
+            let resumed = try RawFileSystem.contents(ofFile: Array(target.utf8))
+            #expect(ResumeFixture.same(resumed, bytes), "cut at \(cut) of \(bytes.count): \(ResumeFixture.difference(resumed, bytes))")
+        }
+    }
+
+    @Test("§3.5: a signed partial archive is not resumed without its key or with another; an unsigned one not with a key; nothing is touched")
+    func keyMustFit() async throws {
+        let key = try TestSigningKey.key()
+        let other = try TestSigningKey.otherKey()
+        let work = try TemporaryDirectory(prefix: "cairn-signed-resume-key")
+        defer { work.remove() }
+        let source = work.appending("tree")
+        try ArchiveSignatureTests.tree(largeBytes: 64 * 1024).materialize(at: source)
+        let signed = try await RoundTrip.archive(
+            path: source, to: work.appending("s.cairn"), configuration: ArchiveSignatureTests.configuration(key)
+        ).bytes
+        let plain = try await RoundTrip.archive(
+            path: source, to: work.appending("p.cairn"), configuration: ArchiveSignatureTests.configuration(nil)
+        ).bytes
+        let target = work.appending("t.cairn")
+        let cases: [(bytes: [UInt8], key: SigningKey?, words: [String])] = [
+            (signed, nil, ["signed by key \(key.keyID)"]),
+            (signed, other, ["signed by key \(key.keyID)", "\(other.keyID)"]),
+            (plain, key, ["not signed"]),
+        ]
+        for (bytes, given, words) in cases {
+            let partial = Array(bytes[0..<(bytes.count * 2 / 3)])
+            try RawFileSystem.writeFile(Array((target + ".partial").utf8), partial)
+            let error = #expect(throws: CairnError.self) {
+                _ = try Archiver(resuming: .file(path: target), configuration: ArchiveSignatureTests.configuration(given))
+            }
+            #expect(error?.code == .notResumable)
+            for word in words { #expect(error?.message.contains(word) == true, "\(error?.message ?? "")") }
+            #expect(try RawFileSystem.contents(ofFile: Array((target + ".partial").utf8)) == partial, "untouched")
+        }
+    }
+}

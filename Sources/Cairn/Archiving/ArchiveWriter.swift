@@ -333,15 +333,29 @@ package final class ArchiveWriter {
         /// The last item boundary at or before this commit (this commit itself when no file is
         /// open), for ``rewindToBoundary()``.
         package var boundary: Boundary?
+        /// The archive's minor version, which the writer continues (`Spec/0004 §3.1`).
+        package var minorVersion: UInt16 = Prelude.minorVersion
+        /// Signed archives: the prefix signature kept after the commit record (``offset`` is after
+        /// it), and the `signedLength` of the last prefix signature before it.
+        package var signature: [UInt8]?
+        package var lastSignedLength: UInt64?
+        /// `C_0`, the chain digest of commit 0 (signed archives).
+        package var headerChainDigest = Digest.zero
     }
 
     /// Continues an archive after a commit record: the next byte produced belongs at
     /// `state.writerStart`. If the commit was inside a file, that file is open and takes chunks.
-    package init(recovering state: RecoveredState, header: ArchiveHeader) throws(CairnError) {
+    ///
+    /// - Parameter signingKey: the key of a signed archive (format 2.2): the one its signatures
+    ///   carry, checked by ``ArchiveRecovery``.
+    package init(recovering state: RecoveredState, header: ArchiveHeader, signingKey: SigningKey? = nil) throws(CairnError) {
         tableCompressor = ChunkCompressor(method: header.isCompressible ? header.compression : .none)
         manifestCompressible = header.isCompressible
-        minorVersion = Prelude.minorVersion
-        signingKey = nil
+        minorVersion = state.minorVersion
+        self.signingKey = signingKey
+        guard (signingKey != nil) == (state.minorVersion >= Prelude.signedMinorVersion) else {
+            throw CairnError(.notResumable, "internal error: a signing key for an unsigned archive, or none for a signed one")
+        }
         output.reserveCapacity(1 << 20)
         takenBytes = state.offset
         // Format 2.1: the last commit is written again, so that the manifest index can go
@@ -369,7 +383,12 @@ package final class ArchiveWriter {
         contentBytes = state.contentBytes
         storedBytes = state.storedBytes
         commitSequence = state.nextCommitSequence
-        chain = RecordChain(continuingFrom: state.chainDigest, commitRecordDigest: try SHA256.hash(state.commitRecord))
+        let commitDigest = try SHA256.hash(state.commitRecord)
+        chain = RecordChain(continuingFrom: state.chainDigest, commitRecordDigest: commitDigest)
+        headerChainDigest = state.headerChainDigest
+        try continueSigning(
+            afterCommitEnding: state.offset - UInt64(state.signature?.count ?? 0), digest: commitDigest,
+            signature: state.signature, lastSignedLength: state.lastSignedLength)
         boundary = state.boundary
         if let open = state.openFile {
             guard open.index < manifest.entries.count, open.firstReference <= manifest.references.count else {
