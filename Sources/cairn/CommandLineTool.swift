@@ -18,6 +18,11 @@ enum CommandLineTool {
           fetch    URL -o FILE [--seed ARCHIVE]...
                                                   download an archive, verified, resuming by
                                                   itself, only what the seeds lack
+          verify   --minisig FILE -p PUBFILE [-x SIGFILE]
+                                                  check a detached minisign signature
+          sign     -s SECFILE FILE                write FILE.minisig, as minisign -S does
+          key      generate -p PUBFILE -s SECFILE [-W] [-f]
+                                                  a minisign key pair (Spec/0004 §2)
           demo     [--size-mib N] [--keep DIR]    run create/list/verify/extract on sample data
 
         ARCHIVE may be - for standard input (verify, extract) or output (create), an
@@ -48,6 +53,8 @@ enum CommandLineTool {
         case "cat": (handler, help) = (CatCommand.run, CatCommand.usage)
         case "diff": (handler, help) = (DiffCommand.run, DiffCommand.usage)
         case "fetch": (handler, help) = (FetchCommand.run, FetchCommand.usage)
+        case "sign": (handler, help) = (SignCommand.run, SignCommand.usage)
+        case "key": (handler, help) = (KeyCommand.run, KeyCommand.usage)
         case "-h", "--help", "help":
             Output.out(usage)
             return .success

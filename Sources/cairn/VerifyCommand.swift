@@ -1,10 +1,11 @@
 import Cairn
 import Foundation
 
-/// `cairn verify ARCHIVE [--json]`
+/// `cairn verify ARCHIVE [--json]`, and `cairn verify --minisig FILE -p PUBFILE [-x SIGFILE]`
 enum VerifyCommand {
     static let usage = """
         usage: cairn verify ARCHIVE [--partial] [--json]
+               cairn verify --minisig FILE -p PUBFILE [-x SIGFILE] [-q]
 
         Reads the archive front to back (ARCHIVE may be - for standard input) and checks every
         record's CRC-32, every chunk's SHA-256, every commit's chain digest, every file's size
@@ -17,11 +18,20 @@ enum VerifyCommand {
                     is valid and print the verified length (bytes, up to the end of the last
                     valid commit) and a resume token; exit 0 whenever the header is readable.
                     Give both to the sender: cairn cat ARCHIVE --from-offset N --expect-token T
+
+        --minisig   check FILE's detached minisign signature (FILE.minisig, or -x SIGFILE) as
+                    minisign -V does, instead of the archive's own checks, and print its trusted
+                    comment (Spec/0004 §2.4). -p PUBFILE: a minisign public key file or a file
+                    of keys (repeatable). Exit 1 when no given key made it (naming the key ids)
+                    or when it does not verify.
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
-        let args = try Arguments(raw, valued: [ArchiveOperand.endpointOption], flags: ["--json", "--partial", "-q", "--quiet"])
+        let args = try Arguments(
+            raw, valued: [ArchiveOperand.endpointOption, "-p", "-x"], flags: ["--json", "--partial", "-q", "--quiet", "--minisig"])
         let archive = try CommandLineTool.archiveOperand(args)
+        if args.flag("--minisig") { return try minisig(archive, args) }
+        if args.value("-p") != nil || args.value("-x") != nil { throw UsageError("-p and -x go with --minisig") }
         if archive == "-" { try Terminal.refuseArchive(on: 0) }
         if args.flag("--partial") {
             guard ArchiveLocation.kind(of: archive) == .file else {
@@ -46,6 +56,23 @@ enum VerifyCommand {
             Output.out(
                 "OK \(archive == "-" ? "<stdin>" : CairnError.hidingPassword(in: archive)): \(Output.entries(report.entryCount)), \(Output.count(report.chunkCount, "chunk")), \(Output.bytes(report.contentBytes)) of content verified "
                     + "(\(Output.bytes(report.archiveBytes)) read in \(String(format: "%.2f", seconds)) s, \(Output.rate(report.archiveBytes, seconds: seconds)))")
+        }
+        return .success
+    }
+
+    /// `--minisig`: the detached signature of a local file, checked as `minisign -V` does.
+    static func minisig(_ file: String, _ args: Arguments) throws -> ExitStatus {
+        guard args.operands.count == 1, ArchiveLocation.kind(of: file) == .file, file != "-" else {
+            throw UsageError("--minisig checks one local FILE")
+        }
+        guard !args.flag("--partial", "--json") else { throw UsageError("--minisig takes neither --partial nor --json") }
+        let keyFiles = args.allValues("-p")
+        guard !keyFiles.isEmpty else { throw UsageError("--minisig needs -p PUBFILE") }
+        let keys = try KeyOptions.trustedKeys(atPaths: keyFiles)
+        let signature = try MinisignSignature.verify(fileAt: file, signatureFile: args.value("-x"), trustedKeys: keys)
+        if !args.flag("-q", "--quiet") {
+            Output.out("Signature and comment signature verified: \(file) signed by key \(signature.keyID)")
+            Output.out("Trusted comment: \(signature.trustedComment)")
         }
         return .success
     }

@@ -25,15 +25,23 @@ enum FuzzTarget: String, CaseIterable {
     /// each of its entry, pack and manifest records' payloads (whatever their CRCs say) and the
     /// manifest body they form go through the same decoders, so archive seeds reach them too.
     case entries
+    /// minisign's key and signature parsers, in memory (`Spec/0004-trusted-archives.md §2`):
+    /// the input as a file of public keys, a secret key file, a signature file, and as the
+    /// 158 bytes of a secret key (see `KeyDecoders`).
+    case keys
 
     func run(_ data: UnsafeRawBufferPointer) {
         if self == .entries {
             EntryDecoders.run(Array(data))
             return
         }
+        if self == .keys {
+            KeyDecoders.run(Array(data))
+            return
+        }
         let input = FuzzScratch.shared.write(data)
         switch self {
-        case .entries:
+        case .entries, .keys:
             return
         case .records:
             FuzzScratch.blocking { _ = try? await Extractor.verifyArchive(at: .file(path: input)) }

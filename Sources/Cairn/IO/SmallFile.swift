@@ -1,0 +1,56 @@
+import Glibc
+
+/// A small file read whole, with a hard limit: key files, signatures, password files.
+package enum SmallFile {
+    /// The bytes of the file at `path`, which must hold at most `limit` bytes.
+    ///
+    /// - Parameter what: what the file is, for the error ("public key file").
+    /// - Throws: ``CairnError`` naming `path`: `.notFound` or `.io` when it cannot be opened or
+    ///   read, `.limitExceeded` when it holds more than `limit` bytes (nothing more is read).
+    package static func read(_ path: String, limit: Int, what: String) throws(CairnError) -> [UInt8] {
+        let descriptor = try FileDescriptor.open(path, flags: O_RDONLY)
+        return try descriptor.closeAfter { () throws(CairnError) -> [UInt8] in
+            // One byte more than allowed tells a file at the limit from a longer one.
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: limit + 1, alignment: 1)
+            defer { buffer.deallocate() }
+            let count = try descriptor.readFully(into: buffer)
+            guard count <= limit else {
+                throw CairnError(.limitExceeded, "too large for a \(what): more than \(limit) bytes", path: path)
+            }
+            return Array(buffer[..<count])
+        }
+    }
+}
+
+extension SmallFile {
+    /// Writes `bytes` as the file `path`, which appears only complete: a temporary name beside
+    /// it (mode `mode`, `O_EXCL`), `fsync(2)`, then `rename(2)` over `path` when `replacing`, else
+    /// `renameat2(2)` with `RENAME_NOREPLACE`, so an existing file is never replaced.
+    ///
+    /// - Throws: ``CairnError`` naming `path`: `.alreadyExists` when it exists and not
+    ///   `replacing` (nothing is written), `.io` when writing fails (no temporary file is left).
+    package static func write(_ bytes: [UInt8], to path: String, mode: mode_t, replacing: Bool) throws(CairnError) {
+        let temporary = path + ".\(getpid()).tmp"
+        do throws(CairnError) {
+            let descriptor = try FileDescriptor.open(temporary, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
+            do throws(CairnError) {
+                try descriptor.closeAfter { () throws(CairnError) in
+                    // The mode is set whatever the umask: a secret key stays 0600.
+                    guard fchmod(descriptor.rawValue, mode) == 0 else { throw Errno.current.error("cannot set the mode", path: temporary) }
+                    try descriptor.writeAll(bytes)
+                    try descriptor.sync()
+                }
+                if replacing {
+                    try FileSystem.rename(Array(temporary.utf8), to: Array(path.utf8), display: path)
+                } else {
+                    try FileSystem.renameNoReplace(Array(temporary.utf8), in: nil, to: Array(path.utf8), in: nil, display: path)
+                }
+            } catch {
+                unlink(temporary)
+                throw error
+            }
+        } catch where error.code == .alreadyExists {
+            throw CairnError(.alreadyExists, "already exists; refusing to replace it", path: path)
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import Cairn
+import Glibc
+
+/// Signing keys and trusted public keys named on the command line, and their passwords
+/// (`Spec/0003-command-line.md §14`): one place for every command that signs or checks.
+enum KeyOptions {
+    /// The environment variable naming a file whose first line is the secret key's password.
+    static let passwordFileVariable = "CAIRN_KEY_PASSWORD_FILE"
+    /// The longest password read, in bytes (minisign's `PASSWORDMAXBYTES`).
+    static let passwordByteLimit = 1024
+
+    /// The signing key in the minisign secret key file at `path`, asking for its password when
+    /// it is encrypted: from the file `CAIRN_KEY_PASSWORD_FILE` names, else on the terminal.
+    ///
+    /// - Throws: `CairnError` naming the file (exit 1): unreadable, not a secret key, wrong
+    ///   password, or no password file and no terminal to ask on.
+    static func signingKey(atPath path: String) throws -> SigningKey {
+        guard try SigningKey.secretKeyFileNeedsPassword(path) else {
+            return try SigningKey.read(secretKeyFile: path, password: nil)
+        }
+        let password = try password(prompt: "Password for \(path): ", confirming: false)
+        return try SigningKey.read(secretKeyFile: path, password: password)
+    }
+
+    /// The keys in the public key files at `paths` (each a minisign `.pub` file or a file of
+    /// keys), in order.
+    ///
+    /// - Throws: `CairnError` naming the first file that cannot be read or holds no key (exit 1).
+    static func trustedKeys(atPaths paths: [String]) throws -> [PublicKey] {
+        var keys: [PublicKey] = []
+        for path in paths { keys += try PublicKey.readKeys(fromFile: path) }
+        return keys
+    }
+
+    /// A password: the first line of the file `CAIRN_KEY_PASSWORD_FILE` names (without its line
+    /// end), else typed on the terminal (`/dev/tty`) without echo, twice when `confirming`.
+    ///
+    /// - Throws: `CairnError` `.invalidArgument` when there is neither a password file nor a
+    ///   terminal, or the two typed passwords differ; `.io` naming the file when it cannot be read.
+    static func password(prompt: String, confirming: Bool) throws -> [UInt8] {
+        if let file = getenv(passwordFileVariable).map({ String(cString: $0) }), !file.isEmpty {
+            let text = try SmallFile.read(file, limit: passwordByteLimit * 4, what: "password file")
+            var line = Array(text.prefix { $0 != UInt8(ascii: "\n") })
+            if line.last == UInt8(ascii: "\r") { line.removeLast() }
+            guard line.count <= passwordByteLimit else {
+                throw CairnError(.limitExceeded, "the password is longer than \(passwordByteLimit) bytes", path: file)
+            }
+            return line
+        }
+        let first = try TerminalPassword.read(prompt: prompt)
+        if confirming {
+            let second = try TerminalPassword.read(prompt: "Password (one more time): ")
+            guard first == second else { throw CairnError(.invalidArgument, "the passwords do not match") }
+        }
+        return first
+    }
+}
+
+/// A password typed on the controlling terminal with echo turned off.
+enum TerminalPassword {
+    /// Prints `prompt` on `/dev/tty`, reads one line without echo, and restores the terminal.
+    ///
+    /// - Throws: `CairnError` `.invalidArgument` when the process has no terminal (set
+    ///   `CAIRN_KEY_PASSWORD_FILE` then), `.limitExceeded` for a line over 1024 bytes.
+    static func read(prompt: String) throws(CairnError) -> [UInt8] {
+        let tty = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)
+        guard tty >= 0, isatty(tty) == 1 else {
+            if tty >= 0 { close(tty) }
+            throw CairnError(
+                .invalidArgument,
+                "the secret key needs a password and there is no terminal to ask it on; set \(KeyOptions.passwordFileVariable) to a file holding it")
+        }
+        defer { close(tty) }
+        var saved = termios()
+        let canSilence = tcgetattr(tty, &saved) == 0
+        if canSilence {
+            var silent = saved
+            silent.c_lflag &= ~tcflag_t(ECHO)
+            _ = tcsetattr(tty, TCSANOW, &silent)
+        }
+        defer {
+            if canSilence { _ = tcsetattr(tty, TCSANOW, &saved) }
+            _ = write(tty, "\n", 1)
+        }
+        _ = prompt.utf8CString.withUnsafeBufferPointer { write(tty, $0.baseAddress, $0.count - 1) }
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while true {
+            let count = Glibc.read(tty, &byte, 1)
+            if count < 0, errno == EINTR { continue }
+            if count <= 0 || byte == UInt8(ascii: "\n") { break }
+            line.append(byte)
+            guard line.count <= KeyOptions.passwordByteLimit else {
+                throw CairnError(.limitExceeded, "the password is longer than \(KeyOptions.passwordByteLimit) bytes")
+            }
+        }
+        if line.last == UInt8(ascii: "\r") { line.removeLast() }
+        return line
+    }
+}
