@@ -105,3 +105,25 @@ extension ArchiveReader {
         return try CommitRecord.decode(&r)
     }
 }
+
+extension ArchiveReader {
+    /// Verifies the root signature of the archive `source` serves, reading its prelude, header
+    /// record and footer first (`Spec/0004-trusted-archives.md §4.3`): what a sender (`cairn cat
+    /// --trusted-key`) checks before it sends a byte.
+    ///
+    /// - Returns: the key id of the signature that verified.
+    /// - Throws: as ``verifyRootSignature(of:footer:headerEnd:trustedKeys:)``, naming the source;
+    ///   `.truncated` for an archive without a valid footer.
+    package static func requireTrustedRoot(of source: any ArchiveSource, trustedKeys: [PublicKey]) throws(CairnError) -> SigningKeyID {
+        do throws(CairnError) {
+            let (header, headerEnd) = try source.readRecord(at: UInt64(Prelude.length), fileSize: source.size)
+            guard header.type == .header else {
+                throw CairnError(.corrupted, "the first record is not a header record", offset: UInt64(Prelude.length))
+            }
+            let footer = try source.readFooter(fileSize: source.size)
+            return try verifyRootSignature(of: source, footer: footer, headerEnd: headerEnd, trustedKeys: trustedKeys)
+        } catch {
+            throw error.withPath(source.name)
+        }
+    }
+}

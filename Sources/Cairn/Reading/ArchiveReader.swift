@@ -35,6 +35,9 @@ package final class ArchiveReader {
     /// The key whose root signature verified when the reader was opened with trusted keys
     /// (`Spec/0004-trusted-archives.md §4.3`); nil without trusted keys.
     package let verifiedSigner: SigningKeyID?
+    /// The keys the reader was opened with: every front-to-back read of this archive (extracting
+    /// everything, `verify`) checks its signatures with them (`Spec/0004 §4.2`).
+    package let trustedKeys: [PublicKey]
 
     /// Opens `path` and checks that its manifest describes the records really there.
     ///
@@ -139,6 +142,7 @@ package final class ArchiveReader {
             self.walkedRecords = walking
             self.manifestRegion = keepingManifestRegion ? region : nil
             self.verifiedSigner = signer
+            self.trustedKeys = trustedKeys
         } catch {
             source.close()
             throw error.withPath(source.name)

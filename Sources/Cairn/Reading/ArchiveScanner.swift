@@ -53,6 +53,10 @@ package final class ArchiveScanner {
     /// keys are trusted, of the last commit a verified signature covers
     /// (`Spec/0004-trusted-archives.md §4.2`).
     package private(set) var verifiedLength: UInt64 = 0
+    /// Where a reader that stopped here continues: ``verifiedLength``, or when keys are trusted
+    /// the end of the signature record that moved it, which the scanner consumed too
+    /// (`Spec/0004 §4.2`).
+    package private(set) var resumableLength: UInt64 = 0
     /// Chain digest at the commit that ends at ``verifiedLength``.
     package private(set) var verifiedChainDigest = Digest.zero
     /// End offset of the last valid commit record, signed or not: where the manifest may begin.
@@ -61,6 +65,8 @@ package final class ArchiveScanner {
     private var signatures: SignatureChecks
     /// Whether the archive is signed (`Spec/0004 §3.3` rule 5); nil until the record after commit 0.
     package var isSigned: Bool? { signatures.isSigned }
+    /// Whether signatures are verified (trusted keys were given).
+    package var isTrusting: Bool { signatures.isTrusting }
     /// The key id of the archive's signatures, once one was read.
     package var signerKeyID: SigningKeyID? { signatures.signer?.keyID }
     package private(set) var footer: Footer?
@@ -462,6 +468,7 @@ package final class ArchiveScanner {
         let released = try signatures.signatureRead(record)
         try hashChain(record)
         if let commit = released {
+            resumableLength = record.offset + UInt64(record.framed.count)
             verifiedLength = commit.end
             verifiedChainDigest = commit.chainDigest
             try emit(.commit(end: commit.end, record: commit.record))
@@ -508,6 +515,7 @@ package final class ArchiveScanner {
         let read = SignatureChecks.Commit(record: commit, end: committedLength, digest: commitDigest, chainDigest: digest)
         guard let released = try signatures.commitRead(read, offset: offset) else { return nil }
         verifiedLength = released.end
+        resumableLength = released.end
         verifiedChainDigest = released.chainDigest
         return .commit(end: released.end, record: commit)
     }
@@ -575,6 +583,7 @@ package final class ArchiveScanner {
         sawFooter = true
         self.footer = footer
         verifiedLength = offset + UInt64(record.framed.count)
+        resumableLength = verifiedLength
         verifiedChainDigest = digest
         return .footer(footer)
     }
@@ -756,7 +765,7 @@ package final class ArchiveScanner {
             guard previousType == .chunkReferences else {
                 throw CairnError(.corrupted, "a commit inside a file that does not follow a chunk-references record", offset: offset)
             }
-        } else if awaitingCommit == nil {
+        } else if awaitingCommit == nil, !signatures.awaitsFinalCommit {
             throw CairnError(.corrupted, "a commit record that follows no header, entry or file end", offset: offset)
         }
     }

@@ -19,11 +19,11 @@ extension Extractor {
     ///   ``extractStream(from:to:options:progress:)``.
     nonisolated(nonsending) public static func extractStream(
         from input: FileHandle, to destination: URL, options: ExtractionOptions = ExtractionOptions(),
-        progress: Progress? = nil, checkingHeader check: (ArchiveHeader) throws -> Void
+        progress: Progress? = nil, trustedKeys: [PublicKey] = [], checkingHeader check: (ArchiveHeader) throws -> Void
     ) async throws -> VerificationReport {
         let descriptor = FileDescriptor(rawValue: input.fileDescriptor, path: "<input>")
         let stream = RecordStream(descriptor: descriptor)
-        let scanner = ArchiveScanner(emittingChunkPayloads: true, checkingAgainst: nil)
+        let scanner = ArchiveScanner(emittingChunkPayloads: true, checkingAgainst: nil, trustedKeys: trustedKeys)
         do {
             try scanner.start(stream)
         } catch {

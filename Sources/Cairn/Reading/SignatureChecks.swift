@@ -48,6 +48,11 @@ struct SignatureChecks {
 
     var isTrusting: Bool { !trustedKeys.isEmpty }
 
+    /// Whether the root signature was read and the final commit not yet: that commit follows the
+    /// last commit of the body with only the root signature and the manifest index between
+    /// (`Spec/0004 §3.4` rule 3), an exception to the order of `Spec/0001 §9`.
+    var awaitsFinalCommit: Bool { root != nil && commitsAfterRoot == 0 }
+
     /// The trusted key ids, for messages: "X" or "X, Y".
     var trustedKeyList: String { trustedKeys.map(\.keyID.description).joined(separator: ", ") }
 
