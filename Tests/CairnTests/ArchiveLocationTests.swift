@@ -51,6 +51,30 @@ struct ArchiveLocationTests {
         #expect(both?.description.contains("bucket name") == true, "\(String(describing: both))")
     }
 
+    @Test("text: an http(s) operand is taken as typed; one libcurl cannot parse is refused with the transfer's own message")
+    func httpTextAsTyped() throws {
+        // A space (typed, or trailing from a copy), an unclosed IPv6 host, a bad escape: refused as
+        // the HTTP client refuses them, never quietly percent-encoded into another resource.
+        for text in ["http://h/sp ace.cairn", "http://h/a.cairn ", "http://[::1", "http://exa mple.com/x", "http://%zz/x"] {
+            let error = #expect(throws: CairnError.self) { try ArchiveLocation(parsing: text, environment: [:]) }
+            #expect(error?.code == .invalidArgument && error?.path == text, "\(text)")
+            #expect(error?.message == "not a URL the HTTP client can fetch", "\(text)")
+            #expect(error?.cause == "URL using bad/illegal format or missing URL", "\(text)")
+        }
+        // An escape typed stays as typed; only non-ASCII characters are percent-encoded.
+        guard case .http(let typed) = try ArchiveLocation(parsing: "http://h/a%20b.cairn", environment: [:]),
+            case .http(let international) = try ArchiveLocation(parsing: "http://h/ü.cairn", environment: [:])
+        else {
+            Issue.record("http text is a URL")
+            return
+        }
+        #expect(typed.absoluteString == "http://h/a%20b.cairn")
+        #expect(international.absoluteString == "http://h/%C3%BC.cairn")
+        // A URL without a scheme names a file by its decoded path.
+        let relative = try #require(URL(string: "my file.cairn"))
+        #expect(try ArchiveLocation(relative, environment: [:]).description == "my file.cairn")
+    }
+
     @Test("URL: file:, http(s): and s3: (its escapes decoded); another scheme is refused naming the URL")
     func parsesURL() throws {
         guard case .file(let path) = try ArchiveLocation(URL(filePath: "/tmp/a b.cairn"), environment: [:]) else {

@@ -859,5 +859,5 @@ struct HostileArchiveTests {
 
 extension RecordType {
     /// The ten record types of format 1.0.
-    static let allKnown: [RecordType] = (1...13).compactMap { RecordType(rawValue: $0) }
+    static let allKnown: [RecordType] = (1...14).compactMap { RecordType(rawValue: $0) }
 }

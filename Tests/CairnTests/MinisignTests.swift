@@ -319,4 +319,20 @@ struct MinisignTests {
         #expect(signed.status == 0, "\(signed.stderr)")
         #expect(try Self.minisign(["-V", "-p", "k.pub", "-m", "a.cairn"], in: directory).status == 0)
     }
+
+    @Test("Spec/0004-trusted-archives.md §2.1, §2.4: a key file over 1 MiB and a signature file over 16 KiB are refused as too large")
+    func oversizedFiles() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let key = try SigningKey(keyID: SigningKeyID(bytes: [9, 9, 9, 9, 9, 9, 9, 9]), seed: Self.seededBytes(32, seed: 8)).publicKey
+        let line = "# " + String(repeating: "x", count: 1000) + "\n"
+        try Self.write(key.minisignFileText + String(repeating: line, count: 1100), "big.pub", in: directory)
+        let big = #expect(throws: CairnError.self) { try PublicKey.readKeys(fromFile: directory.appending("big.pub")) }
+        #expect(big?.code == .limitExceeded)
+        #expect(big?.path == directory.appending("big.pub"))
+        try Self.write("x", "a.cairn", in: directory)
+        try Self.write(String(repeating: line, count: 20), "a.cairn.minisig", in: directory)
+        let signature = #expect(throws: CairnError.self) { try MinisignSignature.verify(fileAt: directory.appending("a.cairn"), trustedKeys: [key]) }
+        #expect(signature?.code == .limitExceeded)
+    }
 }

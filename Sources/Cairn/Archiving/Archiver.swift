@@ -71,7 +71,7 @@ public final class Archiver {
         self.configuration = configuration
         self.sink = sink
         try configuration.backpressure.validate()
-        self.writer = try ArchiveWriter(header: configuration.header)
+        self.writer = try ArchiveWriter(header: configuration.header, signingKey: configuration.signingKey)
         self.budget = ByteBudget(policy: configuration.backpressure)
         self.pool = BufferPool(capacity: max(2, configuration.backpressure.high.bytes / max(1, configuration.batchBytes)))
         let total = configuration.sizeEstimate.map { Int64(clamping: $0) } ?? -1

@@ -10,14 +10,19 @@ package enum SmallFile {
     package static func read(_ path: String, limit: Int, what: String) throws(CairnError) -> [UInt8] {
         let descriptor = try FileDescriptor.open(path, flags: O_RDONLY)
         return try descriptor.closeAfter { () throws(CairnError) -> [UInt8] in
-            // One byte more than allowed tells a file at the limit from a longer one.
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: limit + 1, alignment: 1)
-            defer { buffer.deallocate() }
-            let count = try descriptor.readFully(into: buffer)
-            guard count <= limit else {
-                throw CairnError(.limitExceeded, "too large for a \(what): more than \(limit) bytes", path: path)
+            // Read in blocks until the end, whatever the file says its size is (a pipe says 0),
+            // and stop as soon as the limit is passed.
+            let block = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
+            defer { block.deallocate() }
+            var bytes: [UInt8] = []
+            while true {
+                let count = try descriptor.read(into: block)
+                if count == 0 { return bytes }
+                bytes += block[..<count]
+                guard bytes.count <= limit else {
+                    throw CairnError(.limitExceeded, "too large for a \(what): more than \(limit) bytes", path: path)
+                }
             }
-            return Array(buffer[..<count])
         }
     }
 }

@@ -73,12 +73,24 @@ public enum ArchiveLocation: Sendable, CustomStringConvertible {
         case .file:
             self = .file(path: text)
         case .http:
-            guard let url = URL(string: text) else { throw CairnError(.invalidArgument, "not a valid URL", path: text) }
-            self = .http(url: url)
+            self = .http(url: try Self.httpURL(text))
         case .object:
             let location = try S3Location(parsing: text)
             self = .object(location, configuration: try S3Configuration.fromEnvironment(endpoint: s3Endpoint, environment: environment))
         }
+    }
+
+    /// The URL of `http(s)` text, taken as typed: text with a space, a control character or
+    /// another byte a URL may not hold is refused as the HTTP client refuses it (it sent such
+    /// text to libcurl unchanged before there was a parser), and only non-ASCII characters (an
+    /// internationalized path) are percent-encoded, which the server decodes back.
+    private static func httpURL(_ text: String) throws(CairnError) -> URL {
+        if let url = URL(string: text, encodingInvalidCharacters: false) { return url }
+        guard text.unicodeScalars.contains(where: { !$0.isASCII }),
+            !text.unicodeScalars.contains(where: { $0.isASCII && (Character($0).isWhitespace || $0.value < 0x20 || $0.value == 0x7F) }),
+            let url = URL(string: text)
+        else { throw CurlTransfer.malformedURLError(text) }
+        return url
     }
 
     /// Reads a location given as a `URL`: a `file:` URL (or one without a scheme) is a path;
@@ -114,7 +126,9 @@ public enum ArchiveLocation: Sendable, CustomStringConvertible {
     /// The file-system path of a `file:` URL or a URL without a scheme; nil for other URLs.
     package static func filePath(of url: URL) -> String? {
         guard url.isFileURL || url.scheme == nil else { return nil }
-        return url.isFileURL ? url.path(percentEncoded: false) : url.relativeString
+        // A relative URL's path with its escapes decoded: `URL(string: "my file.cairn")` names
+        // the file `my file.cairn`, not `my%20file.cairn`.
+        return url.isFileURL ? url.path(percentEncoded: false) : url.relativePath
     }
 
     /// How errors and messages name it: the path, the URL, or `s3://BUCKET/KEY`.

@@ -255,6 +255,16 @@ final class CurlTransfer {
         return (head.status == 206 ? head.contentRange?.first ?? 0 : 0) + delivered
     }
 
+    private static let unfetchableURLMessage = "not a URL the HTTP client can fetch"
+
+    /// The error a transfer gives text that is not a URL (libcurl's `CURLE_URL_MALFORMAT`), for a
+    /// location refused before any transfer starts: the same message and cause as the transfer's.
+    package static func malformedURLError(_ text: String) -> CairnError {
+        CairnError(
+            .invalidArgument, unfetchableURLMessage, path: text,
+            cause: String(cString: curl_easy_strerror(CURLE_URL_MALFORMAT)))
+    }
+
     /// The ``CairnError`` for a failed `curl_easy_perform`.
     private func error(for code: CURLcode) -> CairnError {
         var cause = String(cString: curl_easy_strerror(code))
@@ -286,7 +296,7 @@ final class CurlTransfer {
             return CairnError(
                 .limitExceeded, "more than \(client.configuration.maximumRedirects) redirects", path: url, cause: cause)
         case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT, CURLE_BAD_FUNCTION_ARGUMENT:
-            return CairnError(.invalidArgument, "not a URL the HTTP client can fetch", path: url, cause: cause)
+            return CairnError(.invalidArgument, Self.unfetchableURLMessage, path: url, cause: cause)
         case CURLE_OUT_OF_MEMORY:
             return CairnError(.io, "libcurl ran out of memory", path: url, cause: cause)
         default:

@@ -22,8 +22,9 @@ public struct MinisignSignature: Sendable {
     static let trustedCommentPrefix = "trusted comment: "
     /// The bytes of the signature line: algorithm, key id, signature.
     static let signatureLineByteCount = 2 + SigningKeyID.byteCount + PublicKey.signatureByteCount
-    /// The longest trusted comment, in bytes (minisign's 8192-byte line, less its prefix).
-    static let trustedCommentByteLimit = 8192 - 18
+    /// The longest trusted comment, in bytes: minisign's 8192-byte buffer less the prefix, the
+    /// line end and the terminating NUL.
+    static let trustedCommentByteLimit = 8192 - 19
     /// The largest signature file read, in bytes.
     package static let fileByteLimit = 16 << 10
     /// The number of bytes in the prehash: BLAKE2b-512.
@@ -35,7 +36,7 @@ public struct MinisignSignature: Sendable {
     ///
     /// - Parameters:
     ///   - message: the file's BLAKE2b-512 when `prehashed` (what Cairn writes), else the file.
-    ///   - trustedComment: one line of printable text (tabs allowed), at most 8174 bytes.
+    ///   - trustedComment: one line of printable text (tabs allowed), at most 8173 bytes.
     /// - Throws: ``CairnError`` `.invalidArgument` for a comment minisign would refuse.
     package init(signing message: [UInt8], prehashed: Bool, trustedComment: String, with key: SigningKey) throws(CairnError) {
         guard Self.isPrintable(trustedComment), trustedComment.utf8.count <= Self.trustedCommentByteLimit else {
