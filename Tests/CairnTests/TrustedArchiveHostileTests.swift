@@ -349,6 +349,62 @@ struct TrustedArchiveHostileTests {
         #expect(both.verify == nil && both.stream == nil && both.seekable == nil, "\(both)")
     }
 
+    // MARK: - Command line
+
+    @Test("Spec/0003 §14.4, Spec/0004 §4.1/§4.4: --trusted-key on list, info, verify, verify --partial, extract, extract -, cat and diff: a signed archive reads, an unsigned or foreign one exits 1 naming the keys with nothing written; info says who signed")
+    func commandLine() async throws {
+        let directory = try TemporaryDirectory(prefix: "cairn-trust-cli")
+        defer { directory.remove() }
+        let cairn = try ChildProcess.cairnExecutable(besideBundle: Bundle.module.bundleURL)
+        let dir = directory.path
+        for name in ["k", "o"] {
+            let made = try ChildProcess.run(cairn, ["key", "generate", "-p", "\(name).pub", "-s", "\(name).sec", "-W"], in: dir)
+            try #require(made.status == 0, "\(made.stderr)")
+        }
+        let key = try SigningKey.read(secretKeyFile: directory.appending("k.sec"), password: nil)
+        let signed = try await Self.archive(Self.tree(), key: key, in: directory, name: "signed")
+        let plain = try await Self.archive(Self.tree(), key: nil, in: directory, name: "plain")
+        let k = ["--trusted-key", "k.pub"]
+        let o = ["--trusted-key", "o.pub"]
+
+        for command in [["list", signed], ["info", signed], ["verify", signed], ["verify", "--partial", signed], ["diff", signed, "tree-signed"]] {
+            let ok = try ChildProcess.run(cairn, command + k, in: dir)
+            // diff exits 1 for differences too (the key files beside the tree): no refusal is what counts.
+            #expect(ok.status == 0 || command[0] == "diff" && !ok.stderr.contains("signed"), "\(command): \(ok.stderr)")
+            for (archive, keys, words) in [(plain, k, "is not signed; wanted a signature by key \(key.keyID)"), (signed, o, "not by a trusted key")] {
+                var refused = command
+                refused[refused.firstIndex(of: signed) ?? 1] = archive
+                let run = try ChildProcess.run(cairn, refused + keys, in: dir)
+                #expect(run.status == 1, "\(refused + keys): \(run.stdout) \(run.stderr)")
+                #expect(run.stderr.contains(words), "\(refused + keys): \(run.stderr)")
+            }
+        }
+        let info = try ChildProcess.run(cairn, ["info", signed], in: dir)
+        #expect(info.stdout.contains("signed by key \(key.keyID) (not checked: no trusted key given)"), "\(info.stdout)")
+        #expect(try ChildProcess.run(cairn, ["info", plain], in: dir).stdout.contains("signature:         not signed"))
+        let json = try ChildProcess.run(cairn, ["info", "--json", signed] + k, in: dir)
+        #expect(json.stdout.contains("\"signedBy\":\"\(key.keyID)\"") && json.stdout.contains("\"signatureVerified\":true"), "\(json.stdout)")
+
+        // extract (seekable and from standard input) and cat: nothing written on refusal.
+        for (archive, keys) in [(plain, k), (signed, o)] {
+            let seekable = try ChildProcess.run(cairn, ["extract", archive, "-C", "out1"] + keys, in: dir)
+            #expect(seekable.status == 1, "\(seekable.stderr)")
+            let piped = try ChildProcess.run(
+                cairn, ["extract", "-", "-C", "out2"] + keys, in: dir, standardInput: archive)
+            #expect(piped.status != 0, "\(piped.stderr)")
+            let cat = try ChildProcess.run(cairn, ["cat", archive] + keys, in: dir)
+            #expect(cat.status == 1 && cat.stdoutBytes.isEmpty, "\(cat.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.appending("out2/tree-plain")))
+        #expect(!FileManager.default.fileExists(atPath: directory.appending("out1/tree-plain")))
+        #expect(!FileManager.default.fileExists(atPath: directory.appending("out1/tree-signed")))
+        let extracted = try ChildProcess.run(cairn, ["extract", signed, "-C", "out3"] + k, in: dir)
+        #expect(extracted.status == 0, "\(extracted.stderr)")
+        #expect(try TreeSnapshot(at: directory.appending("out3/tree-signed")) == TreeSnapshot(at: directory.appending("tree-signed")))
+        let sent = try ChildProcess.run(cairn, ["cat", signed] + k, in: dir)
+        #expect(sent.status == 0 && sent.stdoutBytes == (try RawFileSystem.contents(ofFile: Array(signed.utf8))))
+    }
+
     // MARK: - Remote
 
     @Test("§4.3: a signed archive over HTTP (nginx) and S3 (rclone serve s3): one file extracted with range requests after the root check; a fetch cut inside a signature interval resumes after the last verified signature")

@@ -28,7 +28,8 @@ extension ArchiveReader {
                 throw CairnError(.corrupted, "a signed archive without a root signature before its manifest", offset: footer.manifestOffset)
             }
             throw CairnError(
-                .untrusted, "the archive is not signed; wanted a signature by key \(checks.trustedKeyList)", offset: headerEnd)
+                .untrusted, "the archive is not signed; wanted a signature by key \(checks.trustedKeyList)",
+                offset: headerEnd + UInt64(CommitRecord.framedLength))
         }
         _ = try checks.trustedKey(for: root, offset: rootOffset)
         let commitLength = UInt64(CommitRecord.framedLength)

@@ -61,14 +61,14 @@ package final class ArchiveReader {
         try self.init(source: source, verifyingStructure: verifyingStructure, trustedKeys: trustedKeys)
     }
 
-    /// Opens the archive `source` serves, as ``init(path:verifyingStructure:)``; the reader owns
+    /// Opens the archive `source` serves, as ``init(path:verifyingStructure:trustedKeys:)``; the reader owns
     /// the source and closes it in ``close()`` (or when opening fails).
     ///
     /// A remote source (``ArchiveSource/isRemote``) is never walked (that would transfer the
     /// whole archive) nor scanned from its start: the entry rules are applied to the manifest's
     /// rows, and the extractor checks the records of each entry it extracts (§13.7).
     ///
-    /// - Throws: as ``init(path:verifyingStructure:)``, naming the source's path or URL.
+    /// - Throws: as ``init(path:verifyingStructure:trustedKeys:)``, naming the source's path or URL.
     ///
     /// - Parameters:
     ///   - keepingManifestRegion: keep the manifest records' bytes as read, in

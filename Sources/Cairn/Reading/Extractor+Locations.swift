@@ -46,21 +46,21 @@ extension Extractor {
         }
     }
 
-    /// Opens the archive a `URL` names, as ``init(at:)-(ArchiveLocation)``: a `file:` URL (or
+    /// Opens the archive a `URL` names, as ``init(at:trustedKeys:)-(ArchiveLocation,_)``: a `file:` URL (or
     /// a URL without a scheme), an `http:` or `https:` URL, or `s3://BUCKET/KEY` with the store
     /// and credentials from the environment (``ArchiveLocation/init(_:)``).
     ///
-    /// - Throws: as ``init(at:)-(ArchiveLocation)``, and `.invalidArgument` for another scheme
+    /// - Throws: as ``init(at:trustedKeys:)-(ArchiveLocation,_)``, and `.invalidArgument` for another scheme
     ///   or missing S3 credentials (naming the variable).
     public convenience init(at location: URL, trustedKeys: [PublicKey] = []) async throws(CairnError) {
         try await self.init(at: ArchiveLocation(location), trustedKeys: trustedKeys)
     }
 
-    /// Opens the archive at `location` (as ``init(at:)-(ArchiveLocation)``), runs `body` with
+    /// Opens the archive at `location` (as ``init(at:trustedKeys:)-(ArchiveLocation,_)``), runs `body` with
     /// it, and closes it, also when `body` throws.
     ///
     /// - Returns: what `body` returns.
-    /// - Throws: what ``init(at:)-(ArchiveLocation)`` throws, or what `body` throws, unchanged.
+    /// - Throws: what ``init(at:trustedKeys:)-(ArchiveLocation,_)`` throws, or what `body` throws, unchanged.
     nonisolated(nonsending) public static func withExtractor<R>(
         at location: ArchiveLocation, trustedKeys: [PublicKey] = [], _ body: (Extractor) async throws -> R
     ) async throws -> R {

@@ -67,7 +67,7 @@ public struct ResumeToken: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// What ``Extractor/verifyPrefix(at:)`` found in a possibly incomplete archive.
+/// What ``Extractor/verifyPrefix(at:trustedKeys:)`` found in a possibly incomplete archive.
 public struct PrefixVerification: Sendable {
     /// Bytes that verify: the end of the last valid commit record, or the whole file when its
     /// footer verified.
@@ -117,7 +117,7 @@ extension Extractor {
         return try await verifyPrefix(reading: descriptor, path: path, trustedKeys: trustedKeys)
     }
 
-    /// ``verifyPrefix(at:)`` of the bytes `descriptor` reads (a file, or standard input), named
+    /// ``verifyPrefix(at:trustedKeys:)`` of the bytes `descriptor` reads (a file, or standard input), named
     /// `path` in errors.
     nonisolated(nonsending) package static func verifyPrefix(
         reading descriptor: FileDescriptor, path: String, trustedKeys: [PublicKey] = []

@@ -410,8 +410,14 @@ extension Extractor {
     /// verifying every byte before it counts; the result appears at `destination` only when the
     /// whole archive verified.
     ///
+    /// - Parameter trustedKeys: when not empty, every signature is verified as it arrives
+    ///   (`Spec/0004-trusted-archives.md §4.2`): an archive not signed by one of them is refused
+    ///   before anything is written, the journal of an interrupted extraction keeps only what a
+    ///   verified signature covers, and nothing appears at `destination` before the root
+    ///   signature verified. Empty (the default): any archive.
     /// - Returns: what was verified.
-    /// - Throws: as ``extractAll(to:options:)``; `.truncated` when the input ends early.
+    /// - Throws: as ``extractAll(to:options:)``; `.truncated` when the input ends early;
+    ///   `.untrusted` and `.checksumMismatch` for an archive no trusted key signed.
     nonisolated(nonsending) public static func extractStream(
         from input: FileHandle, to destination: URL, options: ExtractionOptions = ExtractionOptions(),
         progress: Progress? = nil, trustedKeys: [PublicKey] = []
@@ -421,7 +427,7 @@ extension Extractor {
             from: descriptor, to: PathBytes.fileSystemPath(destination), options: options, progress: progress, trustedKeys: trustedKeys)
     }
 
-    /// ``extractStream(from:to:options:progress:)`` from a descriptor (a pipe: standard input,
+    /// ``extractStream(from:to:options:progress:trustedKeys:)`` from a descriptor (a pipe: standard input,
     /// or the body of an HTTP transfer), into the file-system path `destination`.
     nonisolated(nonsending) package static func extractStream(
         from descriptor: FileDescriptor, to destination: [UInt8], options: ExtractionOptions, progress: Progress?,
