@@ -402,7 +402,8 @@ struct TrustedArchiveHostileTests {
         #expect(extracted.status == 0, "\(extracted.stderr)")
         #expect(try TreeSnapshot(at: directory.appending("out3/tree-signed")) == TreeSnapshot(at: directory.appending("tree-signed")))
         let sent = try ChildProcess.run(cairn, ["cat", signed] + k, in: dir)
-        #expect(sent.status == 0 && sent.stdoutBytes == (try RawFileSystem.contents(ofFile: Array(signed.utf8))))
+        let signedBytes = try RawFileSystem.contents(ofFile: Array(signed.utf8))
+        #expect(sent.status == 0 && sent.stdoutBytes == signedBytes, "\(sent.stderr)")
     }
 
     // MARK: - Remote
