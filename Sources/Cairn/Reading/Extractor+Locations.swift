@@ -75,8 +75,10 @@ extension Extractor {
     /// the manifest and the footer. A remote archive is read with one GET (no range support
     /// needed), every byte through the same checker.
     ///
-    /// - Parameter trustedKeys: as in ``init(at:trustedKeys:)-(ArchiveLocation,_)``: every
-    ///   signature is verified as it is read, the root one at the footer (`Spec/0004 §4.2`).
+    /// - Parameters:
+    ///   - location: the archive.
+    ///   - trustedKeys: as in ``init(at:trustedKeys:)-(ArchiveLocation,_)``: every signature is
+    ///     verified as it is read, the root one at the footer (`Spec/0004 §4.2`).
     /// - Returns: what was verified.
     /// - Throws: `CairnError` naming the archive: `.untrusted` (see
     ///   ``init(at:trustedKeys:)-(ArchiveLocation,_)``), `.notFound`, `.io`, the first problem found

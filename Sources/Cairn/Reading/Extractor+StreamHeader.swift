@@ -11,6 +11,7 @@ extension Extractor {
     ///   - destination: the directory to extract into (created if missing).
     ///   - options: as for ``extractStream(from:to:options:progress:trustedKeys:)``.
     ///   - progress: content bytes extracted, if given.
+    ///   - trustedKeys: as for ``extractStream(from:to:options:progress:trustedKeys:)``.
     ///   - check: called once with the verified header (its record's CRC checked); throwing
     ///     stops the extraction and the error is rethrown as is.
     /// - Returns: what was verified.

@@ -410,11 +410,16 @@ extension Extractor {
     /// verifying every byte before it counts; the result appears at `destination` only when the
     /// whole archive verified.
     ///
-    /// - Parameter trustedKeys: when not empty, every signature is verified as it arrives
-    ///   (`Spec/0004-trusted-archives.md §4.2`): an archive not signed by one of them is refused
-    ///   before anything is written, the journal of an interrupted extraction keeps only what a
-    ///   verified signature covers, and nothing appears at `destination` before the root
-    ///   signature verified. Empty (the default): any archive.
+    /// - Parameters:
+    ///   - input: the archive's bytes, read front to back once.
+    ///   - destination: the directory to extract into (created if missing).
+    ///   - options: how to extract.
+    ///   - progress: content bytes extracted, if given.
+    ///   - trustedKeys: when not empty, every signature is verified as it arrives
+    ///     (`Spec/0004-trusted-archives.md §4.2`): an archive not signed by one of them is refused
+    ///     before anything is written, the journal of an interrupted extraction keeps only what a
+    ///     verified signature covers, and nothing appears at `destination` before the root
+    ///     signature verified. Empty (the default): any archive.
     /// - Returns: what was verified.
     /// - Throws: as ``extractAll(to:options:)``; `.truncated` when the input ends early;
     ///   `.untrusted` and `.checksumMismatch` for an archive no trusted key signed.
