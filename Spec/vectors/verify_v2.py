@@ -16,7 +16,7 @@ record of the archive given as hex (default: v2.hex beside this script), checks 
   - the manifest records (§11.2), the manifest body (§11.3–§11.6) against the records,
   - format 2.1: the manifest index (§11.8) just before the final commit, against the manifest records,
   - format 2.2 (Spec/0004-trusted-archives.md §3): every signature record's fields and placement
-    (§3.3 rules 1-5, and §3.4 rule 3: root signature, index, new final commit), and every
+    (§3.3 rules 1-6, and §3.4 rule 3: the root signature and the index before the final commit), and every
     Ed25519 signature (RFC 8032) verified over the message of §3.2 with the published test key's
     public key (Spec/0004 "Test vectors"); this needs Python's `cryptography` package (Debian
     python3-cryptography), imported only when the archive is 2.2,
@@ -415,9 +415,10 @@ def main():
         elif t == 6:
             if open_file is not None and previous != 4:
                 raise Bad(f"commit at {o} inside a file not after chunk references")
-            # Spec/0004 §3.4 rule 3: in 2.2 the final commit follows the root signature (and index).
+            # Spec/0004 §3.3 rule 6: only when the root signature directly follows the commit it
+            # signs (no item after it) does the final commit follow it without an item between.
             after_root = sig["root"] is not None and sig["root"]["final"] is None
-            if open_file is None and awaiting is None and not after_root:
+            if open_file is None and awaiting is None and not (after_root and sig["root"]["direct"]):
                 raise Bad(f"commit at {o} follows no header, entry, pack or file end")
             fields = [r.uint(8) for _ in range(7)]
             digest = r.raw(32)
@@ -545,7 +546,10 @@ def check_signature(a, o, flags, payload, sig, sequence, manifest_start):
         raise Bad(f"signature record at {o}: unknown kind {kind}")
     if algorithm != 1:
         raise Bad(f"signature record at {o}: unknown signature algorithm {algorithm}")
-    if any(t != 14 for t in sig["since_commit"]) or signed_length != sig["commit_end"]:
+    # §3.3 rule 2: a prefix signature directly follows its commit (only signatures between); the
+    # root signature signs the last commit before it, the final link's records may lie between.
+    direct = all(t == 14 for t in sig["since_commit"])
+    if (kind == 0 and not direct) or signed_length != sig["commit_end"]:
         raise Bad(f"the signature record at offset {o} does not follow the commit it signs (§3.3 rule 2)")
     if sig["first"] is None:
         # §3.3 rule 5: signed when the record right after commit 0 is its prefix signature.
@@ -566,7 +570,7 @@ def check_signature(a, o, flags, payload, sig, sequence, manifest_start):
             raise Bad(f"the signature at offset {o} does not verify")
         sig["prefixes"] += 1
         return f"prefix signature of 0..<{signed_length} by key {key_id.hex()}: verifies"
-    sig["root"] = {"offset": o, "message": message, "signature": signature, "final": None}
+    sig["root"] = {"offset": o, "message": message, "signature": signature, "final": None, "direct": direct}
     return f"root signature of 0..<{signed_length} and the footer by key {key_id.hex()}: checked at the footer"
 
 

@@ -160,14 +160,28 @@ package final class ArchiveWriter {
         prefixSignatureDue = signature == nil && Self.isPrefixSignatureDue(end: end, after: lastSignedLength)
     }
 
-    /// Signing: the end of the body (§3.4 rule 3): the root signature of the last commit over the
-    /// footer that will be written, the manifest index, and a new final commit.
+    /// Signing: the end of the body (§3.4 rule 3). The last commit, held back as a 2.1 writer
+    /// holds it, is written again after the root signature and the manifest index, so the final
+    /// link is the last item's records, the root and the index, as in 2.1. The root signs the
+    /// commit that link starts from, with the footer that will be written. When no commit is held
+    /// back (an archive of no item; a resumed write with nothing after its resume point), the
+    /// root signs the last commit and a new final commit follows (§3.3 rule 6).
     private func writeRootSignature(manifestRecords records: [UInt8], manifestDigest: Digest) throws(CairnError) {
         guard let key = signingKey, let last = latestCommit else { return }
         // An archive of nothing: commit 0's prefix signature is still written first (§3.3 rule 5).
         if lastSignedLength == nil { try writeDuePrefixSignature() }
-        guard last.end == offset || lastSignedLength == last.end else {
-            throw CairnError(.invalidArgument, "internal error: the body does not end with a commit record")
+        let held = lastCommitIsOpen ? lastCommit : nil
+        let signed: (end: UInt64, digest: Digest)
+        let bodyEnd: UInt64
+        if let held, let linkStart = held.linkStart {
+            signed = linkStart
+            bodyEnd = held.start
+        } else {
+            guard last.end == offset || lastSignedLength == last.end else {
+                throw CairnError(.invalidArgument, "internal error: the body does not end with a commit record")
+            }
+            signed = last
+            bodyEnd = offset
         }
         var index: [UInt8] = []
         if !records.isEmpty {
@@ -175,20 +189,27 @@ package final class ArchiveWriter {
             if built.entries.count <= ManifestIndex.maximumCount { index = built.framed() }
         }
         let manifestOffset =
-            offset + UInt64(SignatureRecord.framedLength) + UInt64(index.count) + UInt64(CommitRecord.framedLength)
+            bodyEnd + UInt64(SignatureRecord.framedLength) + UInt64(index.count) + UInt64(CommitRecord.framedLength)
         let footer = makeFooter(
             manifestOffset: manifestOffset, manifestLength: UInt64(records.count), manifestDigest: manifestDigest,
             chainDigest: .zero)
         let root = SignatureRecord(
-            signing: .root, with: key, signedLength: last.end, headerChainDigest: headerChainDigest,
-            commitDigest: last.digest, footer: footer)
+            signing: .root, with: key, signedLength: signed.end, headerChainDigest: headerChainDigest,
+            commitDigest: signed.digest, footer: footer)
         prefixSignatureDue = false
-        for record in [root.framed(), index] where !record.isEmpty {
-            let start = output.count
-            output.append(contentsOf: record)
-            try hashRecord(from: start)
+        if held != nil {
+            guard try insertBeforeLastCommit(records: [root.framed(), index]) else {
+                throw CairnError(.invalidArgument, "internal error: the last commit could not be written again")
+            }
+        } else {
+            for record in [root.framed(), index] where !record.isEmpty {
+                let start = output.count
+                output.append(contentsOf: record)
+                try hashRecord(from: start)
+            }
+            try commit()
         }
-        try commit()
+        prefixSignatureDue = false
         guard offset == manifestOffset else {
             throw CairnError(.invalidArgument, "internal error: the manifest begins at \(offset), not \(manifestOffset)")
         }
@@ -213,7 +234,10 @@ package final class ArchiveWriter {
     /// its archive offset, and the chain as it was before the commit's link was finalized. It
     /// is held back by ``takeOutput(holdingLastCommit:)`` while it ends the output, since only at
     /// ``finish()`` is it known to be the final commit.
-    private var lastCommit: (start: UInt64, chainBefore: RecordChain)?
+    ///
+    /// Signing: `linkStart` is the commit record its link starts from (its end and `d(c)`),
+    /// which the root signature signs.
+    private var lastCommit: (start: UInt64, chainBefore: RecordChain, linkStart: (end: UInt64, digest: Digest)?)?
 
     /// Whether ``lastCommit`` still ends the output and has not been taken.
     private var lastCommitIsOpen: Bool {
@@ -227,6 +251,11 @@ package final class ArchiveWriter {
     /// - Returns: false when the last commit was taken already or records follow it.
     /// - Throws: what hashing throws.
     package func insertBeforeLastCommit(_ record: [UInt8]) throws(CairnError) -> Bool {
+        try insertBeforeLastCommit(records: [record])
+    }
+
+    /// ``insertBeforeLastCommit(_:)`` for several skippable records, in order (empty ones left out).
+    private func insertBeforeLastCommit(records: [[UInt8]]) throws(CairnError) -> Bool {
         guard let held = lastCommit, lastCommitIsOpen, let point = pendingCommits.last,
             point.end == held.start + UInt64(CommitRecord.framedLength)
         else { return false }
@@ -234,9 +263,11 @@ package final class ArchiveWriter {
         pendingCommits.removeLast()
         commitSequence -= 1
         chain = held.chainBefore
-        let start = output.count
-        output.append(contentsOf: record)
-        try hashRecord(from: start)
+        for record in records where !record.isEmpty {
+            let start = output.count
+            output.append(contentsOf: record)
+            try hashRecord(from: start)
+        }
         try commit()
         return true
     }
@@ -363,7 +394,7 @@ package final class ArchiveWriter {
         if let link = state.linkBeforeCommit, state.writerStart < state.offset {
             takenBytes = state.writerStart
             output.append(contentsOf: state.commitRecord)
-            lastCommit = (state.writerStart, RecordChain(link: link))
+            lastCommit = (state.writerStart, RecordChain(link: link), nil)
             pendingCommits.append(CommitPoint(end: state.offset, chainDigest: state.chainDigest))
         }
         manifest = state.manifest
@@ -658,8 +689,10 @@ package final class ArchiveWriter {
     /// Writes a commit record: extends the chain digest over the records since the previous
     /// commit record, and records the counts.
     private func commit() throws(CairnError) {
-        // A signing writer never writes its last commit again (`Spec/0004 §3.4` rule 3).
-        let before = writesManifestIndex && signingKey == nil && commitSequence > 0 ? chain.copy() : nil
+        let before = writesManifestIndex && commitSequence > 0 ? chain.copy() : nil
+        // Signing: the commit this one's link starts from, which a root signature put before it
+        // signs (`Spec/0004 §3.4` rule 3).
+        let linkStart = latestCommit
         let digest = try chain.finalize()
         chain.prime(digest)
         let record = CommitRecord(
@@ -671,7 +704,7 @@ package final class ArchiveWriter {
         RecordCodec.append(.commit, payload: record.encoded(), to: &output)
         try hashRecord(from: start)
         try noteCommitForSigning(startingAt: start, chainDigest: digest, sequence: commitSequence)
-        lastCommit = before.map { (takenBytes + UInt64(start), $0) }
+        lastCommit = before.map { (takenBytes + UInt64(start), $0, linkStart) }
         pendingCommits.append(CommitPoint(end: offset, chainDigest: digest))
         commitSequence += 1
         bytesSinceCommit = 0

@@ -6,7 +6,7 @@ extension ArchiveReader {
     ///
     /// Finds the final commit (the record that ends where the manifest begins), the root signature
     /// before it (or before the manifest index there), the commit record `c` that ends at the
-    /// root's `signedLength`, computes `C_0` from the prelude and header record read, and verifies
+    /// root's `signedLength` (the last commit before the final link, §3.3 rule 2), computes `C_0` from the prelude and header record read, and verifies
     /// the message with `footer`.
     ///
     /// - Parameters:
@@ -33,10 +33,11 @@ extension ArchiveReader {
         }
         _ = try checks.trustedKey(for: root, offset: rootOffset)
         let commitLength = UInt64(CommitRecord.framedLength)
-        guard root.kind == .root, root.signedLength == rootOffset, rootOffset >= headerEnd + commitLength else {
+        // The root signs the last commit before it (`Spec/0004 §3.3` rule 2): commit 0 or a later one.
+        guard root.kind == .root, root.signedLength <= rootOffset, root.signedLength >= headerEnd + commitLength else {
             throw CairnError(.corrupted, "the signature record at offset \(rootOffset) does not follow the commit it signs", offset: rootOffset)
         }
-        let commitOffset = rootOffset - commitLength
+        let commitOffset = root.signedLength - commitLength
         let (commit, _) = try source.readRecord(at: commitOffset, fileSize: size)
         guard commit.type == .commit else {
             throw CairnError(.corrupted, "the signature record at offset \(rootOffset) does not follow the commit it signs", offset: rootOffset)
@@ -47,7 +48,7 @@ extension ArchiveReader {
         try chain.add(recordBytes: Array(start[Prelude.length...]))
         let headerChainDigest = try chain.finalize()
         let signed = SignatureChecks.Commit(
-            record: try decodeCommit(commit.payload, at: commitOffset), end: rootOffset, digest: try SHA256.hash(commit.framed),
+            record: try decodeCommit(commit.payload, at: commitOffset), end: root.signedLength, digest: try SHA256.hash(commit.framed),
             chainDigest: .zero)
         try SignatureChecks.verifyRoot(
             .init(signature: root, offset: rootOffset, commit: signed), footer: footer, headerChainDigest: headerChainDigest,

@@ -48,10 +48,14 @@ struct SignatureChecks {
 
     var isTrusting: Bool { !trustedKeys.isEmpty }
 
-    /// Whether the root signature was read and the final commit not yet: that commit follows the
-    /// last commit of the body with only the root signature and the manifest index between
-    /// (`Spec/0004 §3.4` rule 3), an exception to the order of `Spec/0001 §9`.
-    var awaitsFinalCommit: Bool { root != nil && commitsAfterRoot == 0 }
+    /// Whether a root signature directly after the last commit (only signature records between)
+    /// was read and the final commit not yet: in an archive of no item, or a resumed write with
+    /// nothing after its resume point, that commit follows the signed commit with only the root
+    /// signature and the manifest index between (`Spec/0004 §3.3` rule 6), an exception to the
+    /// order of `Spec/0001 §9`.
+    var awaitsFinalCommit: Bool { rootFollowsCommit && commitsAfterRoot == 0 }
+    /// Whether the root signature was read with only signature records since the last commit.
+    private var rootFollowsCommit = false
 
     /// The trusted key ids, for messages: "X" or "X, Y".
     var trustedKeyList: String { trustedKeys.map(\.keyID.description).joined(separator: ", ") }
@@ -124,7 +128,11 @@ struct SignatureChecks {
         guard signature.algorithm == SignatureRecord.ed25519 else {
             throw CairnError(.corrupted, "unknown signature algorithm \(signature.algorithm)", offset: offset)
         }
-        guard let commit = lastCommit, onlySignaturesSinceCommit, signature.signedLength == commit.end else {
+        // A prefix signature directly follows its commit; the root one signs the last commit
+        // before it, with the final link's records between (§3.3 rule 2).
+        guard let commit = lastCommit, onlySignaturesSinceCommit || signature.kind == .root,
+            signature.signedLength == commit.end
+        else {
             throw CairnError(.corrupted, "the signature record at offset \(offset) does not follow the commit it signs", offset: offset)
         }
         if isSigned == nil {
@@ -154,6 +162,7 @@ struct SignatureChecks {
         } else {
             signer = (signature.keyID, signature.algorithm)
         }
+        if signature.kind == .root { rootFollowsCommit = onlySignaturesSinceCommit }
         guard isTrusting else {
             if signature.kind == .root { root = Root(signature: signature, offset: offset, commit: commit) }
             return nil
