@@ -120,6 +120,11 @@ struct ArchiveSignatureTests {
             let signedPayload = Array(bytes[(signedCommit.offset + 8)..<(signedCommit.end - 4)])
             #expect(Self.u64(finalPayload, 0) == Self.u64(signedPayload, 0) + 1, "the final commit's sequence")
             let link = body[(signedPosition + 1)..<root]
+            // A 2.1 reader looks through skippable records (Spec/0001 §3.3) and refuses a commit
+            // right after a commit (§9): none follows one here, but with no item (rule 6).
+            let framing = body.filter { $0.flags & 1 == 0 }
+            let commitAfterCommit = zip(framing, framing.dropFirst()).contains { $0.type == commit && $1.type == commit }
+            #expect(commitAfterCommit == link.allSatisfy { $0.type == signature }, "§3.1: a 2.1 reader reads it")
             if link.allSatisfy({ $0.type == signature }) {
                 #expect(Array(finalPayload[8..<56]) == Array(signedPayload[8..<56]), "rule 6: the final commit's counts")
             } else {
