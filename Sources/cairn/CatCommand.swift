@@ -5,7 +5,7 @@ import Glibc
 /// `cairn cat ARCHIVE [--from-offset N] [--expect-token T]`
 enum CatCommand {
     static let usage = """
-        usage: cairn cat ARCHIVE [--from-offset N] [--expect-token T]
+        usage: cairn cat ARCHIVE [--from-offset N] [--expect-token T] [--trusted-key PUBFILE]...
 
         Writes the archive's bytes from offset N (default 0) to the end on standard output: the
         sender's half of resuming a transfer. The receiver runs 'cairn verify --partial COPY' to
@@ -18,10 +18,16 @@ enum CatCommand {
         token is checked against the record before N first, one small range request), or
         an s3://BUCKET/KEY object, read the same way with signed requests (--s3-endpoint URL or
         AWS_ENDPOINT_URL; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION).
+        With --trusted-key, the archive's root signature is checked from its tail (a few small
+        reads) before any byte is written.
+
+        \(KeyOptions.trustedKeyHelp)
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
-        let args = try Arguments(raw, valued: ["--from-offset", "--expect-token", ArchiveOperand.endpointOption], flags: [])
+        let args = try Arguments(
+            raw, valued: ["--from-offset", "--expect-token", ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption], flags: [])
+        let trustedKeys = try KeyOptions.trustedKeys(args)
         let archive = try CommandLineTool.archiveOperand(args)
         var offset: UInt64?
         if let text = args.value("--from-offset") {
@@ -42,6 +48,7 @@ enum CatCommand {
         try Terminal.refuseArchive(on: 1)
         let source = try await ArchiveOperand.location(archive, args).openRandomAccess()
         defer { source.close() }
+        if !trustedKeys.isEmpty { _ = try ArchiveReader.requireTrustedRoot(of: source, trustedKeys: trustedKeys) }
         try ArchiveTransfer.send(source, from: offset ?? 0, expecting: token, to: FileHandle.standardOutput)
         return .success
     }

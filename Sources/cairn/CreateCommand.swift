@@ -20,6 +20,10 @@ enum CreateCommand {
           --upload-state FILE       the state of an upload to s3://, for --resume (default:
                                     one per object in $XDG_STATE_HOME/cairn/uploads, else
                                     ~/.local/state/cairn/uploads)
+          --sign SECFILE            sign the archive with the minisign secret key SECFILE
+                                    (format 2.2; its password from the file CAIRN_KEY_PASSWORD_FILE
+                                    names, else asked on the terminal); --resume of a signed
+                                    archive needs the same key
           --compression METHOD      lz4 (default), zlib[:LEVEL], zstd[:LEVEL], none
           --chunking POLICY         cdc (default, 16k/64k/256k), cdc:MIN:AVG:MAX, fixed[:SIZE]
           --not-compressible        store chunks raw (the compressible hint is off)
@@ -60,6 +64,7 @@ enum CreateCommand {
             valued: [
                 "-o", "--output", "--compression", "--chunking", "--resources-version", "--app-id", "--size-estimate", "--meta",
                 "--exclude", "--exclude-from", "--files-from", "-T", "--threads", ArchiveOperand.endpointOption, "--upload-state",
+                "--sign",
             ],
             flags: [
                 "--not-compressible", "--json", "-q", "--quiet", "--progress", "--no-progress", "--resume", "-f", "--force",
@@ -149,6 +154,7 @@ enum CreateCommand {
     static func configuration(_ args: Arguments, sources: [[UInt8]]) throws -> Archiver.Configuration {
         var configuration = Archiver.Configuration()
         configuration.sourcePaths = sources
+        if let path = args.value("--sign") { configuration.signingKey = try KeyOptions.signingKey(atPath: path) }
         if let name = args.value("--compression") {
             guard let method = CompressionMethod(name: name) else { throw UsageError("unknown compression '\(name)'") }
             configuration.compression = method

@@ -4,7 +4,7 @@ import Foundation
 /// `cairn diff ARCHIVE DIR [--json]`
 enum DiffCommand {
     static let usage = """
-        usage: cairn diff ARCHIVE DIR [--json]
+        usage: cairn diff ARCHIVE DIR [--json] [--trusted-key PUBFILE]...
 
         Compares the archive's entries with the tree at DIR (entry paths are taken relative to
         DIR, as 'cairn extract ARCHIVE -C DIR' writes them) without extracting anything. File
@@ -23,14 +23,16 @@ enum DiffCommand {
           --json        a JSON array, one object per difference: path, change (modified,
                         missing, extra), aspects (array of strings), details
           -q, --quiet   print nothing; only the exit status tells
+
+        \(KeyOptions.trustedKeyHelp)
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
-        let args = try Arguments(raw, valued: [], flags: ["--json", "-q", "--quiet"])
+        let args = try Arguments(raw, valued: [KeyOptions.trustedKeyOption], flags: ["--json", "-q", "--quiet"])
         guard args.operands.count == 2 else { throw UsageError("diff takes ARCHIVE and DIR") }
         let archive = String(decoding: args.operands[0], as: UTF8.self)
         guard archive != "-" else { throw UsageError("diff needs a seekable ARCHIVE, not -") }
-        let extractor = try await Extractor(at: .file(path: archive))
+        let extractor = try await Extractor(at: .file(path: archive), trustedKeys: KeyOptions.trustedKeys(args))
         defer { extractor.close() }
         let differences = try ArchiveDiff.compare(
             entries: try extractor.entriesWithContentDigests(), chunking: extractor.header.chunking, with: args.operands[1])

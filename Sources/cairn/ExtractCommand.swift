@@ -52,11 +52,16 @@ enum ExtractCommand {
           --progress               draw the progress bar even when standard error is not a
                                    terminal, or when reading the archive from standard input
           --no-progress            never draw it (default: drawn on a terminal, except for -)
+
+        \(KeyOptions.trustedKeyHelp)
+                    From a stream (-, or a URL without PATHs) every signature is checked as
+                    it arrives and nothing is moved into DEST before the root signature
+                    verified; --resume keeps only what a verified signature covers.
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(
-            raw, valued: ["-C", "--directory", "--max-output", "--strip-components", ArchiveOperand.endpointOption],
+            raw, valued: ["-C", "--directory", "--max-output", "--strip-components", ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption],
             flags: [
                 "--no-space-check", "-q", "--quiet", "--json", "--progress", "--no-progress", "--resume", "--overwrite",
                 "--keep-old-files", "--skip-old-files", "-v", "--verbose", "--no-xattrs", "-f", "--force",
@@ -227,7 +232,8 @@ enum ExtractCommand {
         bar?.start()
         let verified: VerificationReport
         do {
-            verified = try await Extractor.extractStream(from: input.descriptor, to: destination, options: options, progress: progress)
+            verified = try await Extractor.extractStream(
+                from: input.descriptor, to: destination, options: options, progress: progress, trustedKeys: KeyOptions.trustedKeys(args))
             try input.finish()
         } catch {
             bar?.stop()

@@ -5,6 +5,7 @@ import Foundation
 enum FetchCommand {
     static let usage = """
         usage: cairn fetch URL -o FILE [--seed ARCHIVE]... [--retries N] [--timeout S] [--force] [--json] [--progress] [-q]
+                   [--trusted-key PUBFILE]...
 
         Downloads the archive at URL (http://, https://, or an s3://BUCKET/KEY object read with
         signed requests: --s3-endpoint URL or AWS_ENDPOINT_URL) into FILE, verifying every record,
@@ -27,11 +28,15 @@ enum FetchCommand {
         --json          print the report as one JSON object
         --progress      draw a progress bar on standard error (default: when it is a terminal)
         --timeout S     seconds without a byte before a transfer counts as cut (default 30)
+
+        \(KeyOptions.trustedKeyHelp)
+                    A fetch with trusted keys resumes only from a prefix a verified signature
+                    covers, and keeps nothing of an archive it refuses.
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(
-            raw, valued: ["-o", "--output", "--seed", "--retries", "--timeout", ArchiveOperand.endpointOption],
+            raw, valued: ["-o", "--output", "--seed", "--retries", "--timeout", ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption],
             flags: ["--json", "--progress", "--no-progress", "--force", "-q", "--quiet"])
         guard args.operands.count == 1, let first = args.operands.first else { throw UsageError("fetch takes one URL") }
         let url = String(decoding: first, as: UTF8.self)
@@ -41,6 +46,7 @@ enum FetchCommand {
         let endpoint = args.value(ArchiveOperand.endpointOption)
         let seeds = try args.allValues("--seed").map { (seed) throws(CairnError) in try ArchiveLocation(parsing: seed, s3Endpoint: endpoint) }
         var options = FetchOptions(seeds: seeds, overwrite: args.flag("--force"))
+        options.trustedKeys = try KeyOptions.trustedKeys(args)
         if let text = args.value("--retries") {
             guard let value = Int(text), value >= 0, value <= 1000 else { throw UsageError("--retries takes a count (0–1000)") }
             options.retries = value

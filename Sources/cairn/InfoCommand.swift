@@ -4,7 +4,7 @@ import Foundation
 /// `cairn info ARCHIVE [--json]`
 enum InfoCommand {
     static let usage = """
-        usage: cairn info ARCHIVE [--json]
+        usage: cairn info ARCHIVE [--json] [--trusted-key PUBFILE]...
 
         Prints the header (format, chunking, codec, the creator's metadata) and the totals
         (entries, chunks, content, stored and archive bytes, deduplication savings).
@@ -16,10 +16,17 @@ enum InfoCommand {
         ARCHIVE may be an http:// or https:// URL (the server must support range requests: only
         the footer and the manifest are fetched), or an s3://BUCKET/KEY object, read the same way with signed requests (--s3-endpoint URL or
         AWS_ENDPOINT_URL; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION).
+
+        Says who signed the archive: "signed by key X (verified)" with --trusted-key, "signed by
+        key X (not checked: no trusted key given)", or "not signed" (--json: signedBy, the key
+        id or null, and signatureVerified).
+
+        \(KeyOptions.trustedKeyHelp)
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
-        let args = try Arguments(raw, valued: [ArchiveOperand.endpointOption], flags: ["--json", "-q", "--quiet"])
+        let args = try Arguments(raw, valued: [ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption], flags: ["--json", "-q", "--quiet"])
+        let trustedKeys = try KeyOptions.trustedKeys(args)
         let archive = try CommandLineTool.archiveOperand(args)
         let extractor: Extractor
         do {
@@ -28,7 +35,7 @@ enum InfoCommand {
             // Incomplete (no valid footer): say what is committed, if it is a Cairn archive at all.
             // A corrupt archive fails here as it does for every other reading command.
             guard error.code == .truncated, ArchiveLocation.kind(of: archive) == .file,
-                let prefix = try? await Extractor.verifyPrefix(at: .file(path: archive)), !prefix.isComplete,
+                let prefix = try? await Extractor.verifyPrefix(at: .file(path: archive), trustedKeys: trustedKeys), !prefix.isComplete,
                 prefix.verifiedLength > 0 || archive.hasSuffix(ArchiveLocation.partialSuffix)
             else { throw error }
             Self.printIncomplete(prefix, archive: archive, json: args.flag("--json"))
@@ -47,6 +54,9 @@ enum InfoCommand {
             "referenceCount": s.referenceCount, "uncompressedBytes": s.contentBytes, "uniqueBytes": s.uniqueBytes,
             "deduplicatedBytes": s.contentBytes &- s.uniqueBytes, "complete": true,
         ]
+        let signer = try extractor.signingKeyID()
+        object["signedBy"] = signer.map { $0.description as Any } ?? NSNull()
+        object["signatureVerified"] = signer != nil && !trustedKeys.isEmpty
         object["sizeEstimate"] = h.sizeEstimate.map { $0 as Any } ?? NSNull()
         object["compressedBytes"] = h.isCompressible ? s.storedBytes as Any : NSNull()
         if args.flag("--json") {
@@ -70,6 +80,9 @@ enum InfoCommand {
             "chunks:            \(s.chunkCount) stored, \(s.referenceCount) referenced",
             "unique content:    \(Output.bytes(s.uniqueBytes)); dedup saved \(Output.bytes(s.contentBytes &- s.uniqueBytes))",
             "stored chunks:     \(Output.bytes(s.storedBytes))",
+            "signature:         "
+                + (signer.map { "signed by key \($0)" + (trustedKeys.isEmpty ? " (not checked: no trusted key given)" : " (verified)") }
+                    ?? "not signed"),
         ]
         Output.out(lines.joined(separator: "\n"))
         return .success

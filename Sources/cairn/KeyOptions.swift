@@ -26,11 +26,31 @@ enum KeyOptions {
     /// keys), in order.
     ///
     /// - Throws: `CairnError` naming the first file that cannot be read or holds no key (exit 1).
-    static func trustedKeys(atPaths paths: [String]) throws -> [PublicKey] {
+    static func trustedKeys(atPaths paths: [String]) throws(CairnError) -> [PublicKey] {
         var keys: [PublicKey] = []
         for path in paths { keys += try PublicKey.readKeys(fromFile: path) }
         return keys
     }
+
+    /// `--trusted-key PUBFILE` (repeatable): the keys a reading command requires a signature by
+    /// (`Spec/0004-trusted-archives.md §4`).
+    static let trustedKeyOption = "--trusted-key"
+
+    /// The keys `--trusted-key` names in `args`; empty when none is given.
+    ///
+    /// - Throws: as ``trustedKeys(atPaths:)``.
+    static func trustedKeys(_ args: Arguments) throws(CairnError) -> [PublicKey] {
+        try trustedKeys(atPaths: args.allValues(trustedKeyOption))
+    }
+
+    /// The help paragraph of `--trusted-key`, the same in every command that takes it.
+    static let trustedKeyHelp = """
+        --trusted-key PUBFILE
+                    require the archive to be signed by this minisign public key (repeatable:
+                    any of them). An archive that is not signed, or signed by another key, is
+                    refused (exit 1, naming the key ids), and nothing is written; only what a
+                    verified signature covers is used (Spec/0004 §4).
+        """
 
     /// A password: the first line of the file `CAIRN_KEY_PASSWORD_FILE` names (without its line
     /// end), else typed on the terminal (`/dev/tty`) without echo, twice when `confirming`.

@@ -4,7 +4,7 @@ import Foundation
 /// `cairn list ARCHIVE [--long] [--json]`
 enum ListCommand {
     static let usage = """
-        usage: cairn list ARCHIVE [--long] [--json]
+        usage: cairn list ARCHIVE [--long] [--json] [--trusted-key PUBFILE]...
 
         Prints one line per entry: its path, with the bytes of control characters (C0, DEL, C1)
         and bytes that are not UTF-8 escaped as \\xHH and backslashes doubled (reversible).
@@ -13,10 +13,12 @@ enum ListCommand {
         http:// or https:// URL (the server must support range requests: the footer and the
         manifest are fetched, and for --json the packs holding files), or an s3://BUCKET/KEY object, read the same way with signed requests (--s3-endpoint URL or
         AWS_ENDPOINT_URL; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION).
+
+        \(KeyOptions.trustedKeyHelp)
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
-        let args = try Arguments(raw, valued: [ArchiveOperand.endpointOption], flags: ["--json", "-l", "--long", "-q", "--quiet"])
+        let args = try Arguments(raw, valued: [ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption], flags: ["--json", "-l", "--long", "-q", "--quiet"])
         let archive = try CommandLineTool.archiveOperand(args)
         let extractor = try await ArchiveOperand.open(archive, args)
         defer { extractor.close() }

@@ -4,7 +4,7 @@ import Foundation
 /// `cairn verify ARCHIVE [--json]`, and `cairn verify --minisig FILE -p PUBFILE [-x SIGFILE]`
 enum VerifyCommand {
     static let usage = """
-        usage: cairn verify ARCHIVE [--partial] [--json]
+        usage: cairn verify ARCHIVE [--partial] [--json] [--trusted-key PUBFILE]...
                cairn verify --minisig FILE -p PUBFILE [-x SIGFILE] [-q]
 
         Reads the archive front to back (ARCHIVE may be - for standard input) and checks every
@@ -18,6 +18,10 @@ enum VerifyCommand {
                     is valid and print the verified length (bytes, up to the end of the last
                     valid commit) and a resume token; exit 0 whenever the header is readable.
                     Give both to the sender: cairn cat ARCHIVE --from-offset N --expect-token T
+                    With --trusted-key, the verified length ends at the last commit a verified
+                    signature covers.
+
+        \(KeyOptions.trustedKeyHelp)
 
         --minisig   check FILE's detached minisign signature (FILE.minisig, or -x SIGFILE) as
                     minisign -V does, instead of the archive's own checks, and print its trusted
@@ -28,22 +32,23 @@ enum VerifyCommand {
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(
-            raw, valued: [ArchiveOperand.endpointOption, "-p", "-x"], flags: ["--json", "--partial", "-q", "--quiet", "--minisig"])
+            raw, valued: [ArchiveOperand.endpointOption, "-p", "-x", KeyOptions.trustedKeyOption], flags: ["--json", "--partial", "-q", "--quiet", "--minisig"])
         let archive = try CommandLineTool.archiveOperand(args)
         if args.flag("--minisig") { return try minisig(archive, args) }
         if args.value("-p") != nil || args.value("-x") != nil { throw UsageError("-p and -x go with --minisig") }
         if archive == "-" { try Terminal.refuseArchive(on: 0) }
+        let trustedKeys = try KeyOptions.trustedKeys(args)
         if args.flag("--partial") {
             guard ArchiveLocation.kind(of: archive) == .file else {
                 throw UsageError("--partial reads a local copy; 'cairn verify URL' checks the archive at a URL, 'cairn fetch' downloads it")
             }
-            return try await partial(archive, json: args.flag("--json"))
+            return try await partial(archive, json: args.flag("--json"), trustedKeys: trustedKeys)
         }
         let started = monotonicSeconds()
         let report =
             archive == "-"
-            ? try await Extractor.verify(descriptor: .standardInput, path: "<stdin>", seekToStart: false)
-            : try await Extractor.verifyArchive(at: ArchiveOperand.location(archive, args))
+            ? try await Extractor.verify(descriptor: .standardInput, path: "<stdin>", seekToStart: false, trustedKeys: trustedKeys)
+            : try await Extractor.verifyArchive(at: ArchiveOperand.location(archive, args), trustedKeys: trustedKeys)
         let seconds = monotonicSeconds() - started
         if args.flag("--json") {
             Output.out(
@@ -77,11 +82,11 @@ enum VerifyCommand {
         return .success
     }
 
-    static func partial(_ archive: String, json: Bool) async throws -> ExitStatus {
+    static func partial(_ archive: String, json: Bool, trustedKeys: [PublicKey]) async throws -> ExitStatus {
         let result =
             archive == "-"
-            ? try await Extractor.verifyPrefix(reading: .standardInput, path: archive)
-            : try await Extractor.verifyPrefix(at: .file(path: archive))
+            ? try await Extractor.verifyPrefix(reading: .standardInput, path: archive, trustedKeys: trustedKeys)
+            : try await Extractor.verifyPrefix(at: .file(path: archive), trustedKeys: trustedKeys)
         if json {
             var object: [String: Any] = [
                 "verifiedLength": result.verifiedLength, "resumeToken": result.resumeToken.description,

@@ -15,13 +15,18 @@ record of the archive given as hex (default: v2.hex beside this script), checks 
     skippable types skipped from commit 0 to the final commit and refused elsewhere (§3.3),
   - the manifest records (§11.2), the manifest body (§11.3–§11.6) against the records,
   - format 2.1: the manifest index (§11.8) just before the final commit, against the manifest records,
+  - format 2.2 (Spec/0004-trusted-archives.md §3): every signature record's fields and placement
+    (§3.3 rules 1-6, and §3.4 rule 3: the root signature and the index before the final commit), and every
+    Ed25519 signature (RFC 8032) verified over the message of §3.2 with the published test key's
+    public key (Spec/0004 "Test vectors"); this needs Python's `cryptography` package (Debian
+    python3-cryptography), imported only when the archive is 2.2,
   - the footer (§12): manifest digest, counts, chain digest,
 
 and prints a record map, the chain digests and the resume tokens of every verified prefix (§10.5).
 Only codec 0 (none) is decoded: the vector is written with `--compression none`.
 
 Usage: python3 verify_v2.py [FILE.hex]     exit status 0 when every check passes (default: v2.hex;
-Spec/vectors/v2.1.hex is the 2.1 vector).
+Spec/vectors/v2.1.hex is the 2.1 vector, Spec/vectors/v2.2.hex the signed 2.2 vector).
 """
 
 import hashlib
@@ -36,7 +41,25 @@ MAX_CHUNK = 8 * 1024 * 1024
 MAX_SEGMENT = 4 * 1024 * 1024
 MAX_ITEMS = 65536
 NAMES = {1: "header", 2: "chunk", 3: "entry", 4: "chunk references", 5: "file end", 6: "commit",
-         10: "footer", 11: "pack", 12: "manifest", 13: "manifest index"}
+         10: "footer", 11: "pack", 12: "manifest", 13: "manifest index", 14: "signature"}
+# Spec/0004 "Test vectors": the published test signing key (never a real one).
+TEST_KEY_SEED = bytes(range(32))
+TEST_KEY_ID = b"CAIRNTES"
+SIGNATURE_DOMAIN = b"Cairn archive signature\0"
+
+
+def ed25519_public_key(seed):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    return Ed25519PrivateKey.from_private_bytes(seed).public_key()
+
+
+def ed25519_valid(public_key, signature, message):
+    from cryptography.exceptions import InvalidSignature
+    try:
+        public_key.verify(signature, message)
+        return True
+    except InvalidSignature:
+        return False
 KINDS = {1: "file", 2: "directory", 3: "symlink", 4: "hard link", 5: "FIFO", 6: "character device",
          7: "block device"}
 
@@ -208,6 +231,9 @@ def main():
     mindex = None                    # 2.1: the manifest index (§11.8): offset, end, entries
     footer = None
     rows = []
+    # 2.2 (Spec/0004 §3): signatures
+    sig = {"c0": None, "commit_end": None, "commit_d": None, "since_commit": [], "key": None, "first": None,
+           "root": None, "prefixes": 0, "public": ed25519_public_key(TEST_KEY_SEED) if minor >= 2 else None}
     o = 12
     while o < len(a):
         if len(a) - o < 12:
@@ -225,7 +251,7 @@ def main():
             raise Bad(f"record at {o}: CRC-32 mismatch")
         payload = framed[8:8 + length]
         d = sha(framed)
-        name = NAMES.get(t)
+        name = NAMES.get(t) if t != 14 or minor >= 2 else None
         if name is None and t not in (7, 8, 9) and flags & 1 and footer is None:
             # §3.3: an unknown skippable record (a later minor's) is skipped in the body, from
             # commit 0 to the final commit; it belongs to the chain and the order rules look
@@ -245,6 +271,16 @@ def main():
             raise Bad("data after the footer")
         if manifest_start is not None and t not in (12, 10):
             raise Bad(f"{name} record at {o} follows the manifest")
+        # Spec/0004 §3.3 rule 3: between the root signature and the final commit only the index.
+        if sig["root"] is not None and manifest_start is None and t not in (6, 13, 12, 10):
+            raise Bad(f"{name} record at {o} between the root signature and the final commit")
+        if t == 14:
+            note = check_signature(a, o, flags, payload, sig, sequence, manifest_start)
+            rows.append((o, name, length, crc, d, note))
+            chain_link.append(d)
+            sig["since_commit"].append(t)
+            o += 12 + length
+            continue
         # §9: the manifest index is looked through by the order rules (§11.8).
         if awaiting is not None and t not in (6, 13):
             raise Bad(f"{name} record at {o} where a commit must follow the {awaiting}")
@@ -379,7 +415,10 @@ def main():
         elif t == 6:
             if open_file is not None and previous != 4:
                 raise Bad(f"commit at {o} inside a file not after chunk references")
-            if open_file is None and awaiting is None:
+            # Spec/0004 §3.3 rule 6: only when the root signature directly follows the commit it
+            # signs (no item after it) does the final commit follow it without an item between.
+            after_root = sig["root"] is not None and sig["root"]["final"] is None
+            if open_file is None and awaiting is None and not (after_root and sig["root"]["direct"]):
                 raise Bad(f"commit at {o} follows no header, entry, pack or file end")
             fields = [r.uint(8) for _ in range(7)]
             digest = r.raw(32)
@@ -398,6 +437,11 @@ def main():
             chain_prev, chain_link = digest, []
             awaiting = None
             verified.append((o + 12 + length, digest))
+            if sig["c0"] is None:
+                sig["c0"] = digest
+            if after_root:
+                sig["root"]["final"] = o
+            sig["commit_end"], sig["commit_d"], sig["since_commit"] = o + 12 + length, d, []
         elif t == 13:
             if flags != 1:
                 raise Bad(f"manifest index at {o} without the skippable flag")
@@ -449,6 +493,7 @@ def main():
                 # manifest record, in order.
                 if mindex["entries"] != manifest_records:
                     raise Bad(f"the manifest index at {mindex['offset']} does not describe the manifest records")
+            check_root_signature(sig, payload, minor)
             footer = f
             note = (f"manifest {manifest_start}+{f[1]}, manifest digest {f[2].hex()[:16]}…, "
                     f"chain {chain.hex()}")
@@ -465,6 +510,8 @@ def main():
                 mindex = None
         if t != 10:
             chain_link.append(d)
+        if t not in (6, 13):
+            sig["since_commit"].append(t)
         rows.append((o, name, length, crc, d, note))
         previous = t
         o += 12 + length
@@ -478,8 +525,64 @@ def main():
     for i, (length, digest) in enumerate(verified):
         upto = verified[i + 1][0] - 1 if i + 1 < len(verified) else len(a)
         print(f"  {length:>5} … {upto:>5}  cairn1-{length}-{digest.hex()}")
+    if sig["first"] is not None:
+        print(f"\nsigned (Spec/0004 §3): {sig['prefixes']} prefix signature(s) and the root signature verify"
+              f" with the test key {TEST_KEY_ID.hex()} (public key {sig['public'].public_bytes_raw().hex()})")
     print("\nOK: every CRC-32, varint, record digest, chain digest, commit count, the pack's content digest,"
           " the manifest body and digest and the footer recomputed from the Spec's rules")
+
+
+def check_signature(a, o, flags, payload, sig, sequence, manifest_start):
+    """Spec/0004 §3.2 fields and §3.3 placement of the signature record at `o`; verifies a
+    prefix signature now (a root one at the footer)."""
+    if flags != 1:
+        raise Bad(f"signature record at {o} without the skippable flag (§3.3 rule 1)")
+    if sequence == 0 or manifest_start is not None:
+        raise Bad(f"signature record at {o} before commit 0 or inside the manifest (§3.3 rule 2)")
+    if len(payload) != 82:
+        raise Bad(f"signature record at {o}: a payload of {len(payload)} bytes, not 82")
+    kind, algorithm, key_id, signed_length, signature = payload[0], payload[1], payload[2:10], u(payload, 10, 8), payload[18:82]
+    if kind not in (0, 1):
+        raise Bad(f"signature record at {o}: unknown kind {kind}")
+    if algorithm != 1:
+        raise Bad(f"signature record at {o}: unknown signature algorithm {algorithm}")
+    # §3.3 rule 2: a prefix signature directly follows its commit (only signatures between); the
+    # root signature signs the last commit before it, the final link's records may lie between.
+    direct = all(t == 14 for t in sig["since_commit"])
+    if (kind == 0 and not direct) or signed_length != sig["commit_end"]:
+        raise Bad(f"the signature record at offset {o} does not follow the commit it signs (§3.3 rule 2)")
+    if sig["first"] is None:
+        # §3.3 rule 5: signed when the record right after commit 0 is its prefix signature.
+        if sequence != 1 or kind != 0:
+            raise Bad(f"signature record at {o} in an archive that is not signed (§3.3 rule 5)")
+        sig["first"] = (algorithm, key_id)
+    elif sig["first"] != (algorithm, key_id):
+        raise Bad(f"signature record at {o}: signed by two keys (§3.3 rule 4)")
+    if sig["root"] is not None:
+        raise Bad(f"signature record at {o} after the root signature (§3.3 rule 3)")
+    if key_id != TEST_KEY_ID:
+        raise Bad(f"signature record at {o}: key id {key_id.hex()}, not the test key's {TEST_KEY_ID.hex()}")
+    message = SIGNATURE_DOMAIN + bytes([kind]) + signed_length.to_bytes(8, "little") + sig["c0"] + sig["commit_d"]
+    if kind == 0:
+        if 14 in sig["since_commit"]:
+            raise Bad(f"two prefix signatures after one commit, at {o} (§3.3 rule 3)")
+        if not ed25519_valid(sig["public"], signature, message):
+            raise Bad(f"the signature at offset {o} does not verify")
+        sig["prefixes"] += 1
+        return f"prefix signature of 0..<{signed_length} by key {key_id.hex()}: verifies"
+    sig["root"] = {"offset": o, "message": message, "signature": signature, "final": None, "direct": direct}
+    return f"root signature of 0..<{signed_length} and the footer by key {key_id.hex()}: checked at the footer"
+
+
+def check_root_signature(sig, footer_payload, minor):
+    """Spec/0004 §3.2: the root signature signs its prefix message and the footer's bytes 0..<88."""
+    if sig["first"] is None:
+        return
+    root = sig["root"]
+    if root is None or root["final"] is None:
+        raise Bad("a signed archive without a root signature followed by the final commit (§3.4 rule 3)")
+    if not ed25519_valid(sig["public"], root["signature"], root["message"] + footer_payload[:88]):
+        raise Bad(f"the signature at offset {root['offset']} does not verify")
 
 
 def check_manifest(body, base, chunks, packs, refs, entries):

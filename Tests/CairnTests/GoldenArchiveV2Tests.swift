@@ -540,8 +540,8 @@ enum GoldenArchiveV2 {
     ///
     /// - Parameter minorVersion: 0 for `golden-v2.cairn`; 1 for `golden-v2.1.cairn` (the same
     ///   items, with the manifest index and content-defined manifest segments of §11.8).
-    static func make(minorVersion: UInt16 = 0) throws -> [UInt8] {
-        let writer = try ArchiveWriter(header: header, minorVersion: minorVersion)
+    static func make(minorVersion: UInt16 = 0, signingKey: SigningKey? = nil) throws -> [UInt8] {
+        let writer = try ArchiveWriter(header: header, minorVersion: minorVersion, signingKey: signingKey)
         let compressor = ChunkCompressor(method: header.compression)
         var archive = writer.takeOutput()
         let all = try items()

@@ -66,6 +66,24 @@ struct SpecVectorTests {
         "writing §15.2's inputs gives exactly Spec/vectors/v2.1.hex (§15.3)",
         .enabled(if: getuid() == 0 && getgid() == 0, "the vector records uid and gid 0"))
     func writerWritesTheVector() async throws {
+        try await Self.expectVector(
+            "v2.1.hex", key: nil,
+            comment: "# Spec/0001-container-format.md §15.3: the format 2.1 vector, %d bytes, as written by the reference writer.\n")
+    }
+
+    @Test(
+        "writing §15.2's inputs signed by the published test key gives exactly Spec/vectors/v2.2.hex (Spec/0004-trusted-archives.md, Test vectors)",
+        .enabled(if: getuid() == 0 && getgid() == 0, "the vector records uid and gid 0"))
+    func writerWritesTheSignedVector() async throws {
+        try await Self.expectVector(
+            "v2.2.hex", key: try TestSigningKey.key(),
+            comment: "# Spec/0004-trusted-archives.md, Test vectors: the signed format 2.2 vector, %d bytes, §15.2's inputs\n"
+                + "# signed by the published test key (seed 00 01 … 1f, key id \"CAIRNTES\"), as written by the reference writer.\n")
+    }
+
+    /// Writes §15.2's inputs (signed with `key` when given) and compares them with the vector
+    /// `name`, writing it first under `CAIRN_UPDATE_VECTOR=1` (`%d` in `comment` is the length).
+    static func expectVector(_ name: String, key: SigningKey?, comment: String) async throws {
         let work = try TemporaryDirectory(prefix: "cairn-vector")
         defer { work.remove() }
         let d = work.appending("d")
@@ -96,6 +114,7 @@ struct SpecVectorTests {
         configuration.compression = .none
         configuration.isCompressible = false
         configuration.sourcePlatform = ""
+        configuration.signingKey = key
         let output = work.appending("v2.cairn")
         let archiver = try await Archiver(writingTo: .file(path: output), configuration: configuration)
         try await archiver.appendItem(at: URL(fileURLWithPath: d))
@@ -110,14 +129,14 @@ struct SpecVectorTests {
         let written = try RawFileSystem.contents(ofFile: Array(output.utf8))
         if ProcessInfo.processInfo.environment["CAIRN_UPDATE_VECTOR"] == "1" {
             try Self.writeVector(
-                written, name: "v2.1.hex",
-                comment: "# Spec/0001-container-format.md §15.3: the format 2.1 vector, \(written.count) bytes, as written by the reference writer.\n"
+                written, name: name,
+                comment: String(format: comment, written.count)
                     + "# Hex, 32 bytes a line; verify_v2.py ignores lines starting with '#' and all whitespace.\n")
         }
-        let vector = try Self.vector("v2.1.hex")
+        let vector = try Self.vector(name)
         #expect(written.count == vector.count, "\(written.count) bytes written, the vector has \(vector.count)")
         if let first = zip(written, vector).enumerated().first(where: { $0.element.0 != $0.element.1 }) {
-            Issue.record("the writer differs from Spec/vectors/v2.1.hex first at offset \(first.offset): Spec and code disagree")
+            Issue.record("the writer differs from Spec/vectors/\(name) first at offset \(first.offset): Spec and code disagree")
         }
     }
 }

@@ -18,6 +18,14 @@ package struct ArchiveRecovery {
         package var referenceCount: Int
         /// This commit's link before it was finalized (format 2.x, not commit 0).
         package var linkBefore: [Digest]?
+        /// Signed archives (`Spec/0004 §3.5`): the prefix signature record right after the
+        /// commit, verified under the writer's key, kept when the resume continues here.
+        package var signature: [UInt8]?
+        /// Signed archives: the `signedLength` of the last verified prefix signature before
+        /// this commit's own.
+        package var lastSignedLength: UInt64?
+        /// The end of what is kept when the resume continues here: the commit and its signature.
+        package var keptEnd: UInt64 { end + UInt64(signature?.count ?? 0) }
     }
 
     package var header: ArchiveHeader
@@ -36,12 +44,25 @@ package struct ArchiveRecovery {
     package var wasComplete: Bool
     /// Why reading stopped before the footer, if it did (for messages).
     package var stopReason: CairnError?
+    /// The archive's minor version, continued as it is (`Spec/0004 §3.1`).
+    package var minorVersion: UInt16
+    /// `C_0`, the chain digest of commit 0 (what signatures sign).
+    package var headerChainDigest: Digest
 
     /// Scans the archive readable from `descriptor` (positioned at its start).
     ///
-    /// - Throws: `.notResumable` when not even the header and the first commit are valid;
-    ///   `.unsupportedVersion` for an archive of another version than this writer writes.
-    package static func scan(_ descriptor: FileDescriptor, path: String) throws -> ArchiveRecovery {
+    /// A signed archive (format 2.2) is resumed only at a commit followed by a prefix signature
+    /// that verifies under `signingKey` (`Spec/0004-trusted-archives.md §3.5`): the other
+    /// commits are not checkpoints. A root signature cannot be checked before its footer is
+    /// read, so the commit it follows is not one either (the resume goes back to the commit of
+    /// the last prefix signature and writes the rest again: the same bytes).
+    ///
+    /// - Parameter signingKey: the resuming writer's key: required for a signed archive (the
+    ///   same key), refused for an unsigned one.
+    /// - Throws: `.notResumable` when not even the header and the first commit are valid, or
+    ///   the key does not fit the archive (naming both key ids); `.unsupportedVersion` for an
+    ///   archive of another version than this writer writes (2.1, or 2.2 signed).
+    package static func scan(_ descriptor: FileDescriptor, path: String, signingKey: SigningKey? = nil) throws -> ArchiveRecovery {
         let stream = RecordStream(descriptor: descriptor)
         let scanner = ArchiveScanner()
         do throws(CairnError) {
@@ -55,28 +76,33 @@ package struct ArchiveRecovery {
         var boundary: Checkpoint?
         var previousBoundary: Checkpoint?
         var stopReason: CairnError?
+        var signatures = SignatureCheck(key: signingKey, isSigned: scanner.version.minor >= Prelude.signedMinorVersion)
         do throws(CairnError) {
             try scanner.run(over: stream, until: .unchecked) { record, events in
                 for case .commit(let end, let commit) in events {
                     let checkpoint = Checkpoint(
                         end: end, commit: commit, framed: record.framed,
                         referenceCount: scanner.manifestSoFar.references.count, linkBefore: scanner.linkBeforeLastCommit)
-                    last = checkpoint
-                    if commit.openEntry == CommitRecord.noOpenEntry {
-                        previousBoundary = boundary
-                        boundary = checkpoint
-                    }
+                    signatures.commit(checkpoint)
+                }
+                guard let checkpoint = signatures.admit(record) else { return }
+                last = checkpoint
+                if checkpoint.commit.openEntry == CommitRecord.noOpenEntry {
+                    previousBoundary = boundary
+                    boundary = checkpoint
                 }
             }
         } catch {
             stopReason = error
         }
-        guard scanner.version == .current else {
+        try signatures.checkKey(path: path)
+        guard scanner.version == .current || scanner.version == FormatVersion(major: 2, minor: Prelude.signedMinorVersion)
+        else {
             // Not `.notResumable` (which `create --resume` answers by starting over): the file
             // may hold hours of committed work that another cairn can still finish.
             throw CairnError(
                 .unsupportedVersion,
-                "the archive is format \(scanner.version); this version continues only format \(FormatVersion.current) archives: "
+                "the archive is format \(scanner.version); this version continues only format \(FormatVersion.current) and 2.\(Prelude.signedMinorVersion) archives: "
                     + "finish it with the cairn that began it",
                 path: path)
         }
@@ -85,7 +111,83 @@ package struct ArchiveRecovery {
         }
         return ArchiveRecovery(
             header: header, last: last, lastBoundary: boundary, previousBoundary: previousBoundary, manifest: scanner.manifestSoFar,
-            chunkIDs: scanner.chunkIDs, wasComplete: scanner.footer != nil, stopReason: stopReason)
+            chunkIDs: scanner.chunkIDs, wasComplete: scanner.footer != nil, stopReason: stopReason,
+            minorVersion: scanner.version.minor, headerChainDigest: signatures.headerChainDigest)
+    }
+
+    /// Which commits of a scan a resume may continue from: every commit of an unsigned archive;
+    /// in a signed one, a commit followed by a prefix signature that verifies under the key
+    /// (`Spec/0004 §3.5`).
+    private struct SignatureCheck {
+        let key: SigningKey?
+        let isSigned: Bool
+        /// `C_0`, from commit 0.
+        var headerChainDigest = Digest.zero
+        /// The key id of commit 0's signature: the archive's signer.
+        var signer: SigningKeyID?
+        /// The commit just read, until the record after it says whether it is a checkpoint.
+        var pending: Checkpoint?
+        /// The commit just read, when it is a checkpoint already (unsigned archives).
+        var ready: Checkpoint?
+        var lastSignedLength: UInt64?
+
+        mutating func commit(_ checkpoint: Checkpoint) {
+            var checkpoint = checkpoint
+            if checkpoint.commit.sequence == 0 { headerChainDigest = checkpoint.commit.chainDigest }
+            checkpoint.lastSignedLength = lastSignedLength
+            if isSigned { pending = checkpoint } else { ready = checkpoint }
+        }
+
+        /// The checkpoint `record` completes, if any: the commit itself (unsigned), or the
+        /// commit before a prefix signature that verifies.
+        mutating func admit(_ record: RecordStream.Record) -> Checkpoint? {
+            if let checkpoint = ready {
+                ready = nil
+                return checkpoint
+            }
+            guard var checkpoint = pending else { return nil }
+            guard record.header.type == .signature else {
+                if record.header.type != .commit { pending = nil }
+                return nil
+            }
+            pending = nil
+            guard record.offset == checkpoint.end,
+                let signature = try? SignatureRecord.decode(
+                    record.payload, offset: record.offset + UInt64(RecordFraming.headerLength)),
+                signature.kind == .prefix, signature.signedLength == checkpoint.end
+            else { return nil }
+            if checkpoint.commit.sequence == 0 { signer = signature.keyID }
+            guard let key, let commitDigest = try? SHA256.hash(checkpoint.framed),
+                signature.isValid(
+                    for: key.publicKey, headerChainDigest: headerChainDigest, commitDigest: commitDigest, footer: nil)
+            else { return nil }
+            checkpoint.signature = record.framed
+            lastSignedLength = checkpoint.end
+            return checkpoint
+        }
+
+        /// The key rules of `Spec/0004 §3.5`.
+        ///
+        /// - Throws: `.notResumable` naming the key ids when the key does not fit the archive,
+        ///   with itself in ``CairnError/additionalErrors`` (a difference to refuse, as for other
+        ///   options, not "nothing committed" to start over from).
+        func checkKey(path: String) throws(CairnError) {
+            let problem: String
+            switch (isSigned, key) {
+            case (false, nil):
+                return
+            case (false, .some):
+                problem = "the archive is not signed; resume it without a signing key"
+            case (true, nil):
+                problem = "the archive is signed by key \(signer.map(\.description) ?? "unknown"); resume it with that key"
+            case (true, .some(let key)):
+                guard let signer, signer != key.keyID else { return }
+                problem = "the archive is signed by key \(signer), not by the key given (\(key.keyID))"
+            }
+            var error = CairnError(.notResumable, problem, path: path)
+            error.additionalErrors = [error]
+            throw error
+        }
     }
 
     /// The commit a resume continues from (`Spec/0001 §10.4` step 2, `Spec/0003 §3.2` item 6):
@@ -153,8 +255,9 @@ package struct ArchiveRecovery {
         return ArchiveWriter.RecoveredState(
             manifest: cut, chunkIDs: Array(chunkIDs.prefix(cut.chunks.count)), contentBytes: commit.contentBytes, storedBytes: commit.storedBytes,
             nextCommitSequence: commit.sequence + 1, chainDigest: commit.chainDigest, commitRecord: checkpoint.framed,
-            offset: checkpoint.end, linkBeforeCommit: checkpoint.linkBefore, openFile: open,
-            boundary: boundary(at: open == nil ? checkpoint : lastBoundary))
+            offset: checkpoint.keptEnd, linkBeforeCommit: minorVersion >= Prelude.signedMinorVersion ? nil : checkpoint.linkBefore,
+            openFile: open, boundary: boundary(at: open == nil ? checkpoint : lastBoundary), minorVersion: minorVersion,
+            signature: checkpoint.signature, lastSignedLength: checkpoint.lastSignedLength, headerChainDigest: headerChainDigest)
     }
 
     /// The writer's item boundary at `checkpoint` (a commit with no file open).
@@ -172,6 +275,7 @@ package struct ArchiveRecovery {
             entryCount: entryCount, chunkCount: chunkCount, packCount: manifest.packs.prefix { $0.firstEntry < entryCount }.count,
             referenceCount: checkpoint.referenceCount, contentBytes: commit.contentBytes, storedBytes: commit.storedBytes,
             uniqueBytes: uniqueBytes, nextCommitSequence: commit.sequence + 1, chainDigest: commit.chainDigest,
-            commitRecord: checkpoint.framed, offset: checkpoint.end)
+            commitRecord: checkpoint.framed, offset: checkpoint.keptEnd, signature: checkpoint.signature,
+            lastSignedLength: checkpoint.signature == nil ? checkpoint.lastSignedLength : checkpoint.end)
     }
 }

@@ -1,6 +1,7 @@
 /// The synchronous heart of the archiver: it turns entries, processed chunks and packs into the
-/// bytes of `Spec/0001-container-format.md` (format 2.0), in order, and keeps everything needed
-/// for the manifest, deduplication and commits.
+/// bytes of `Spec/0001-container-format.md` (format 2.1; 2.2 with the signature records of
+/// `Spec/0004-trusted-archives.md §3` when given a signing key), in order, and keeps everything
+/// needed for the manifest, deduplication, commits and signatures.
 ///
 /// It does no I/O: callers append, then take the produced bytes with ``takeOutput()`` and write
 /// them wherever they go. The writer never seeks back, so the bytes can go to a pipe.
@@ -62,24 +63,167 @@ package final class ArchiveWriter {
     /// A commit record is written inside a file at least this often, in content bytes.
     package static let commitInterval: UInt64 = 4 * 1024 * 1024
 
-    /// Starts an archive: the prelude, the header record and commit 0.
+    /// Starts an archive: the prelude, the header record and commit 0 (and, signing, the prefix
+    /// signature of commit 0, `Spec/0004 §3.4` rule 1).
     ///
     /// - Parameters:
     ///   - header: the header record's fields.
     ///   - minorVersion: 1 (format 2.1, the default): the manifest index goes before the final
     ///     commit (`Spec/0001 §11.8`). 0: format 2.0, without it (a seeded fetch rebuilding a 2.0
-    ///     archive, §13.6.1).
-    package init(header: ArchiveHeader, minorVersion: UInt16 = Prelude.minorVersion) throws(CairnError) {
+    ///     archive, §13.6.1). Ignored when `signingKey` is given: a signed archive is 2.2.
+    ///   - signingKey: the maker's key: the archive is signed (`Spec/0004 §3.4`).
+    package init(
+        header: ArchiveHeader, minorVersion: UInt16 = Prelude.minorVersion, signingKey: SigningKey? = nil
+    ) throws(CairnError) {
         try header.validate()
         tableCompressor = ChunkCompressor(method: header.isCompressible ? header.compression : .none)
         manifestCompressible = header.isCompressible
         output.reserveCapacity(1 << 20)
-        self.minorVersion = minorVersion
-        let prelude = Prelude.bytes(minor: minorVersion)
+        self.minorVersion = signingKey == nil ? minorVersion : Prelude.minorVersion(signed: true)
+        self.signingKey = signingKey
+        let prelude = Prelude.bytes(minor: self.minorVersion)
         output.append(contentsOf: prelude)
         try chain.add(recordBytes: prelude)
         try appendRecord(.header, payload: header.encoded())
         try commit()
+        try writeDuePrefixSignature()
+    }
+
+    // MARK: Signatures (`Spec/0004-trusted-archives.md §3.4`)
+
+    /// The maker's key when the archive is signed (format 2.2).
+    private let signingKey: SigningKey?
+    /// `C_0`, the chain digest of commit 0, which every signed message holds.
+    private var headerChainDigest = Digest.zero
+    /// The last commit record written: its end and its record digest `d(c)` (signing only).
+    private var latestCommit: (end: UInt64, digest: Digest)?
+    /// The `signedLength` of the last prefix signature written (nil before commit 0's).
+    private var lastSignedLength: UInt64?
+    /// Whether ``latestCommit`` gets a prefix signature before the next body record.
+    private var prefixSignatureDue = false
+
+    /// A prefix signature follows commit 0 and every commit that ends at least this many bytes
+    /// after the last prefix signature's `signedLength` (4 MiB, `Spec/0004 §3.4` rule 2).
+    package static let signatureInterval: UInt64 = 4 * 1024 * 1024
+
+    /// Whether a commit ending at `end` gets a prefix signature when the archive goes on, after
+    /// the last one covering `signedLength` (nil: none yet, so this is commit 0). The one place
+    /// the cadence of §3.4 rule 2 is decided.
+    private static func isPrefixSignatureDue(end: UInt64, after signedLength: UInt64?) -> Bool {
+        guard let signedLength else { return true }
+        return end >= signedLength && end - signedLength >= signatureInterval
+    }
+
+    /// Writes the prefix signature of ``latestCommit`` if one is due: called before every body
+    /// record (the archive goes on), so the last commit of the body never carries one.
+    private func writeDuePrefixSignature() throws(CairnError) {
+        guard prefixSignatureDue, let key = signingKey, let commit = latestCommit, commit.end == offset else { return }
+        prefixSignatureDue = false
+        let record = SignatureRecord(
+            signing: .prefix, with: key, signedLength: commit.end, headerChainDigest: headerChainDigest,
+            commitDigest: commit.digest, footer: nil
+        ).framed()
+        let start = output.count
+        output.append(contentsOf: record)
+        try hashRecord(from: start)
+        lastSignedLength = commit.end
+        // The item boundary at this commit keeps its signature: a rewind leaves it in place.
+        if var mark = boundary, mark.offset == commit.end {
+            mark.signature = record
+            mark.offset = offset
+            mark.lastSignedLength = commit.end
+            boundary = mark
+        }
+    }
+
+    /// Records the commit just written at `output[start...]` for the signatures.
+    private func noteCommitForSigning(startingAt start: Int, chainDigest: Digest, sequence: UInt64) throws(CairnError) {
+        guard signingKey != nil else { return }
+        let digest = try output.withBytes { (raw) throws(CairnError) in
+            try SHA256.hash(UnsafeRawBufferPointer(rebasing: raw[start...]))
+        }
+        if sequence == 0 { headerChainDigest = chainDigest }
+        latestCommit = (offset, digest)
+        prefixSignatureDue = Self.isPrefixSignatureDue(end: offset, after: lastSignedLength)
+    }
+
+    /// The signing state after a commit ending at `end` (record digest `digest`) that a rewind or
+    /// a resume continues from, with the prefix signature kept after it, if any: the chain goes on
+    /// over that signature, or the commit gets one if it is due when the archive goes on.
+    private func continueSigning(
+        afterCommitEnding end: UInt64, digest: Digest, signature: [UInt8]?, lastSignedLength: UInt64?
+    ) throws(CairnError) {
+        guard signingKey != nil else { return }
+        latestCommit = (end, digest)
+        self.lastSignedLength = signature == nil ? lastSignedLength : end
+        if let signature { try chain.add(recordBytes: signature) }
+        prefixSignatureDue = signature == nil && Self.isPrefixSignatureDue(end: end, after: lastSignedLength)
+    }
+
+    /// Signing: the end of the body (§3.4 rule 3). The last commit, held back as a 2.1 writer
+    /// holds it, is written again after the root signature and the manifest index, so the final
+    /// link is the last item's records, the root and the index, as in 2.1. The root signs the
+    /// commit that link starts from, with the footer that will be written. When no commit is held
+    /// back (an archive of no item; a resumed write with nothing after its resume point), the
+    /// root signs the last commit and a new final commit follows (§3.3 rule 6).
+    private func writeRootSignature(manifestRecords records: [UInt8], manifestDigest: Digest) throws(CairnError) {
+        guard let key = signingKey, let last = latestCommit else { return }
+        // An archive of nothing: commit 0's prefix signature is still written first (§3.3 rule 5).
+        if lastSignedLength == nil { try writeDuePrefixSignature() }
+        let held = lastCommitIsOpen ? lastCommit : nil
+        let signed: (end: UInt64, digest: Digest)
+        let bodyEnd: UInt64
+        if let held, let linkStart = held.linkStart {
+            signed = linkStart
+            bodyEnd = held.start
+        } else {
+            guard last.end == offset || lastSignedLength == last.end else {
+                throw CairnError(.invalidArgument, "internal error: the body does not end with a commit record")
+            }
+            signed = last
+            bodyEnd = offset
+        }
+        var index: [UInt8] = []
+        if !records.isEmpty {
+            let built = try ManifestIndex(manifestRecords: records)
+            if built.entries.count <= ManifestIndex.maximumCount { index = built.framed() }
+        }
+        let manifestOffset =
+            bodyEnd + UInt64(SignatureRecord.framedLength) + UInt64(index.count) + UInt64(CommitRecord.framedLength)
+        let footer = makeFooter(
+            manifestOffset: manifestOffset, manifestLength: UInt64(records.count), manifestDigest: manifestDigest,
+            chainDigest: .zero)
+        let root = SignatureRecord(
+            signing: .root, with: key, signedLength: signed.end, headerChainDigest: headerChainDigest,
+            commitDigest: signed.digest, footer: footer)
+        prefixSignatureDue = false
+        if held != nil {
+            guard try insertBeforeLastCommit(records: [root.framed(), index]) else {
+                throw CairnError(.invalidArgument, "internal error: the last commit could not be written again")
+            }
+        } else {
+            for record in [root.framed(), index] where !record.isEmpty {
+                let start = output.count
+                output.append(contentsOf: record)
+                try hashRecord(from: start)
+            }
+            try commit()
+        }
+        prefixSignatureDue = false
+        guard offset == manifestOffset else {
+            throw CairnError(.invalidArgument, "internal error: the manifest begins at \(offset), not \(manifestOffset)")
+        }
+    }
+
+    /// The footer of this archive (the counts are final once the manifest is begun).
+    private func makeFooter(
+        manifestOffset: UInt64, manifestLength: UInt64, manifestDigest: Digest, chainDigest: Digest
+    ) -> Footer {
+        Footer(
+            manifestOffset: manifestOffset, manifestLength: manifestLength, manifestDigest: manifestDigest,
+            entryCount: UInt64(manifest.entries.count), chunkCount: UInt64(manifest.chunks.count),
+            referenceCount: UInt64(manifest.references.count), contentBytes: contentBytes, storedBytes: storedBytes,
+            chainDigest: chainDigest)
     }
 
     /// The minor version written (the prelude's), which decides the manifest's form.
@@ -90,7 +234,10 @@ package final class ArchiveWriter {
     /// its archive offset, and the chain as it was before the commit's link was finalized. It
     /// is held back by ``takeOutput(holdingLastCommit:)`` while it ends the output, since only at
     /// ``finish()`` is it known to be the final commit.
-    private var lastCommit: (start: UInt64, chainBefore: RecordChain)?
+    ///
+    /// Signing: `linkStart` is the commit record its link starts from (its end and `d(c)`),
+    /// which the root signature signs.
+    private var lastCommit: (start: UInt64, chainBefore: RecordChain, linkStart: (end: UInt64, digest: Digest)?)?
 
     /// Whether ``lastCommit`` still ends the output and has not been taken.
     private var lastCommitIsOpen: Bool {
@@ -104,6 +251,11 @@ package final class ArchiveWriter {
     /// - Returns: false when the last commit was taken already or records follow it.
     /// - Throws: what hashing throws.
     package func insertBeforeLastCommit(_ record: [UInt8]) throws(CairnError) -> Bool {
+        try insertBeforeLastCommit(records: [record])
+    }
+
+    /// ``insertBeforeLastCommit(_:)`` for several skippable records, in order (empty ones left out).
+    private func insertBeforeLastCommit(records: [[UInt8]]) throws(CairnError) -> Bool {
         guard let held = lastCommit, lastCommitIsOpen, let point = pendingCommits.last,
             point.end == held.start + UInt64(CommitRecord.framedLength)
         else { return false }
@@ -111,15 +263,18 @@ package final class ArchiveWriter {
         pendingCommits.removeLast()
         commitSequence -= 1
         chain = held.chainBefore
-        let start = output.count
-        output.append(contentsOf: record)
-        try hashRecord(from: start)
+        for record in records where !record.isEmpty {
+            let start = output.count
+            output.append(contentsOf: record)
+            try hashRecord(from: start)
+        }
         try commit()
         return true
     }
 
     /// Appends a record built here and adds its digest to the chain.
     private func appendRecord(_ type: RecordType, payload: [UInt8]) throws(CairnError) {
+        try writeDuePrefixSignature()
         let start = output.count
         RecordCodec.append(type, payload: payload, to: &output)
         try hashRecord(from: start)
@@ -147,14 +302,22 @@ package final class ArchiveWriter {
         package var chainDigest: Digest
         /// The commit record's framed bytes (the chain continues over them).
         package var commitRecord: [UInt8]
-        /// Archive offset just after the commit record.
+        /// Archive offset just after the commit record (and its prefix signature, if kept).
         package var offset: UInt64
+        /// Signed archives: the prefix signature record kept after the commit record, if one
+        /// was written (the chain continues over it too).
+        package var signature: [UInt8]?
+        /// Signed archives: the `signedLength` of the last prefix signature at or before
+        /// ``offset`` (`Spec/0004 §3.4` rule 2).
+        package var lastSignedLength: UInt64?
 
         package init(
             entryCount: Int, chunkCount: Int, packCount: Int, referenceCount: Int, contentBytes: UInt64,
             storedBytes: UInt64, uniqueBytes: UInt64, nextCommitSequence: UInt64, chainDigest: Digest, commitRecord: [UInt8],
-            offset: UInt64
+            offset: UInt64, signature: [UInt8]? = nil, lastSignedLength: UInt64? = nil
         ) {
+            self.signature = signature
+            self.lastSignedLength = lastSignedLength
             self.entryCount = entryCount
             self.chunkCount = chunkCount
             self.packCount = packCount
@@ -201,14 +364,29 @@ package final class ArchiveWriter {
         /// The last item boundary at or before this commit (this commit itself when no file is
         /// open), for ``rewindToBoundary()``.
         package var boundary: Boundary?
+        /// The archive's minor version, which the writer continues (`Spec/0004 §3.1`).
+        package var minorVersion: UInt16 = Prelude.minorVersion
+        /// Signed archives: the prefix signature kept after the commit record (``offset`` is after
+        /// it), and the `signedLength` of the last prefix signature before it.
+        package var signature: [UInt8]?
+        package var lastSignedLength: UInt64?
+        /// `C_0`, the chain digest of commit 0 (signed archives).
+        package var headerChainDigest = Digest.zero
     }
 
     /// Continues an archive after a commit record: the next byte produced belongs at
     /// `state.writerStart`. If the commit was inside a file, that file is open and takes chunks.
-    package init(recovering state: RecoveredState, header: ArchiveHeader) throws(CairnError) {
+    ///
+    /// - Parameter signingKey: the key of a signed archive (format 2.2): the one its signatures
+    ///   carry, checked by ``ArchiveRecovery``.
+    package init(recovering state: RecoveredState, header: ArchiveHeader, signingKey: SigningKey? = nil) throws(CairnError) {
         tableCompressor = ChunkCompressor(method: header.isCompressible ? header.compression : .none)
         manifestCompressible = header.isCompressible
-        minorVersion = Prelude.minorVersion
+        minorVersion = state.minorVersion
+        self.signingKey = signingKey
+        guard (signingKey != nil) == (state.minorVersion >= Prelude.signedMinorVersion) else {
+            throw CairnError(.notResumable, "internal error: a signing key for an unsigned archive, or none for a signed one")
+        }
         output.reserveCapacity(1 << 20)
         takenBytes = state.offset
         // Format 2.1: the last commit is written again, so that the manifest index can go
@@ -216,7 +394,7 @@ package final class ArchiveWriter {
         if let link = state.linkBeforeCommit, state.writerStart < state.offset {
             takenBytes = state.writerStart
             output.append(contentsOf: state.commitRecord)
-            lastCommit = (state.writerStart, RecordChain(link: link))
+            lastCommit = (state.writerStart, RecordChain(link: link), nil)
             pendingCommits.append(CommitPoint(end: state.offset, chainDigest: state.chainDigest))
         }
         manifest = state.manifest
@@ -236,7 +414,12 @@ package final class ArchiveWriter {
         contentBytes = state.contentBytes
         storedBytes = state.storedBytes
         commitSequence = state.nextCommitSequence
-        chain = RecordChain(continuingFrom: state.chainDigest, commitRecordDigest: try SHA256.hash(state.commitRecord))
+        let commitDigest = try SHA256.hash(state.commitRecord)
+        chain = RecordChain(continuingFrom: state.chainDigest, commitRecordDigest: commitDigest)
+        headerChainDigest = state.headerChainDigest
+        try continueSigning(
+            afterCommitEnding: state.offset - UInt64(state.signature?.count ?? 0), digest: commitDigest,
+            signature: state.signature, lastSignedLength: state.lastSignedLength)
         boundary = state.boundary
         if let open = state.openFile {
             guard open.index < manifest.entries.count, open.firstReference <= manifest.references.count else {
@@ -341,6 +524,7 @@ package final class ArchiveWriter {
         guard let stored else {
             throw CairnError(.invalidArgument, "chunk \(id) is new but no payload was given")
         }
+        try writeDuePrefixSignature()
         let start = RecordCodec.beginRecord(.chunk, in: &output)
         ChunkRecordPrefix(id: id, codec: codec, rawLength: rawLength).encode(into: &output)
         output.append(contentsOf: stored)
@@ -362,6 +546,7 @@ package final class ArchiveWriter {
             try addReference(existing, id: id, rawLength: rawLength)
             return
         }
+        try writeDuePrefixSignature()
         let start = output.count
         output.append(contentsOf: record)
         chain.add(recordDigest)
@@ -485,7 +670,11 @@ package final class ArchiveWriter {
         openFileDigest = SHA256()
         openFileFirstReference = manifest.references.count
         bytesSinceCommit = 0
-        chain = RecordChain(continuingFrom: mark.chainDigest, commitRecordDigest: try SHA256.hash(mark.commitRecord))
+        let commitDigest = try SHA256.hash(mark.commitRecord)
+        chain = RecordChain(continuingFrom: mark.chainDigest, commitRecordDigest: commitDigest)
+        try continueSigning(
+            afterCommitEnding: mark.offset - UInt64(mark.signature?.count ?? 0), digest: commitDigest,
+            signature: mark.signature, lastSignedLength: mark.lastSignedLength)
         pendingCommits.removeAll { $0.end > mark.offset }
         if let held = lastCommit, held.start + UInt64(CommitRecord.framedLength) != mark.offset { lastCommit = nil }
         if mark.offset >= takenBytes {
@@ -501,6 +690,9 @@ package final class ArchiveWriter {
     /// commit record, and records the counts.
     private func commit() throws(CairnError) {
         let before = writesManifestIndex && commitSequence > 0 ? chain.copy() : nil
+        // Signing: the commit this one's link starts from, which a root signature put before it
+        // signs (`Spec/0004 §3.4` rule 3).
+        let linkStart = latestCommit
         let digest = try chain.finalize()
         chain.prime(digest)
         let record = CommitRecord(
@@ -511,7 +703,8 @@ package final class ArchiveWriter {
         let start = output.count
         RecordCodec.append(.commit, payload: record.encoded(), to: &output)
         try hashRecord(from: start)
-        lastCommit = before.map { (takenBytes + UInt64(start), $0) }
+        try noteCommitForSigning(startingAt: start, chainDigest: digest, sequence: commitSequence)
+        lastCommit = before.map { (takenBytes + UInt64(start), $0, linkStart) }
         pendingCommits.append(CommitPoint(end: offset, chainDigest: digest))
         commitSequence += 1
         bytesSinceCommit = 0
@@ -520,7 +713,7 @@ package final class ArchiveWriter {
                 entryCount: manifest.entries.count, chunkCount: manifest.chunks.count, packCount: manifest.packs.count,
                 referenceCount: manifest.references.count, contentBytes: contentBytes, storedBytes: storedBytes,
                 uniqueBytes: uniqueBytes, nextCommitSequence: commitSequence, chainDigest: digest,
-                commitRecord: Array(output[start...]), offset: offset)
+                commitRecord: Array(output[start...]), offset: offset, lastSignedLength: lastSignedLength)
         }
     }
 
@@ -550,9 +743,12 @@ package final class ArchiveWriter {
             var records: [UInt8] = []
             manifest.encode(into: &records, compressible: manifestCompressible, minorVersion: minorVersion)
             manifestRecords = records
-            // Format 2.1: the manifest index just before the final commit (§11.8), when that commit
-            // is still here to be written again (not after a resumed write's last commit).
-            if writesManifestIndex, !records.isEmpty {
+            manifestDigest = try SHA256.hash(records)
+            if signingKey != nil {
+                try writeRootSignature(manifestRecords: records, manifestDigest: manifestDigest)
+            } else if writesManifestIndex, !records.isEmpty {
+                // Format 2.1: the manifest index just before the final commit (§11.8), when that
+                // commit is still here to be written again (not after a resumed write's last commit).
                 let index = try ManifestIndex(manifestRecords: records)
                 if index.entries.count <= ManifestIndex.maximumCount { _ = try insertBeforeLastCommit(index.framed()) }
             }
@@ -566,7 +762,6 @@ package final class ArchiveWriter {
             let end = manifestRecordStart + RecordFraming.overhead + header.length
             let start = output.count
             output.append(contentsOf: manifestRecords[manifestRecordStart..<end])
-            output.withUnsafeBytes { manifestHasher.update(UnsafeRawBufferPointer(rebasing: $0[start...])) }
             try hashRecord(from: start)
             manifestRecordStart = end
             return true
@@ -574,13 +769,9 @@ package final class ArchiveWriter {
         manifestRecords = []
         finished = true
         let manifestOffset = manifestStart ?? offset
-        let manifestDigest = try manifestHasher.finalize()
-        let chainDigest = try chain.finalize()
-        let footer = Footer(
+        let footer = makeFooter(
             manifestOffset: manifestOffset, manifestLength: offset - manifestOffset, manifestDigest: manifestDigest,
-            entryCount: UInt64(manifest.entries.count), chunkCount: UInt64(manifest.chunks.count),
-            referenceCount: UInt64(manifest.references.count), contentBytes: contentBytes, storedBytes: storedBytes,
-            chainDigest: chainDigest)
+            chainDigest: try chain.finalize())
         RecordCodec.append(.footer, payload: footer.encoded(), to: &output)
         return false
     }
@@ -589,7 +780,8 @@ package final class ArchiveWriter {
     private var manifestStart: UInt64?
     private var manifestRecords: [UInt8] = []
     private var manifestRecordStart = 0
-    private let manifestHasher = SHA256()
+    /// SHA-256 over the manifest's records, once they are encoded.
+    private var manifestDigest = Digest.zero
 
     /// One small item handed to ``appendPack(_:content:)``: its entry (a file's `size` is the
     /// length of its one chunk) and, for a file with content, that chunk's id and length.
@@ -660,6 +852,7 @@ package final class ArchiveWriter {
         guard inlineIDs == content.inlineIDs else {
             throw CairnError(.invalidArgument, "internal error: the pack's content does not hold the chunks it must")
         }
+        try writeDuePrefixSignature()
         let packIndex = manifest.packs.count
         let recordOffset = offset
         let firstEntry = manifest.entries.count

@@ -25,6 +25,13 @@ extension Archiver {
         /// in the header as `cairn.sources` so that a resume can check it is given the same
         /// (``Archiver/ResumeExpectation``). Nil records nothing.
         public var sourcePaths: [[UInt8]]?
+        /// The maker's key: when set, the archive is signed (format 2.2): an Ed25519 signature
+        /// after commit 0, after a commit at least every 4 MiB of archive, and a root signature
+        /// over the whole archive, its manifest and footer at the end of the body
+        /// (`Spec/0004-trusted-archives.md §3.4`). A reader given the matching ``PublicKey`` as a
+        /// trusted key releases only what these signatures cover. Nil (the default): an unsigned
+        /// format 2.1 archive. A resume must be given the same key (`Spec/0004 §3.5`).
+        public var signingKey: SigningKey?
         /// How many bytes may be in flight (read, not yet written); default
         /// ``BackpressurePolicy/default``.
         public var backpressure: BackpressurePolicy = .default

@@ -71,7 +71,7 @@ public final class Archiver {
         self.configuration = configuration
         self.sink = sink
         try configuration.backpressure.validate()
-        self.writer = try ArchiveWriter(header: configuration.header)
+        self.writer = try ArchiveWriter(header: configuration.header, signingKey: configuration.signingKey)
         self.budget = ByteBudget(policy: configuration.backpressure)
         self.pool = BufferPool(capacity: max(2, configuration.backpressure.high.bytes / max(1, configuration.batchBytes)))
         let total = configuration.sizeEstimate.map { Int64(clamping: $0) } ?? -1
@@ -120,7 +120,7 @@ public final class Archiver {
         let recovery: ArchiveRecovery
         let point: ArchiveRecovery.Checkpoint
         do {
-            recovery = try ArchiveRecovery.scan(input, path: partial)
+            recovery = try ArchiveRecovery.scan(input, path: partial, signingKey: configuration.signingKey)
             // Not inside a database and its -wal (`Spec/0003 §3.2` item 6).
             point = recovery.resumePoint(reading: LocalArchiveSource(descriptor: input, size: try input.status().size))
         } catch {
@@ -151,7 +151,7 @@ public final class Archiver {
         resumed.collectsExtendedAttributes = selection.collectsExtendedAttributes
         resumed.snapshotsSQLiteDatabases = selection.snapshotsSQLiteDatabases
         let state = recovery.writerState(at: point)
-        let sink = try FileSink(resuming: path, at: point.end, writingFrom: state.writerStart, overwrite: overwrite)
+        let sink = try FileSink(resuming: path, at: state.offset, writingFrom: state.writerStart, overwrite: overwrite)
         try self.init(sink: sink, configuration: resumed)
         try adoptRecovery(recovery, state: state)
         isResumed = true
@@ -160,7 +160,7 @@ public final class Archiver {
     /// Replaces the fresh writer with one continuing `recovery`'s last commit, and tells the
     /// producer what is already committed.
     private func adoptRecovery(_ recovery: ArchiveRecovery, state: ArchiveWriter.RecoveredState) throws(CairnError) {
-        writer = try ArchiveWriter(recovering: state, header: recovery.header)
+        writer = try ArchiveWriter(recovering: state, header: recovery.header, signingKey: configuration.signingKey)
         for id in state.chunkIDs { _ = claims.claim(id, ordinal: 0) }
         var producer = ItemProducer.State()
         producer.nextChunkOrdinal = 1

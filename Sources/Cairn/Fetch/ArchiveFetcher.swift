@@ -108,7 +108,10 @@ public final class ArchiveFetcher: Sendable {
             // Measured in a task of its own: a cancelled fetch must not stop this count halfway
             // (and discard what verified).
             let partialPath = output.partialPath
-            let verified = await Task.detached { (try? await Extractor.verifyPrefix(at: .file(path: partialPath)))?.verifiedLength ?? 0 }.value
+            let trustedKeys = options.trustedKeys
+            let verified = await Task.detached {
+                (try? await Extractor.verifyPrefix(at: .file(path: partialPath), trustedKeys: trustedKeys))?.resumableLength ?? 0
+            }.value
             try? output.truncate(to: verified)
             if verified == 0 {
                 unlink(output.partialPath)
@@ -144,7 +147,7 @@ public final class ArchiveFetcher: Sendable {
         -> (verifier: StreamVerifier, start: UInt64, complete: Bool)
     {
         while true {
-            let verifier = StreamVerifier(path: url, trustingContentBelow: trusted)
+            let verifier = StreamVerifier(path: url, trustingContentBelow: trusted, trustedKeys: options.trustedKeys)
             let outcome: StreamVerifier.PrefixOutcome
             do {
                 let input = try FileDescriptor.open(output.partialPath, flags: O_RDONLY | O_NOFOLLOW)
@@ -158,7 +161,7 @@ public final class ArchiveFetcher: Sendable {
             case .continuing(let end): return (verifier, end, false)
             case .complete(let end): return (verifier, end, true)
             case .unusable(let end):
-                guard end > 0 else { return (StreamVerifier(path: url), 0, false) }
+                guard end > 0 else { return (StreamVerifier(path: url, trustedKeys: options.trustedKeys), 0, false) }
                 try output.truncate(to: end)
             }
         }
@@ -200,6 +203,11 @@ public struct FetchOptions: Sendable {
     public var stallTimeout: Double
     /// Told of resumes, retries and restarts as they happen (for `--progress` and logs).
     public var onEvent: (@Sendable (FetchEvent) -> Void)?
+    /// The public keys whose signature the archive must carry (`Spec/0004-trusted-archives.md
+    /// §4`): when not empty, a fetch refuses an archive that is not signed, or signed by another
+    /// key (`.untrusted`, keeping nothing), and resumes only from a prefix a verified signature
+    /// covers. Default empty: any archive.
+    public var trustedKeys: [PublicKey] = []
 
     public init(
         seeds: [ArchiveLocation] = [], retries: Int = 5, overwrite: Bool = false, connectTimeout: Double = 10, stallTimeout: Double = 30,

@@ -22,7 +22,7 @@ struct FetchAttempt {
     private var rebuilding = false
 
     private init(_ run: FetchRun) {
-        verifier = StreamVerifier(path: run.url)
+        verifier = StreamVerifier(path: run.url, trustedKeys: run.fetcher.options.trustedKeys)
         state = FetchState.load(for: run.path)
     }
 

@@ -62,7 +62,7 @@ package struct RemoteManifest: Sendable {
     /// - Throws: `.sourceChanged` naming the URL when the archive is not the one `validator` and
     ///   `length` name, or a range answer does not match its request; `.invalidArgument` whose
     ///   message starts with ``RangeAnswer/noRangesMessage`` when the server ignores
-    ///   ranges; what ``ArchiveReader/init(source:verifyingStructure:keepingManifestRegion:)``
+    ///   ranges; what ``ArchiveReader/init(source:verifyingStructure:keepingManifestRegion:trustedKeys:)``
     ///   throws for a footer or manifest that fails its checks; `.network` and `.httpStatus`
     ///   (transient ones retried).
     package static func fetch(

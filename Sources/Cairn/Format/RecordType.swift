@@ -72,7 +72,15 @@ package enum Prelude {
     package static let readableMajorVersions: ClosedRange<UInt16> = 1...2
     package static let length = 12
 
+    /// The version a signing writer writes: 2.2 (2.1 with signature records,
+    /// `Spec/0004-trusted-archives.md §3.1`).
+    package static let signedMinorVersion: UInt16 = 2
+
     package static var bytes: [UInt8] { bytes(minor: minorVersion) }
+
+    /// The minor version a writer writes: 2.2 when it signs, 2.1 otherwise (an unsigned archive
+    /// holds nothing 2.2 adds). The one place that decides it.
+    package static func minorVersion(signed: Bool) -> UInt16 { signed ? signedMinorVersion : minorVersion }
 
     /// The prelude of version 2.`minor` (a rebuild of a 2.0 archive writes 2.0's).
     package static func bytes(minor: UInt16) -> [UInt8] {

@@ -1,6 +1,6 @@
 /// An archive known only in pieces (the first block, the manifest and footer of a remote archive
 /// assembled from seeds and range requests), read by the seekable reader's own checks
-/// (``ArchiveReader/init(source:verifyingStructure:keepingManifestRegion:)``) without another
+/// (``ArchiveReader/init(source:verifyingStructure:keepingManifestRegion:trustedKeys:)``) without another
 /// request: a read outside the pieces is an error.
 package struct SparseArchiveSource: ArchiveSource {
     package let name: String

@@ -32,6 +32,12 @@ package final class ArchiveReader {
     /// With `keepingManifestRegion`: the manifest records as read (`footer.manifestOffset ..<`
     /// the footer).
     package let manifestRegion: [UInt8]?
+    /// The key whose root signature verified when the reader was opened with trusted keys
+    /// (`Spec/0004-trusted-archives.md §4.3`); nil without trusted keys.
+    package let verifiedSigner: SigningKeyID?
+    /// The keys the reader was opened with: every front-to-back read of this archive (extracting
+    /// everything, `verify`) checks its signatures with them (`Spec/0004 §4.2`).
+    package let trustedKeys: [PublicKey]
 
     /// Opens `path` and checks that its manifest describes the records really there.
     ///
@@ -49,24 +55,30 @@ package final class ArchiveReader {
     ///   malformed record, a manifest that disagrees with the records); `.unsupportedVersion`;
     ///   `.checksumMismatch`; `.unsafePath`; `.truncated` when the archive is incomplete (verify
     ///   it with `verify --partial`).
-    package convenience init(path: String, verifyingStructure: Bool = true) throws(CairnError) {
+    package convenience init(path: String, verifyingStructure: Bool = true, trustedKeys: [PublicKey] = []) throws(CairnError) {
         let source: LocalArchiveSource
         do throws(CairnError) { source = try LocalArchiveSource(path: path) } catch { throw error.withPath(path) }
-        try self.init(source: source, verifyingStructure: verifyingStructure)
+        try self.init(source: source, verifyingStructure: verifyingStructure, trustedKeys: trustedKeys)
     }
 
-    /// Opens the archive `source` serves, as ``init(path:verifyingStructure:)``; the reader owns
+    /// Opens the archive `source` serves, as ``init(path:verifyingStructure:trustedKeys:)``; the reader owns
     /// the source and closes it in ``close()`` (or when opening fails).
     ///
     /// A remote source (``ArchiveSource/isRemote``) is never walked (that would transfer the
     /// whole archive) nor scanned from its start: the entry rules are applied to the manifest's
     /// rows, and the extractor checks the records of each entry it extracts (§13.7).
     ///
-    /// - Throws: as ``init(path:verifyingStructure:)``, naming the source's path or URL.
+    /// - Throws: as ``init(path:verifyingStructure:trustedKeys:)``, naming the source's path or URL.
     ///
-    /// - Parameter keepingManifestRegion: keep the manifest records' bytes as read, in
-    ///   ``manifestRegion`` (a seeded fetch appends them to what it rebuilds).
-    package init(source: any ArchiveSource, verifyingStructure: Bool = true, keepingManifestRegion: Bool = false) throws(CairnError) {
+    /// - Parameters:
+    ///   - keepingManifestRegion: keep the manifest records' bytes as read, in
+    ///     ``manifestRegion`` (a seeded fetch appends them to what it rebuilds).
+    ///   - trustedKeys: when not empty, the root signature is verified from the archive's tail
+    ///     before the manifest is read (`Spec/0004 §4.3`), and the walk checks every signature.
+    /// - Throws: also `.untrusted` and `.checksumMismatch` for an archive no trusted key signed.
+    package init(
+        source: any ArchiveSource, verifyingStructure: Bool = true, keepingManifestRegion: Bool = false, trustedKeys: [PublicKey] = []
+    ) throws(CairnError) {
         self.path = source.name
         self.source = source
         let local = (source as? LocalArchiveSource)?.descriptor
@@ -84,6 +96,18 @@ package final class ArchiveReader {
             }
             let header = try ArchiveHeader.decode(headerRecord.payload, offset: UInt64(Prelude.length + RecordFraming.headerLength))
             let footer = try source.readFooter(fileSize: size)
+            var signer: SigningKeyID?
+            if !trustedKeys.isEmpty {
+                do throws(CairnError) {
+                    signer = try ArchiveReader.verifyRootSignature(
+                        of: source, footer: footer, headerEnd: headerEnd, trustedKeys: trustedKeys)
+                } catch {
+                    // What the stream reader says first (an earlier bad signature, an unsigned
+                    // archive at the record after commit 0) is what the seekable one says too.
+                    guard let local else { throw error }
+                    throw ArchiveReader.firstTrustProblem(local, rootProblem: error, trustedKeys: trustedKeys)
+                }
+            }
             let manifest: Manifest
             var region: [UInt8]?
             // Where the manifest and footer claim to start: a problem the scan finds there is the
@@ -94,15 +118,15 @@ package final class ArchiveReader {
                     source, footer: footer, bodyOffset: headerEnd, fileSize: size, version: version)
             } catch {
                 guard let local else { throw error }
-                throw ArchiveReader.fallBackToScanning(local, footerProblem: error, tail: tail)
+                throw ArchiveReader.fallBackToScanning(local, footerProblem: error, tail: tail, trustedKeys: trustedKeys)
             }
             if walking, let local {
                 do throws(CairnError) {
-                    try ArchiveReader.walk(local, fileSize: size, against: manifest)
+                    try ArchiveReader.walk(local, fileSize: size, against: manifest, trustedKeys: trustedKeys)
                 } catch {
                     // A manifest that disagrees with the records may be a forgery inside a
                     // truncated archive: scanning tells, and otherwise names the same problem.
-                    throw ArchiveReader.fallBackToScanning(local, footerProblem: error, tail: tail)
+                    throw ArchiveReader.fallBackToScanning(local, footerProblem: error, tail: tail, trustedKeys: trustedKeys)
                 }
             } else {
                 var rules = EntryRules()
@@ -117,6 +141,8 @@ package final class ArchiveReader {
             self.bodyOffset = headerEnd
             self.walkedRecords = walking
             self.manifestRegion = keepingManifestRegion ? region : nil
+            self.verifiedSigner = signer
+            self.trustedKeys = trustedKeys
         } catch {
             source.close()
             throw error.withPath(source.name)
@@ -125,9 +151,9 @@ package final class ArchiveReader {
 
     /// The structural walk (§13.1 step 5): the records from offset 0 to the end, chunk payloads
     /// skipped, through the one checker, comparing each with `manifest`.
-    private static func walk(_ fd: FileDescriptor, fileSize: UInt64, against manifest: Manifest) throws(CairnError) {
+    private static func walk(_ fd: FileDescriptor, fileSize: UInt64, against manifest: Manifest, trustedKeys: [PublicKey]) throws(CairnError) {
         let stream = RecordStream(skippingChunkPayloadsOf: fd, fileSize: fileSize)
-        let scanner = ArchiveScanner(verifyingChainDigests: false, checkingAgainst: manifest)
+        let scanner = ArchiveScanner(verifyingChainDigests: false, checkingAgainst: manifest, trustedKeys: trustedKeys)
         try scanner.start(stream)
         try scanner.run(over: stream, until: .atFooter { CairnError(.truncated, "the records end before the footer", offset: $0) })
     }
@@ -138,14 +164,16 @@ package final class ArchiveReader {
     ///
     /// - Parameter tail: where the manifest and footer begin; a corruption the scan finds from
     ///   there on is the footer's problem, reported as such.
-    private static func fallBackToScanning(_ fd: FileDescriptor, footerProblem: CairnError, tail: UInt64) -> CairnError {
+    private static func fallBackToScanning(
+        _ fd: FileDescriptor, footerProblem: CairnError, tail: UInt64, trustedKeys: [PublicKey] = []
+    ) -> CairnError {
         let scanned: CairnError
         var verified: UInt64 = 0
         do throws(CairnError) {
             let input = try fd.duplicatedAtStart()
             defer { _ = try? input.close() }
             let stream = RecordStream(descriptor: input)
-            let scanner = ArchiveScanner()
+            let scanner = ArchiveScanner(trustedKeys: trustedKeys)
             do throws(CairnError) {
                 try scanner.start(stream)
                 try scanner.run(
@@ -174,6 +202,24 @@ package final class ArchiveReader {
         var error = scanned
         error.message = "\(scanned.message) (\(note) found this first)"
         return error
+    }
+
+    /// The root signature failed (`Spec/0004 §4.3`): the first problem a trusting front-to-back
+    /// read finds (an unsigned archive at the record after commit 0, an earlier signature that
+    /// does not verify), so that the seekable and streaming readers refuse alike; `rootProblem`
+    /// when that read finds nothing earlier.
+    private static func firstTrustProblem(_ fd: FileDescriptor, rootProblem: CairnError, trustedKeys: [PublicKey]) -> CairnError {
+        do throws(CairnError) {
+            let input = try fd.duplicatedAtStart()
+            defer { _ = try? input.close() }
+            let stream = RecordStream(descriptor: input)
+            let scanner = ArchiveScanner(trustedKeys: trustedKeys)
+            try scanner.start(stream)
+            try scanner.run(over: stream, until: .unchecked)
+        } catch {
+            if error.code != .truncated { return error }
+        }
+        return rootProblem
     }
 
     /// Closes the source.

@@ -49,10 +49,26 @@ package final class ArchiveScanner {
 
     package private(set) var header: ArchiveHeader?
     package private(set) var totals = Totals()
-    /// End offset of the last valid commit record (or of the footer), 0 before the first.
+    /// End offset of the last valid commit record (or of the footer), 0 before the first; when
+    /// keys are trusted, of the last commit a verified signature covers
+    /// (`Spec/0004-trusted-archives.md §4.2`).
     package private(set) var verifiedLength: UInt64 = 0
-    /// Chain digest at the last valid commit.
+    /// Where a reader that stopped here continues: ``verifiedLength``, or when keys are trusted
+    /// the end of the signature record that moved it, which the scanner consumed too
+    /// (`Spec/0004 §4.2`).
+    package private(set) var resumableLength: UInt64 = 0
+    /// Chain digest at the commit that ends at ``verifiedLength``.
     package private(set) var verifiedChainDigest = Digest.zero
+    /// End offset of the last valid commit record, signed or not: where the manifest may begin.
+    private var committedLength: UInt64 = 0
+    /// The signature rules (`Spec/0004 §3.3`, §4.2).
+    private var signatures: SignatureChecks
+    /// Whether the archive is signed (`Spec/0004 §3.3` rule 5); nil until the record after commit 0.
+    package var isSigned: Bool? { signatures.isSigned }
+    /// Whether signatures are verified (trusted keys were given).
+    package var isTrusting: Bool { signatures.isTrusting }
+    /// The key id of the archive's signatures, once one was read.
+    package var signerKeyID: SigningKeyID? { signatures.signer?.keyID }
     package private(set) var footer: Footer?
 
     /// The archive's version, from its prelude.
@@ -122,7 +138,13 @@ package final class ArchiveScanner {
     ///   - emittingChunkPayloads: hand each chunk's payload out in ``Event/chunk(id:payload:offset:)``.
     ///   - reference: the manifest a seekable reader decoded, to check each row against the record
     ///     it describes as soon as that record is read.
-    package init(verifyingChainDigests: Bool = true, emittingChunkPayloads: Bool = false, checkingAgainst reference: Manifest? = nil) {
+    ///   - trustedKeys: the keys a signature must verify under (`Spec/0004 §4`); empty: the
+    ///     signature records' placement only is checked (§3.3).
+    package init(
+        verifyingChainDigests: Bool = true, emittingChunkPayloads: Bool = false, checkingAgainst reference: Manifest? = nil,
+        trustedKeys: [PublicKey] = []
+    ) {
+        signatures = SignatureChecks(trustedKeys: trustedKeys)
         verifiesChainDigests = verifyingChainDigests
         emitsChunkPayloads = emittingChunkPayloads
         self.reference = reference
@@ -220,7 +242,12 @@ package final class ArchiveScanner {
     /// - Throws: `CairnError` naming the record's offset, or what `emit` throws.
     package func consume(_ record: RecordStream.Record, _ emit: (Event) throws -> Void) throws {
         guard !sawFooter else { throw CairnError(.corrupted, "data after the footer", offset: record.offset) }
-        guard let type = record.header.type else { return try consumeUnknown(record) }
+        guard let type = record.header.type, type != .signature || !version.isVersion1 else {
+            try signatures.otherRecord(nil, offset: record.offset)
+            return try consumeUnknown(record)
+        }
+        if type == .signature { return try consumeSignature(record, emit) }
+        try signatures.otherRecord(type, offset: record.offset)
         guard try admit(record, as: type) else { return }
         defer { previousType = type }
         switch type {
@@ -235,7 +262,7 @@ package final class ArchiveScanner {
         case .fileEnd:
             try emit(try consumeFileEnd(record))
         case .commit:
-            try emit(try consumeCommit(record))
+            if let event = try consumeCommit(record) { try emit(event) }
         case .manifestChunks, .manifestReferences, .manifestEntries:
             try consumeManifestTable(record, type: type)
         case .manifest:
@@ -276,11 +303,6 @@ package final class ArchiveScanner {
     ///   manifest index).
     private func admit(_ record: RecordStream.Record, as type: RecordType) throws(CairnError) -> Bool {
         let offset = record.offset
-        if type == .signature {
-            // Until the signature rules are checked here, a 2.1 reader's rule: skipped (§3.3).
-            try consumeUnknown(record)
-            return false
-        }
         guard Self.isKnown(type, in: version) else {
             throw CairnError(.corrupted, "\(RecordType.withArticle(type.name)) record in a format \(version) archive", offset: offset)
         }
@@ -439,9 +461,24 @@ package final class ArchiveScanner {
         return .fileEnd(index: file.index, size: file.bytes)
     }
 
+    /// A signature record (`Spec/0004 §3`): placed as §3.3 says, verified when keys are trusted;
+    /// skippable, so in the chain like any skippable record. A verified prefix signature releases
+    /// the commit it covers (its event is given now, ``verifiedLength`` moves to its end).
+    private func consumeSignature(_ record: RecordStream.Record, _ emit: (Event) throws -> Void) throws {
+        let released = try signatures.signatureRead(record)
+        try hashChain(record)
+        if let commit = released {
+            resumableLength = record.offset + UInt64(record.framed.count)
+            verifiedLength = commit.end
+            verifiedChainDigest = commit.chainDigest
+            try emit(.commit(end: commit.end, record: commit.record))
+        }
+    }
+
     /// A commit record (§10): in sequence, its chain digest that of the records before it, its
-    /// counts theirs; everything up to its end is verified.
-    private func consumeCommit(_ record: RecordStream.Record) throws(CairnError) -> Event {
+    /// counts theirs; everything up to its end is verified (when keys are trusted, once a
+    /// signature of it verifies: the event is given then, `Spec/0004 §4.2`).
+    private func consumeCommit(_ record: RecordStream.Record) throws(CairnError) -> Event? {
         let offset = record.offset
         var r = ByteReader(record.payload, baseOffset: offset + UInt64(RecordFraming.headerLength), what: "commit record")
         let commit = try CommitRecord.decode(&r)
@@ -472,9 +509,15 @@ package final class ArchiveScanner {
         awaitingCommit = nil
         nextCommitSequence += 1
         totals.commits += 1
-        verifiedLength = offset + UInt64(record.framed.count)
-        verifiedChainDigest = digest
-        return .commit(end: verifiedLength, record: commit)
+        committedLength = offset + UInt64(record.framed.count)
+        let commitDigest: Digest
+        if let known = record.digest { commitDigest = known } else { commitDigest = try SHA256.hash(record.framed) }
+        let read = SignatureChecks.Commit(record: commit, end: committedLength, digest: commitDigest, chainDigest: digest)
+        guard let released = try signatures.commitRead(read, offset: offset) else { return nil }
+        verifiedLength = released.end
+        resumableLength = released.end
+        verifiedChainDigest = released.chainDigest
+        return .commit(end: released.end, record: commit)
     }
 
     /// A 1.x manifest table record (§11 of 1.0).
@@ -508,7 +551,7 @@ package final class ArchiveScanner {
         let footer = try Footer.decode(&r)
         guard openFile == nil else { throw CairnError(.corrupted, "footer inside a file", offset: offset) }
         if manifestHasher == nil {
-            guard verifiedLength == offset else {
+            guard committedLength == offset else {
                 throw CairnError(.corrupted, "the footer does not follow a commit or manifest", offset: offset)
             }
             manifestOffset = offset
@@ -536,9 +579,11 @@ package final class ArchiveScanner {
             manifestBody = []
         }
         try checkManifest(offset: manifestOffset)
+        try signatures.footerRead(footer, offset: offset)
         sawFooter = true
         self.footer = footer
         verifiedLength = offset + UInt64(record.framed.count)
+        resumableLength = verifiedLength
         verifiedChainDigest = digest
         return .footer(footer)
     }
@@ -674,7 +719,7 @@ package final class ArchiveScanner {
         let offset = record.offset
         guard openFile == nil else { throw CairnError(.corrupted, "manifest inside a file", offset: offset) }
         if manifestHasher == nil {
-            guard verifiedLength == offset else {
+            guard committedLength == offset else {
                 throw CairnError(.corrupted, "the manifest does not start right after a commit", offset: offset)
             }
             manifestHasher = SHA256()
@@ -720,7 +765,7 @@ package final class ArchiveScanner {
             guard previousType == .chunkReferences else {
                 throw CairnError(.corrupted, "a commit inside a file that does not follow a chunk-references record", offset: offset)
             }
-        } else if awaitingCommit == nil {
+        } else if awaitingCommit == nil, !signatures.awaitsFinalCommit {
             throw CairnError(.corrupted, "a commit record that follows no header, entry or file end", offset: offset)
         }
     }

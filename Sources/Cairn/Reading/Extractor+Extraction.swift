@@ -77,7 +77,8 @@ extension Extractor {
         let extractor: StreamExtractor
         do {
             extractor = try StreamExtractor(
-                staging: staging, options: options, progress: progress, expectedOutput: plan.outputBytes, manifest: reader.manifest)
+                staging: staging, options: options, progress: progress, expectedOutput: plan.outputBytes, manifest: reader.manifest,
+                trustedKeys: reader.trustedKeys)
         } catch {
             input.cancel()
             throw error

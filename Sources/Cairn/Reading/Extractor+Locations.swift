@@ -14,20 +14,30 @@ extension Extractor {
     /// A remote archive is opened on a thread of its own: the caller's executor and the
     /// cooperative pool never wait on the network.
     ///
-    /// - Parameter location: the archive.
-    /// - Throws: `CairnError` naming the archive: `.notFound`, `.io`, `.corrupted`,
+    /// With `trustedKeys`, the archive's root signature is verified from its tail before its
+    /// manifest is used (`Spec/0004-trusted-archives.md §4.3`), and every later front-to-back
+    /// read (``extractAll(to:options:)``, ``verify()``) checks every signature (§4.2).
+    ///
+    /// - Parameters:
+    ///   - location: the archive.
+    ///   - trustedKeys: the public keys whose signature the archive must carry (minisign keys,
+    ///     ``PublicKey/readKeys(fromFile:)``); empty (the default): any archive, signed or not,
+    ///     is read (`Spec/0004 §4.4`).
+    /// - Throws: `CairnError` naming the archive: `.untrusted` when `trustedKeys` is not empty
+    ///   and the archive is not signed, or signed by another key; `.checksumMismatch` for a
+    ///   signature that does not verify; `.notFound`, `.io`, `.corrupted`,
     ///   `.checksumMismatch`, `.unsupportedVersion`, or `.truncated` for an incomplete archive (no
     ///   valid footer); for a remote archive also `.network`, `.httpStatus` (403 for bad
     ///   credentials, 404 for a missing object), `.sourceChanged`, and `.invalidArgument` for a
     ///   server without range support.
-    public convenience init(at location: ArchiveLocation) async throws(CairnError) {
+    public convenience init(at location: ArchiveLocation, trustedKeys: [PublicKey] = []) async throws(CairnError) {
         switch location {
         case .file(let path):
-            try self.init(reader: ArchiveReader(path: path))
+            try self.init(reader: ArchiveReader(path: path, trustedKeys: trustedKeys))
         case .http, .object:
             let source = try await location.openRandomAccess()
             let reader = try await DedicatedThread.run { () throws(CairnError) in
-                do throws(CairnError) { return try ArchiveReader(source: source) } catch {
+                do throws(CairnError) { return try ArchiveReader(source: source, trustedKeys: trustedKeys) } catch {
                     source.close()
                     throw error
                 }
@@ -36,25 +46,25 @@ extension Extractor {
         }
     }
 
-    /// Opens the archive a `URL` names, as ``init(at:)-(ArchiveLocation)``: a `file:` URL (or
+    /// Opens the archive a `URL` names, as ``init(at:trustedKeys:)-(ArchiveLocation,_)``: a `file:` URL (or
     /// a URL without a scheme), an `http:` or `https:` URL, or `s3://BUCKET/KEY` with the store
     /// and credentials from the environment (``ArchiveLocation/init(_:)``).
     ///
-    /// - Throws: as ``init(at:)-(ArchiveLocation)``, and `.invalidArgument` for another scheme
+    /// - Throws: as ``init(at:trustedKeys:)-(ArchiveLocation,_)``, and `.invalidArgument` for another scheme
     ///   or missing S3 credentials (naming the variable).
-    public convenience init(at location: URL) async throws(CairnError) {
-        try await self.init(at: ArchiveLocation(location))
+    public convenience init(at location: URL, trustedKeys: [PublicKey] = []) async throws(CairnError) {
+        try await self.init(at: ArchiveLocation(location), trustedKeys: trustedKeys)
     }
 
-    /// Opens the archive at `location` (as ``init(at:)-(ArchiveLocation)``), runs `body` with
+    /// Opens the archive at `location` (as ``init(at:trustedKeys:)-(ArchiveLocation,_)``), runs `body` with
     /// it, and closes it, also when `body` throws.
     ///
     /// - Returns: what `body` returns.
-    /// - Throws: what ``init(at:)-(ArchiveLocation)`` throws, or what `body` throws, unchanged.
+    /// - Throws: what ``init(at:trustedKeys:)-(ArchiveLocation,_)`` throws, or what `body` throws, unchanged.
     nonisolated(nonsending) public static func withExtractor<R>(
-        at location: ArchiveLocation, _ body: (Extractor) async throws -> R
+        at location: ArchiveLocation, trustedKeys: [PublicKey] = [], _ body: (Extractor) async throws -> R
     ) async throws -> R {
-        let extractor = try await Extractor(at: location)
+        let extractor = try await Extractor(at: location, trustedKeys: trustedKeys)
         defer { extractor.close() }
         return try await body(extractor)
     }
@@ -65,18 +75,25 @@ extension Extractor {
     /// the manifest and the footer. A remote archive is read with one GET (no range support
     /// needed), every byte through the same checker.
     ///
+    /// - Parameters:
+    ///   - location: the archive.
+    ///   - trustedKeys: as in ``init(at:trustedKeys:)-(ArchiveLocation,_)``: every signature is
+    ///     verified as it is read, the root one at the footer (`Spec/0004 §4.2`).
     /// - Returns: what was verified.
-    /// - Throws: `CairnError` naming the archive: `.notFound`, `.io`, the first problem found
+    /// - Throws: `CairnError` naming the archive: `.untrusted` (see
+    ///   ``init(at:trustedKeys:)-(ArchiveLocation,_)``), `.notFound`, `.io`, the first problem found
     ///   (naming its offset, the others in ``CairnError/additionalErrors``); `.network`,
     ///   `.httpStatus` for a remote archive; or `CancellationError`.
-    nonisolated(nonsending) public static func verifyArchive(at location: ArchiveLocation) async throws -> VerificationReport {
+    nonisolated(nonsending) public static func verifyArchive(
+        at location: ArchiveLocation, trustedKeys: [PublicKey] = []
+    ) async throws -> VerificationReport {
         switch location {
         case .file(let path):
             let fd = try FileDescriptor.open(path, flags: O_RDONLY)
             defer { _ = try? fd.close() }
-            return try await verify(descriptor: fd, path: path, seekToStart: false)
+            return try await verify(descriptor: fd, path: path, seekToStart: false, trustedKeys: trustedKeys)
         case .http, .object:
-            return try await verify(location.openSequential(), path: location.name)
+            return try await verify(location.openSequential(), path: location.name, trustedKeys: trustedKeys)
         }
     }
 }

@@ -10,7 +10,7 @@ extension Extractor {
     }
 
     /// The entries to extract and the output they declare. The entries were checked when the
-    /// archive was opened (``ArchiveReader/init(path:verifyingStructure:)``: ``EntryRules`` on
+    /// archive was opened (``ArchiveReader/init(path:verifyingStructure:trustedKeys:)``: ``EntryRules`` on
     /// every record or row), so this only selects.
     ///
     /// - Parameter selection: paths to extract (with everything below them), or nil for all.

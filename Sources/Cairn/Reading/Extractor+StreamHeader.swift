@@ -1,7 +1,7 @@
 import Foundation
 
 extension Extractor {
-    /// ``extractStream(from:to:options:progress:)`` that first reads the stream's prelude and
+    /// ``extractStream(from:to:options:progress:trustedKeys:)`` that first reads the stream's prelude and
     /// header record and hands the header to `check` before anything is created at or beside
     /// `destination`: a caller can refuse an archive by its resources version, platform or app
     /// identifier without a byte being written.
@@ -9,21 +9,22 @@ extension Extractor {
     /// - Parameters:
     ///   - input: the archive's bytes, read front to back once.
     ///   - destination: the directory to extract into (created if missing).
-    ///   - options: as for ``extractStream(from:to:options:progress:)``.
+    ///   - options: as for ``extractStream(from:to:options:progress:trustedKeys:)``.
     ///   - progress: content bytes extracted, if given.
+    ///   - trustedKeys: as for ``extractStream(from:to:options:progress:trustedKeys:)``.
     ///   - check: called once with the verified header (its record's CRC checked); throwing
     ///     stops the extraction and the error is rethrown as is.
     /// - Returns: what was verified.
     /// - Throws: `.truncated` or `.corrupted` (naming the offset) when the stream does not begin
     ///   with a valid prelude and header; what `check` throws; otherwise as
-    ///   ``extractStream(from:to:options:progress:)``.
+    ///   ``extractStream(from:to:options:progress:trustedKeys:)``.
     nonisolated(nonsending) public static func extractStream(
         from input: FileHandle, to destination: URL, options: ExtractionOptions = ExtractionOptions(),
-        progress: Progress? = nil, checkingHeader check: (ArchiveHeader) throws -> Void
+        progress: Progress? = nil, trustedKeys: [PublicKey] = [], checkingHeader check: (ArchiveHeader) throws -> Void
     ) async throws -> VerificationReport {
         let descriptor = FileDescriptor(rawValue: input.fileDescriptor, path: "<input>")
         let stream = RecordStream(descriptor: descriptor)
-        let scanner = ArchiveScanner(emittingChunkPayloads: true, checkingAgainst: nil)
+        let scanner = ArchiveScanner(emittingChunkPayloads: true, checkingAgainst: nil, trustedKeys: trustedKeys)
         do {
             try scanner.start(stream)
         } catch {

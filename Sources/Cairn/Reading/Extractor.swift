@@ -35,7 +35,7 @@ public final class Extractor {
     public let progress = Progress(totalUnitCount: 0)
 
     /// Takes over `reader`, an open archive whose manifest is read; ``close()`` closes it. The
-    /// public way in is ``init(at:)-(ArchiveLocation)``.
+    /// public way in is ``init(at:trustedKeys:)-(ArchiveLocation,_)``.
     package init(reader: ArchiveReader) {
         self.reader = reader
     }
@@ -43,14 +43,26 @@ public final class Extractor {
     /// Opens the archive `source` serves (a local file or a remote one, ``HTTPArchiveSource``)
     /// and reads its manifest; the extractor owns the source and closes it in ``close()``.
     ///
-    /// - Throws: as ``init(at:)-(ArchiveLocation)``, naming the source's path or URL.
-    package init(source: any ArchiveSource) throws(CairnError) {
-        reader = try ArchiveReader(source: source)
+    /// - Throws: as ``init(at:trustedKeys:)-(ArchiveLocation,_)``, naming the source's path or URL.
+    package init(source: any ArchiveSource, trustedKeys: [PublicKey] = []) throws(CairnError) {
+        reader = try ArchiveReader(source: source, trustedKeys: trustedKeys)
     }
 
     /// Closes the archive file.
     public func close() {
         reader.close()
+    }
+
+    /// The key id of the archive's signatures (`Spec/0004-trusted-archives.md §3.3`: the
+    /// prefix signature right after commit 0), or nil for an unsigned archive.
+    ///
+    /// Opened with trusted keys, this is the key whose root signature verified; without, it is
+    /// what the archive says, which proves nothing (§4.4).
+    ///
+    /// - Throws: what reading the archive throws (one small read; a range request when remote).
+    public func signingKeyID() throws(CairnError) -> SigningKeyID? {
+        if let verified = reader.verifiedSigner { return verified }
+        return try ArchiveReader.signerAfterCommitZero(of: reader.source, headerEnd: reader.bodyOffset)?.keyID
     }
 
     /// The entry stored under `path`, if any.
@@ -122,17 +134,17 @@ public final class Extractor {
     /// - Returns: what was verified.
     /// - Throws: the first problem found, naming its offset.
     nonisolated(nonsending) public func verify() async throws -> VerificationReport {
-        try await Extractor.verify(reader.source.openSequential(), path: reader.path)
+        try await Extractor.verify(reader.source.openSequential(), path: reader.path, trustedKeys: reader.trustedKeys)
     }
 
     /// Verifies the archive read once from `input` front to back, then tells a clean end of its
     /// bytes from a cut one (a remote transfer's error explains a truncation).
-    nonisolated(nonsending) package static func verify(_ input: SequentialArchiveBytes, path: String) async throws
-        -> VerificationReport
-    {
+    nonisolated(nonsending) package static func verify(
+        _ input: SequentialArchiveBytes, path: String, trustedKeys: [PublicKey] = []
+    ) async throws -> VerificationReport {
         let report: VerificationReport
         do {
-            report = try await verify(descriptor: input.descriptor, path: path, seekToStart: false)
+            report = try await verify(descriptor: input.descriptor, path: path, seekToStart: false, trustedKeys: trustedKeys)
         } catch {
             throw Extractor.ending(input, after: error, path: path)
         }
@@ -159,11 +171,11 @@ public final class Extractor {
     }
 
     /// Verifies the archive read from `descriptor` front to back (a file or a pipe).
-    nonisolated(nonsending) package static func verify(descriptor: FileDescriptor, path: String, seekToStart: Bool) async throws
-        -> VerificationReport
-    {
+    nonisolated(nonsending) package static func verify(
+        descriptor: FileDescriptor, path: String, seekToStart: Bool, trustedKeys: [PublicKey] = []
+    ) async throws -> VerificationReport {
         if seekToStart { try descriptor.seek(to: 0) }
-        return try await verify(input: descriptor, path: path)
+        return try await verify(input: descriptor, path: path, trustedKeys: trustedKeys)
     }
 
     /// Verifies the archive read from `input` front to back (a descriptor, or a fetch's
@@ -171,8 +183,10 @@ public final class Extractor {
     ///
     /// - Returns: what was verified.
     /// - Throws: the first problem found, naming `path` and its offset.
-    nonisolated(nonsending) package static func verify(input: any ByteInput, path: String) async throws -> VerificationReport {
-        try await StreamVerifier(path: path).verify(input)
+    nonisolated(nonsending) package static func verify(
+        input: any ByteInput, path: String, trustedKeys: [PublicKey] = []
+    ) async throws -> VerificationReport {
+        try await StreamVerifier(path: path, trustedKeys: trustedKeys).verify(input)
     }
 }
 

@@ -67,7 +67,7 @@ public struct ResumeToken: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// What ``Extractor/verifyPrefix(at:)`` found in a possibly incomplete archive.
+/// What ``Extractor/verifyPrefix(at:trustedKeys:)`` found in a possibly incomplete archive.
 public struct PrefixVerification: Sendable {
     /// Bytes that verify: the end of the last valid commit record, or the whole file when its
     /// footer verified.
@@ -86,6 +86,10 @@ public struct PrefixVerification: Sendable {
     /// The archive's header, when it verified (its metadata names the sources of an
     /// interrupted `create`, `cairn.sources`).
     public var header: ArchiveHeader? = nil
+    /// Where a copy of the prefix is cut to continue it: ``verifiedLength``, or with trusted keys
+    /// the end of the signature record that covers it (`Spec/0004-trusted-archives.md §4.2`), so
+    /// that the reader that continues the copy reads that signature again.
+    package var resumableLength: UInt64 = 0
 }
 
 extension Extractor {
@@ -94,27 +98,34 @@ extension Extractor {
     /// bytes before it) up to the last valid commit or the footer. Chunk contents are not
     /// decompressed here; `verify` and extraction check them.
     ///
-    /// - Parameter location: a local file (the copy being received).
+    /// - Parameters:
+    ///   - location: a local file (the copy being received).
+    ///   - trustedKeys: when not empty, the verified length is the `signedLength` of the last
+    ///     signature that verifies under one of them (`Spec/0004-trusted-archives.md §4.2`).
     /// - Returns: the verified length and the resume token naming it.
-    /// - Throws: `CairnError` naming the archive: `.invalidArgument` for a location that is not
+    /// - Throws: `CairnError` naming the archive: `.untrusted` when `trustedKeys` is not empty
+    ///   and the archive is not signed or signed by another key (a refusal; a signature that
+    ///   does not verify ends the prefix, ``PrefixVerification/stopReason``); `.invalidArgument` for a location that is not
     ///   a local file; `.notFound`; `.corrupted`/`.unsupportedVersion` when not even the prelude
     ///   and header are valid; `.io`; or `CancellationError`.
-    nonisolated(nonsending) public static func verifyPrefix(at location: ArchiveLocation) async throws -> PrefixVerification {
+    nonisolated(nonsending) public static func verifyPrefix(
+        at location: ArchiveLocation, trustedKeys: [PublicKey] = []
+    ) async throws -> PrefixVerification {
         let path = try location.requireFile(for: "the archive")
         let descriptor = try FileDescriptor.open(path, flags: 0)
         defer { _ = try? descriptor.close() }
-        return try await verifyPrefix(reading: descriptor, path: path)
+        return try await verifyPrefix(reading: descriptor, path: path, trustedKeys: trustedKeys)
     }
 
-    /// ``verifyPrefix(at:)`` of the bytes `descriptor` reads (a file, or standard input), named
+    /// ``verifyPrefix(at:trustedKeys:)`` of the bytes `descriptor` reads (a file, or standard input), named
     /// `path` in errors.
-    nonisolated(nonsending) package static func verifyPrefix(reading descriptor: FileDescriptor, path: String) async throws
-        -> PrefixVerification
-    {
+    nonisolated(nonsending) package static func verifyPrefix(
+        reading descriptor: FileDescriptor, path: String, trustedKeys: [PublicKey] = []
+    ) async throws -> PrefixVerification {
         let stream = RecordStream(descriptor: descriptor)
         // The chain digests bind every byte of the prefix to its commits, which is what a
         // transfer needs; chunk contents are checked again on extraction or by `verify`.
-        let scanner = ArchiveScanner()
+        let scanner = ArchiveScanner(trustedKeys: trustedKeys)
         do {
             try scanner.start(stream)
         } catch {
@@ -138,6 +149,10 @@ extension Extractor {
                 }
             }
         } catch let error as CairnError {
+            // A refusal by the trusted keys is not where a prefix stops: nothing of it is trusted.
+            if error.code == .untrusted {
+                throw error.withPath(path)
+            }
             stopReason = error.withPath(path)
         }
         // Read to the end so the file size is known even for a pipe.
@@ -152,6 +167,6 @@ extension Extractor {
             verifiedLength: scanner.verifiedLength,
             resumeToken: ResumeToken(length: scanner.verifiedLength, chainDigest: scanner.verifiedChainDigest),
             isComplete: complete, fileBytes: total, entryCount: committedEntries, contentBytes: committedContent,
-            stopReason: stopReason?.withPath(path), header: scanner.header)
+            stopReason: stopReason?.withPath(path), header: scanner.header, resumableLength: scanner.resumableLength)
     }
 }

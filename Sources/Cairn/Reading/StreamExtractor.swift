@@ -64,11 +64,11 @@ final class StreamExtractor {
     ///     otherwise progress uses the header's size estimate, or is indeterminate.
     init(
         staging: StagingDirectory, options: ExtractionOptions, progress: Progress?, expectedOutput: UInt64? = nil,
-        manifest: Manifest? = nil, startedScanner: ArchiveScanner? = nil
+        manifest: Manifest? = nil, startedScanner: ArchiveScanner? = nil, trustedKeys: [PublicKey] = []
     ) throws(CairnError) {
         self.manifest = manifest
         if let manifest { locations.reserveCapacity(manifest.chunks.count) }
-        self.scanner = startedScanner ?? ArchiveScanner(emittingChunkPayloads: true, checkingAgainst: manifest)
+        self.scanner = startedScanner ?? ArchiveScanner(emittingChunkPayloads: true, checkingAgainst: manifest, trustedKeys: trustedKeys)
         self.staging = staging
         self.options = options
         self.progress = progress
@@ -410,23 +410,36 @@ extension Extractor {
     /// verifying every byte before it counts; the result appears at `destination` only when the
     /// whole archive verified.
     ///
+    /// - Parameters:
+    ///   - input: the archive's bytes, read front to back once.
+    ///   - destination: the directory to extract into (created if missing).
+    ///   - options: how to extract.
+    ///   - progress: content bytes extracted, if given.
+    ///   - trustedKeys: when not empty, every signature is verified as it arrives
+    ///     (`Spec/0004-trusted-archives.md §4.2`): an archive not signed by one of them is refused
+    ///     before anything is written, the journal of an interrupted extraction keeps only what a
+    ///     verified signature covers, and nothing appears at `destination` before the root
+    ///     signature verified. Empty (the default): any archive.
     /// - Returns: what was verified.
-    /// - Throws: as ``extractAll(to:options:)``; `.truncated` when the input ends early.
+    /// - Throws: as ``extractAll(to:options:)``; `.truncated` when the input ends early;
+    ///   `.untrusted` and `.checksumMismatch` for an archive no trusted key signed.
     nonisolated(nonsending) public static func extractStream(
         from input: FileHandle, to destination: URL, options: ExtractionOptions = ExtractionOptions(),
-        progress: Progress? = nil
+        progress: Progress? = nil, trustedKeys: [PublicKey] = []
     ) async throws -> VerificationReport {
         let descriptor = FileDescriptor(rawValue: input.fileDescriptor, path: "<input>")
-        return try await extractStream(from: descriptor, to: PathBytes.fileSystemPath(destination), options: options, progress: progress)
+        return try await extractStream(
+            from: descriptor, to: PathBytes.fileSystemPath(destination), options: options, progress: progress, trustedKeys: trustedKeys)
     }
 
-    /// ``extractStream(from:to:options:progress:)`` from a descriptor (a pipe: standard input,
+    /// ``extractStream(from:to:options:progress:trustedKeys:)`` from a descriptor (a pipe: standard input,
     /// or the body of an HTTP transfer), into the file-system path `destination`.
     nonisolated(nonsending) package static func extractStream(
-        from descriptor: FileDescriptor, to destination: [UInt8], options: ExtractionOptions, progress: Progress?
+        from descriptor: FileDescriptor, to destination: [UInt8], options: ExtractionOptions, progress: Progress?,
+        trustedKeys: [PublicKey] = []
     ) async throws -> VerificationReport {
         let staging = try StagingDirectory(for: destination, options: options)
-        let extractor = try StreamExtractor(staging: staging, options: options, progress: progress)
+        let extractor = try StreamExtractor(staging: staging, options: options, progress: progress, trustedKeys: trustedKeys)
         do {
             return try await extractor.run(RecordStream(descriptor: descriptor))
         } catch let failure as CairnError where failure.offset != nil {

@@ -27,7 +27,7 @@ package final class StreamVerifier {
 
     private let path: String
     private let checksOnEveryCore: Bool
-    private let scanner = ArchiveScanner()
+    private let scanner: ArchiveScanner
     private let chunks = ChunkVerifier()
     private var stream: RecordStream?
     private var started = false
@@ -52,13 +52,16 @@ package final class StreamVerifier {
     ///     checked); their CRC-32 and the chain digests over their bytes still are, and those bind
     ///     them to the commits after them.
     ///   - onCommit: see ``onCommit``.
+    ///   - trustedKeys: the keys a signature must verify under (`Spec/0004-trusted-archives.md
+    ///     §4.2`); the verified length is then that of the last verified signature.
     ///   - checkingOnEveryCore: read a 2.0 archive's records after its header with a
     ///     ``CheckedRecordStream`` (their CRC-32s and digests on every core); false: one record at a
     ///     time on this thread, as a 1.x archive is (tests compare the two).
     package init(
         path: String, trustingContentBelow trusted: UInt64 = 0, onCommit: ((_ verified: UInt64, _ contentChecked: UInt64) -> Void)? = nil,
-        checkingOnEveryCore: Bool = true
+        trustedKeys: [PublicKey] = [], checkingOnEveryCore: Bool = true
     ) {
+        self.scanner = ArchiveScanner(trustedKeys: trustedKeys)
         self.checksOnEveryCore = checkingOnEveryCore
         self.path = path
         self.trustedBelow = trusted
@@ -92,7 +95,7 @@ package final class StreamVerifier {
                 source: InputBlocks(counted), offset: stream.offset, leading: stream.takeBuffered(), trustingContentBelow: trustedBelow)
             let outcome: PrefixOutcome
             do {
-                outcome = try await readCommitted(HeldUntilCommit(records), stream: stream) { item, events in
+                outcome = try await readCommitted(HeldUntilCommit(records, atSignatures: scanner.isTrusting), stream: stream) { item, events in
                     try await self.checked(item, events)
                 }
             } catch {
@@ -102,7 +105,7 @@ package final class StreamVerifier {
             await records.close()
             return outcome
         }
-        return try await readCommitted(HeldUntilCommit(stream), stream: stream) { record, events in
+        return try await readCommitted(HeldUntilCommit(stream, atSignatures: scanner.isTrusting), stream: stream) { record, events in
             try await self.consumed(record, events)
         }
     }
@@ -123,9 +126,10 @@ package final class StreamVerifier {
         } catch {
             chunks.cancel()
             guard error is CairnError else { throw error }
-            return .unusable(verifiedUpTo: scanner.verifiedLength)
+            return .unusable(verifiedUpTo: scanner.resumableLength)
         }
-        let verified = scanner.verifiedLength
+        // With trusted keys, after the signature record that moved the verified length.
+        let verified = scanner.resumableLength
         if scanner.footer != nil {
             // The archive ends at its footer: whatever the file holds after it is not read (the
             // caller cuts it off).
@@ -152,7 +156,7 @@ package final class StreamVerifier {
     nonisolated(nonsending) package func verify(_ input: any ByteInput) async throws -> VerificationReport {
         let stream: RecordStream
         if let existing = self.stream {
-            existing.continueReading(from: input, at: scanner.verifiedLength)
+            existing.continueReading(from: input, at: scanner.resumableLength)
             stream = existing
         } else {
             stream = RecordStream(input: input)
@@ -303,8 +307,25 @@ private final class HeldUntilCommit<Source: ScannerInput>: ScannerInput {
     private let source: Source
     private var held: [Item] = []
     private var nextHeld = 0
+    /// Whether the records are released at a prefix signature record rather than at a commit
+    /// (a reader with trusted keys: `Spec/0004 §4.2`).
+    private let releasesAtSignatures: Bool
 
-    init(_ source: Source) { self.source = source }
+    init(_ source: Source, atSignatures: Bool) {
+        self.source = source
+        self.releasesAtSignatures = atSignatures
+    }
+
+    /// Where held records are released: a commit (or with trusted keys a prefix signature
+    /// record, whose kind byte is 0, §3.2) or the footer.
+    private func isReleasePoint(_ record: RecordStream.Record) -> Bool {
+        switch record.header.type {
+        case .footer?: true
+        case .commit?: !releasesAtSignatures
+        case .signature?: releasesAtSignatures && record.framed.count > RecordFraming.headerLength && record.framed[RecordFraming.headerLength] == 0
+        default: false
+        }
+    }
 
     static func record(of item: Item) -> RecordStream.Record { Source.record(of: item) }
 
@@ -324,7 +345,7 @@ private final class HeldUntilCommit<Source: ScannerInput>: ScannerInput {
             heldBytes += record.header.framedLength
             guard heldBytes <= StreamVerifier.pendingLimit else { return nil }
             held.append(item)
-            if record.header.type == .commit || record.header.type == .footer {
+            if isReleasePoint(record) {
                 nextHeld = 1
                 return held[0]
             }
