@@ -215,6 +215,28 @@ struct ArchiveSignatureTests {
         #expect(layout.rootSignedLength == UInt64(layout.commitEnds[0]))
     }
 
+    @Test("§3.4: an entry record right after a due prefix signature is placed after it, so its manifest row names the entry record itself")
+    func entryAfterPrefixSignature() async throws {
+        // Three files of 3.5 MiB (no commit inside any): the commit at the second one's end is
+        // 7 MiB after commit 0's signature, so due one, and the next record is the third file's
+        // entry record (not packable). The benchmark corpus found the row pointing 94 bytes
+        // early, at the signature.
+        var generator = SeededGenerator(seed: 2525)
+        var tree = TreeBuilder()
+        for name in ["one.bin", "two.bin", "three.bin"] { tree.file(name, generator.bytes(7 * 512 * 1024)) }
+        let key = try TestSigningKey.key()
+        let directory = try TemporaryDirectory(prefix: "cairn-signed-entry")
+        defer { directory.remove() }
+        try tree.materialize(at: directory.appending("tree"))
+        _ = try await RoundTrip.archive(
+            path: directory.appending("tree"), to: directory.appending("s.cairn"), configuration: Self.configuration(key))
+        let extractor = try await Extractor(at: .file(path: directory.appending("s.cairn")), trustedKeys: [key.publicKey])
+        defer { extractor.close() }
+        let output = directory.appending("out")
+        try await extractor.extractAll(to: URL(fileURLWithPath: output))
+        #expect(try TreeSnapshot(at: output + "/tree") == TreeSnapshot(at: directory.appending("tree")))
+    }
+
     @Test("§3.1: a reader without trusted keys verifies, lists and extracts a signed archive as the unsigned one")
     func readWithoutKeys() async throws {
         let key = try TestSigningKey.key()

@@ -477,6 +477,9 @@ package final class ArchiveWriter {
             throw CairnError(.invalidArgument, manifestStart == nil ? "an entry is already open" : "the manifest was begun", path: entry.path)
         }
         try Self.checkLimits(entry)
+        // A prefix signature due after the last commit goes first, so the row's offset is the
+        // entry record's own (appendRecord would otherwise put it between them).
+        try writeDuePrefixSignature()
         let index = manifest.entries.count
         var row = Manifest.EntryRow(
             recordOffset: offset, firstReference: UInt64(manifest.references.count), referenceCount: 0,
