@@ -38,7 +38,7 @@ struct BenchOptions {
           --large-file-mib N  size of that file in MiB (default 4096; implies --large-file)
           --profile        perf record / perf report of cairn create and extract of the
                            small-files case, top symbols saved in the results
-          --peers LIST     comma-separated peers: tar-lz4, tar-zstd, casync, borg, restic, all
+          --peers LIST     comma-separated peers: tar-lz4, tar-zstd, casync, borg, restic, cairn-signed, all
                            or none (default: every installed peer on the corpus, tar-lz4 and
                            tar-zstd on the other trees; --targets: tar-lz4 and tar-zstd
                            everywhere; never on the random-data and large-file cases)
@@ -247,6 +247,9 @@ enum Peer: String, CaseIterable {
     case tarLZ4 = "tar-lz4"
     case tarZstd = "tar-zstd"
     case casync, borg, restic
+    /// Cairn itself with a signing key (issue 25): `create --sign` and `extract --trusted-key`,
+    /// against the plain archive of the same run.
+    case cairnSigned = "cairn-signed"
 
     /// The peers of a case: none on the random-data and large-file cases (their targets compare
     /// Cairn with itself or with a limit); else `chosen` (`--peers`) when given; else all of

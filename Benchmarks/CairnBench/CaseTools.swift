@@ -123,6 +123,43 @@ struct CaseTools {
         return steps
     }
 
+    /// Cairn lz4 signed with a key made once per case (`cairn key generate -W`): create with
+    /// `--sign`, extract with `--trusted-key` (every signature checked), for issue 25's signed
+    /// against plain ratios.
+    func cairnSigned() -> Tool {
+        let cd = dir("cairn-signed")
+        let archive = "\(cd)/bench.cairn"
+        let cout = "\(cd)/\(out)"
+        let secretKey = "\(cd)/bench.key"
+        let publicKey = "\(cd)/bench.pub"
+        let cairn = cairn
+        let runner = runner
+        let makeKey: () throws -> Void = {
+            guard !FileManager.default.fileExists(atPath: secretKey) else { return }
+            try FileManager.default.createDirectory(atPath: cd, withIntermediateDirectories: true)
+            let made = try runner.run([cairn, "key", "generate", "-W", "-p", publicKey, "-s", secretKey], label: "key generate")
+            guard made.exitStatus == 0 else { throw BenchError("cairn key generate failed: \(made.standardError)") }
+        }
+        let steps: [Tool.Step] = [
+            .init(
+                operation: "create", kind: .create,
+                prepare: {
+                    try makeKey()
+                    try removeTree(archive)
+                },
+                arguments: [
+                    cairn, "create", "-o", archive, "--compression", "lz4", "--sign", secretKey, "--json", "--no-progress",
+                    benchCase.path,
+                ],
+                inspect: sizeOf(archive)),
+            .init(
+                operation: "extract", kind: .extract, prepare: clean(cout),
+                arguments: [cairn, "extract", archive, "-C", cout, "--trusted-key", publicKey, "--json", "--no-progress"],
+                inspect: extracted(cout), cleanUp: removeAfterwards(cout)),
+        ]
+        return Tool(name: ToolName.cairnSigned, executables: [cairn], versionCommand: [cairn, "--version"], steps: steps)
+    }
+
     /// `tar | lz4 -1`: create, create + fsync, extract.
     func tarLZ4() -> Tool {
         let ld = dir("tar-lz4")

@@ -106,6 +106,7 @@ enum ToolName {
     static let casync = "casync"
     static let borg = "borg"
     static let restic = "restic"
+    static let cairnSigned = "cairn (lz4, signed)"
 
     static func of(_ peer: Peer) -> String {
         switch peer {
@@ -114,6 +115,7 @@ enum ToolName {
         case .casync: casync
         case .borg: borg
         case .restic: restic
+        case .cairnSigned: cairnSigned
         }
     }
 }
@@ -171,6 +173,7 @@ struct EndToEnd {
         if peers.contains(.casync) { list.append(make.casync()) }
         if peers.contains(.borg) { list.append(make.borg()) }
         if peers.contains(.restic) { list.append(make.restic()) }
+        if peers.contains(.cairnSigned) { list.append(make.cairnSigned()) }
         return list
     }
 

@@ -75,6 +75,9 @@ struct RatioPair: Equatable, Sendable {
             wall(lz4, "transfer resume (cut at 90%)", lz4, "create"),
             size(lz4, ToolName.tarLZ4),
             size(zstd, ToolName.tarZstd),
+            wall(ToolName.cairnSigned, "create", lz4, "create"),
+            wall(ToolName.cairnSigned, "extract", lz4, "extract"),
+            size(ToolName.cairnSigned, lz4),
         ]
     }()
 

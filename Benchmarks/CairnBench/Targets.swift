@@ -41,6 +41,7 @@ struct TargetSpec {
 
     static let issue3 = "issue 3"
     static let issue9 = "issue 9"
+    static let issue25 = "issue 25"
 
     /// Issue 9's rule: a target counts from the median of at least 5 interleaved rounds.
     static let issue9Rounds = 5
@@ -90,6 +91,22 @@ struct TargetSpec {
                 title: "create wall time vs restic backup", kind: .corpus,
                 quantity: .ratio(.wall(lz4, "create", ToolName.restic, "backup")), target: three(0.5)),
         ]
+        // Issue 25: a signed archive costs at most 15% more time than the plain one of the same
+        // run (medians of 5 interleaved rounds), and about nothing in size (plain + 0.5% + 1 KiB:
+        // the ratio's limit is the 0.5%, the KiB is below a ratio's digits at these sizes).
+        func twentyFive(_ limit: Double) -> Target { Target(limit: limit, source: issue25, minimumRounds: issue9Rounds) }
+        let signed = ToolName.cairnSigned
+        for kind in [BenchCase.Kind.corpus, .smallFiles] {
+            list += [
+                TargetSpec(
+                    title: "signed create wall time vs plain", kind: kind, quantity: .ratio(.wall(signed, "create", lz4, "create")),
+                    target: twentyFive(1.15)),
+                TargetSpec(
+                    title: "signed extract wall time vs plain", kind: kind, quantity: .ratio(.wall(signed, "extract", lz4, "extract")),
+                    target: twentyFive(1.15)),
+                TargetSpec(title: "signed archive size vs plain", kind: kind, quantity: .ratio(.size(signed, lz4)), target: twentyFive(1.005)),
+            ]
+        }
         return list
     }()
 

@@ -78,7 +78,11 @@ struct CasesTests {
         }
         let one = extractDirectories(round: 1)
         let two = extractDirectories(round: 2)
-        #expect(Set(one.keys) == [ToolName.cairnLZ4, ToolName.cairnZstd, ToolName.tarLZ4, ToolName.tarZstd, ToolName.casync, ToolName.borg, ToolName.restic])
+        #expect(
+            Set(one.keys) == [
+                ToolName.cairnLZ4, ToolName.cairnZstd, ToolName.tarLZ4, ToolName.tarZstd, ToolName.casync, ToolName.borg, ToolName.restic,
+                ToolName.cairnSigned,
+            ])
         for (tool, command) in one {
             #expect(command.contains("/out-1"), "\(tool): \(command)")
             #expect(two[tool]?.contains("/out-2") == true, "\(tool): \(two[tool] ?? "")")
