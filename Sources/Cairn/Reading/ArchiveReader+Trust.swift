@@ -27,9 +27,7 @@ extension ArchiveReader {
                 _ = try checks.trustedKey(for: first, offset: headerEnd + UInt64(CommitRecord.framedLength))
                 throw CairnError(.corrupted, "a signed archive without a root signature before its manifest", offset: footer.manifestOffset)
             }
-            throw CairnError(
-                .untrusted, "the archive is not signed; wanted a signature by key \(checks.trustedKeyList)",
-                offset: headerEnd + UInt64(CommitRecord.framedLength))
+            throw checks.notSigned(offset: headerEnd + UInt64(CommitRecord.framedLength))
         }
         _ = try checks.trustedKey(for: root, offset: rootOffset)
         let commitLength = UInt64(CommitRecord.framedLength)

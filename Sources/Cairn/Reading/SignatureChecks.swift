@@ -92,8 +92,7 @@ struct SignatureChecks {
         if isSigned == nil, let lastCommit, lastCommit.record.sequence == 0 {
             isSigned = false
             if isTrusting {
-                throw CairnError(
-                    .untrusted, "the archive is not signed; wanted a signature by key \(trustedKeyList)", offset: offset)
+                throw notSigned(offset: offset)
             }
         }
         if let root {
@@ -219,6 +218,12 @@ struct SignatureChecks {
                 offset: offset)
         }
         return key
+    }
+
+    /// The refusal of an unsigned archive when keys are trusted (§4.1), for the streaming and
+    /// the seekable reader alike: `offset` is where the signature after commit 0 should be.
+    func notSigned(offset: UInt64) -> CairnError {
+        CairnError(.untrusted, "the archive is not signed; wanted a signature by key \(trustedKeyList)", offset: offset)
     }
 
     static func doesNotVerify(_ signature: SignatureRecord, offset: UInt64) -> CairnError {
