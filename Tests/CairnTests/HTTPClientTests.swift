@@ -823,15 +823,21 @@ struct HTTPBodyStreamTests {
                 let stream = try HTTPBodyStream(client: HTTPClient(), request: HTTPRequest(url: fixture.server.url("large.bin")))
                 #expect(try stream.head().status == 200)
                 // The transfer fills the pipe (3 MiB for a pipe of 64 KiB) and blocks in write(2).
-                let capacity = fcntl(stream.body.rawValue, 1032)  // F_GETPIPE_SZ
+                // A full pipe is one with no free slot, which poll(2) reports on a write end (the
+                // probe, opened from /proc). Counting unread bytes is no test: the kernel gives
+                // each write that does not fit the last page new pages, so under load curl's
+                // odd-sized pieces fill the pipe's 16 slots with less than 64 KiB.
+                let pipeLink = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(stream.body.rawValue)")
+                let probe = open("/proc/self/fd/\(stream.body.rawValue)", O_WRONLY | O_NONBLOCK)
+                try #require(probe >= 0, "cannot open a write end of the body's pipe: errno \(errno)")
                 try Await.until("the transfer fills the body's pipe") {
-                    var unread: Int32 = 0
-                    return ioctl(stream.body.rawValue, UInt(FIONREAD), &unread) == 0 && unread >= capacity
+                    var event = pollfd(fd: probe, events: Int16(POLLOUT), revents: 0)
+                    return poll(&event, 1, 0) == 0
                 }
+                close(probe)
                 // Against a hang: a cancel() that leaves the write blocked is failed by draining
                 // the pipe through a new read end, opened from /proc (the body's is closed by then).
                 let rescues = CountingSource.Counter()
-                let pipeLink = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(stream.body.rawValue)")
                 Await.rescuing({
                     rescues.value.add(1, ordering: .relaxed)
                     Self.drain(pipeLink)
