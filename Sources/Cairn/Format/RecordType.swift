@@ -21,6 +21,9 @@ package enum RecordType: UInt8, Sendable {
     /// Format 2.2: the maker's Ed25519 signature over the prefix ending at a commit, or over the
     /// whole archive (the root), skippable (`Spec/0004-trusted-archives.md §3`).
     case signature = 14
+    /// Format 3.0: the clear envelope of an encrypted archive at offset 12, before its sealed
+    /// blocks (`Spec/0004-trusted-archives.md §6.2`).
+    case envelope = 15
 
     package var name: String {
         switch self {
@@ -38,6 +41,7 @@ package enum RecordType: UInt8, Sendable {
         case .manifest: "manifest"
         case .manifestIndex: "manifest index"
         case .signature: "signature"
+        case .envelope: "envelope"
         }
     }
 }

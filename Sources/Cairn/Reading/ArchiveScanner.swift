@@ -269,8 +269,8 @@ package final class ArchiveScanner {
             try consumeManifestSegment(record)
         case .pack:
             try consumePack(record, emit)
-        case .manifestIndex, .signature:
-            throw CairnError(.invalidArgument, "internal error: a skippable record read as a body record", offset: record.offset)
+        case .manifestIndex, .signature, .envelope:
+            throw CairnError(.invalidArgument, "internal error: a skippable or outer record read as a body record", offset: record.offset)
         case .footer:
             try emit(try consumeFooter(record))
         }
@@ -748,6 +748,9 @@ package final class ArchiveScanner {
         switch type {
         case .manifestChunks, .manifestReferences, .manifestEntries: version.isVersion1
         case .pack, .manifest, .manifestIndex: !version.isVersion1
+        // Only the outer file of an encrypted archive has one (`Spec/0004 §6.2`); the archive
+        // sealed inside it is a 2.x archive like any other.
+        case .envelope: false
         default: true
         }
     }

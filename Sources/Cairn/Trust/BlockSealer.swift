@@ -1,0 +1,89 @@
+internal import CSodium
+
+/// Seals and opens the blocks of an encrypted archive (`Spec/0004-trusted-archives.md §6.3`) with
+/// XChaCha20-Poly1305 (libsodium's `crypto_aead_xchacha20poly1305_ietf`, the construction of
+/// draft-irtf-cfrg-xchacha): a 256-bit key, a 192-bit nonce drawn at random for every block, a
+/// 128-bit tag.
+///
+/// A sealed block is `nonce[24] ‖ ciphertext[n] ‖ tag[16]`. Its associated data binds it to its
+/// archive, its position and whether it ends the archive:
+/// ```
+/// "cairn-block-v1" ‖ archiveID[16] ‖ index u64 LE ‖ final u8
+/// ```
+/// so a block copied to another archive, moved to another index, or presented as the last block
+/// when it was not (a truncation at a block boundary) fails to open.
+package struct BlockSealer: Sendable {
+    /// Bytes a sealed block adds to its plaintext: the nonce and the tag.
+    package static let overhead = nonceByteCount + tagByteCount
+    package static let nonceByteCount = 24
+    package static let tagByteCount = 16
+    package static let keyByteCount = 32
+    /// The associated data's domain prefix, ASCII.
+    package static let domain: [UInt8] = Array("cairn-block-v1".utf8)
+
+    private let key: [UInt8]
+    private let archiveID: [UInt8]
+
+    /// - Parameters:
+    ///   - key: the 32-byte block key of the archive's secret header.
+    ///   - archiveID: the 16 bytes of the envelope record.
+    /// - Throws: `.invalidArgument` for a key or archive id of the wrong length; `.io` when
+    ///   libsodium cannot initialize.
+    package init(key: [UInt8], archiveID: [UInt8]) throws(CairnError) {
+        try Sodium.ready()
+        guard key.count == Self.keyByteCount, archiveID.count == 16 else {
+            throw CairnError(.invalidArgument, "a block key has 32 bytes and an archive id 16")
+        }
+        self.key = key
+        self.archiveID = archiveID
+    }
+
+    /// The associated data of block `index`.
+    package func associatedData(index: UInt64, isFinal: Bool) -> [UInt8] {
+        var data = Self.domain + archiveID
+        withUnsafeBytes(of: index.littleEndian) { data.append(contentsOf: $0) }
+        data.append(isFinal ? 1 : 0)
+        return data
+    }
+
+    /// Seals `plaintext` as block `index` under a fresh random nonce.
+    ///
+    /// - Returns: `nonce ‖ ciphertext ‖ tag`, `plaintext.count + overhead` bytes.
+    package func seal(_ plaintext: UnsafeRawBufferPointer, index: UInt64, isFinal: Bool) -> [UInt8] {
+        var sealed = [UInt8](repeating: 0, count: plaintext.count + Self.overhead)
+        let data = associatedData(index: index, isFinal: isFinal)
+        sealed.withUnsafeMutableBytes { out in
+            guard let base = out.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
+            randombytes_buf(base, Self.nonceByteCount)
+            let message = plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            _ = crypto_aead_xchacha20poly1305_ietf_encrypt_detached(
+                base + Self.nonceByteCount, base + Self.nonceByteCount + plaintext.count, nil,
+                message, UInt64(plaintext.count), data, UInt64(data.count), nil, base, key)
+        }
+        return sealed
+    }
+
+    /// Opens a sealed block into `plaintext`, which must hold `sealed.count - overhead` bytes.
+    ///
+    /// - Returns: false when the tag does not verify (a flipped byte, another archive's block,
+    ///   a block moved to another index, a non-final block read as final or the other way round);
+    ///   `plaintext` then holds no released bytes (it is zeroed).
+    package func open(
+        _ sealed: UnsafeRawBufferPointer, index: UInt64, isFinal: Bool, into plaintext: UnsafeMutableRawBufferPointer
+    ) -> Bool {
+        guard sealed.count >= Self.overhead, plaintext.count == sealed.count - Self.overhead,
+            let input = sealed.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        else { return false }
+        let length = sealed.count - Self.overhead
+        let data = associatedData(index: index, isFinal: isFinal)
+        let output = plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        let status = crypto_aead_xchacha20poly1305_ietf_decrypt_detached(
+            output, nil, input + Self.nonceByteCount, UInt64(length), input + Self.nonceByteCount + length,
+            data, UInt64(data.count), input, key)
+        guard status == 0 else {
+            plaintext.initializeMemory(as: UInt8.self, repeating: 0)
+            return false
+        }
+        return true
+    }
+}
