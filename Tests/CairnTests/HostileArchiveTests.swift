@@ -371,7 +371,7 @@ struct HostileArchiveTests {
         case .manifestChunks, .manifestReferences, .manifestEntries, .manifest:
             at = manifestOffset
             bytes = try Self.inserting(empty, at: at, in: original, intoManifest: true)
-        case .pack, .manifestIndex, .signature:
+        case .pack, .manifestIndex, .signature, .envelope:
             at = firstEntry.offset
             bytes = try Self.inserting(empty, at: at, in: original)
         }
@@ -859,5 +859,5 @@ struct HostileArchiveTests {
 
 extension RecordType {
     /// The ten record types of format 1.0.
-    static let allKnown: [RecordType] = (1...14).compactMap { RecordType(rawValue: $0) }
+    static let allKnown: [RecordType] = (1...15).compactMap { RecordType(rawValue: $0) }
 }

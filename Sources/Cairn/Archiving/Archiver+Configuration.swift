@@ -32,6 +32,9 @@ extension Archiver {
         /// trusted key releases only what these signatures cover. Nil (the default): an unsigned
         /// format 2.1 archive. A resume must be given the same key (`Spec/0004 §3.5`).
         public var signingKey: SigningKey?
+        /// Seals the archive for its recipients (`Spec/0004-trusted-archives.md §6`): the
+        /// envelope record to write first and the keys its key block holds. Nil: a plain archive.
+        package var sealing: ArchiveSealing?
         /// How many bytes may be in flight (read, not yet written); default
         /// ``BackpressurePolicy/default``.
         public var backpressure: BackpressurePolicy = .default

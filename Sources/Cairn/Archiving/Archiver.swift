@@ -69,7 +69,11 @@ public final class Archiver {
             throw CairnError(.invalidArgument, "workerCount must be at least 1, not \(workers)")
         }
         self.configuration = configuration
-        self.sink = sink
+        if let sealing = configuration.sealing {
+            self.sink = try SealingSink(base: sink, envelope: sealing.envelope, secrets: sealing.secrets)
+        } else {
+            self.sink = sink
+        }
         try configuration.backpressure.validate()
         self.writer = try ArchiveWriter(header: configuration.header, signingKey: configuration.signingKey)
         self.budget = ByteBudget(policy: configuration.backpressure)

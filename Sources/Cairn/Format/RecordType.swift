@@ -101,7 +101,12 @@ package enum Prelude {
     package static func hasManifestIndex(minor: UInt16) -> Bool { minor >= 1 }
 
     /// Checks a prelude and returns its version.
-    package static func parse(_ bytes: [UInt8]) throws(CairnError) -> FormatVersion {
+    ///
+    /// - Parameter sealed: the prelude of an encrypted archive's outer file is expected (major
+    ///   version 3, `Spec/0004-trusted-archives.md §6.2`) instead of a plain archive's (1 or 2).
+    /// - Throws: `.truncated`, `.corrupted` (bad magic), `.unsupportedVersion`; `.untrusted` for
+    ///   an encrypted archive read without an identity.
+    package static func parse(_ bytes: [UInt8], sealed: Bool = false) throws(CairnError) -> FormatVersion {
         guard bytes.count >= length else {
             throw CairnError(.truncated, "file is too short to be a Cairn archive (\(bytes.count) bytes)", offset: 0)
         }
@@ -110,6 +115,19 @@ package enum Prelude {
         }
         let major = UInt16(bytes[8]) | UInt16(bytes[9]) << 8
         let minor = UInt16(bytes[10]) | UInt16(bytes[11]) << 8
+        if sealed {
+            guard major == EnvelopeRecord.majorVersion else {
+                throw CairnError(
+                    .unsupportedVersion, "encrypted archive format version \(major).\(minor) is not supported (this reader reads 3.x)",
+                    offset: 8)
+            }
+            return FormatVersion(major: major, minor: minor)
+        }
+        if major == EnvelopeRecord.majorVersion {
+            throw CairnError(
+                .untrusted, "the archive is encrypted (format \(major).\(minor)): give an identity (--identity FILE) to read it",
+                offset: 8)
+        }
         guard readableMajorVersions.contains(major) else {
             throw CairnError(
                 .unsupportedVersion,

@@ -255,6 +255,11 @@ extension ArchiveSource {
             throw CairnError(.truncated, "the archive is incomplete: it has no footer", offset: fileSize)
         }
         let offset = fileSize - length
+        // What fails in reading the bytes themselves (the network, a sealed block that does not
+        // open) is that failure, not a missing footer: read them first (a remote or sealed
+        // source keeps them for the record read below).
+        var tail = [UInt8](repeating: 0, count: Int(length))
+        _ = try tail.withMutableBytes { (raw) throws(CairnError) in try read(fromAbsoluteOffset: offset, into: raw) }
         let record: ArchiveRecord
         do throws(CairnError) {
             (record, _) = try readRecord(at: offset, fileSize: fileSize)

@@ -131,31 +131,17 @@ package final class HTTPBodyStream: Sendable {
         if state.takeBodyForClosing() { _ = Glibc.close(body.rawValue) }
     }
 
-    /// Blocks SIGPIPE for the calling thread only: writing to a pipe without a reader then fails
-    /// with EPIPE. A SIGPIPE raised by such a write stays pending on this thread and is discarded
-    /// when it exits, so it reaches neither the process nor the CLI's handlers.
-    private static func blockBrokenPipeSignal() {
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        sigaddset(&signals, SIGPIPE)
-        pthread_sigmask(SIG_BLOCK, &signals, nil)
-    }
+    /// Blocks SIGPIPE for the transfer thread (``PipeProducer/blockBrokenPipeSignal()``).
+    private static func blockBrokenPipeSignal() { PipeProducer.blockBrokenPipeSignal() }
 
     /// Writes all of `piece` into the pipe; a reader that went away (EPIPE) ends the transfer as
     /// cancelled.
     private static func write(_ piece: UnsafeRawBufferPointer, to pipe: FileDescriptor, state: State)
         throws(CairnError)
     {
-        guard let base = piece.baseAddress else { return }
-        var done = 0
-        while done < piece.count {
-            let n = retryOnInterrupt { Glibc.write(pipe.rawValue, base + done, piece.count - done) }
-            if n < 0, errno == EPIPE {
-                state.cancel()
-                throw CairnError(.network, "the transfer was cancelled: the reader closed the body", path: pipe.path)
-            }
-            guard n > 0 else { throw Errno.current.error("cannot write the body into its pipe", path: pipe.path) }
-            done += n
+        guard try PipeProducer.write(piece, to: pipe) else {
+            state.cancel()
+            throw CairnError(.network, "the transfer was cancelled: the reader closed the body", path: pipe.path)
         }
     }
 }

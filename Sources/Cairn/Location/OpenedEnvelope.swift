@@ -1,0 +1,75 @@
+/// The clear start of an encrypted archive, read and opened: its envelope record
+/// (`Spec/0004-trusted-archives.md §6.2`), where its sealed blocks begin, and the keys its key
+/// block held for one of the reader's identities.
+///
+/// One parser reads the envelope for the seekable reader (``SealedArchiveSource``) and the
+/// stream reader (``SealedBlockStream``).
+package struct OpenedEnvelope: Sendable {
+    package let record: EnvelopeRecord
+    /// The outer offset of block 0: the prelude's and the envelope record's length.
+    package let dataStart: UInt64
+    /// The outer bytes before block 0, as read.
+    package let prefix: [UInt8]
+    package let secrets: ArchiveSecrets
+
+    /// Opens the key block of `record` with `openKeyBlock` (an identity's decryption).
+    package init(
+        record: EnvelopeRecord, prefix: [UInt8], openKeyBlock: (EnvelopeRecord) throws(CairnError) -> [UInt8]
+    ) throws(CairnError) {
+        self.record = record
+        self.prefix = prefix
+        dataStart = UInt64(prefix.count)
+        secrets = try ArchiveSecrets.decode(try openKeyBlock(record))
+    }
+
+    /// Whether `prelude` (the first 12 bytes of a file) is an encrypted archive's.
+    package static func isSealed(prelude: [UInt8]) -> Bool {
+        prelude.count >= Prelude.length && Array(prelude[0..<8]) == Prelude.magic
+            && (UInt16(prelude[8]) | UInt16(prelude[9]) << 8) == EnvelopeRecord.majorVersion
+    }
+
+    /// Reads the prelude and the envelope record through `read`, which returns up to the number of
+    /// bytes asked for (fewer only at the end of the input).
+    ///
+    /// - Returns: the record and every byte read (the outer bytes before block 0).
+    /// - Throws: `.untrusted` for an archive that is not encrypted (identities were given, so it
+    ///   must be: a plain archive is what stripping the encryption would leave);
+    ///   `.unsupportedVersion` for an encrypted format other than 3.x; `.truncated`,
+    ///   `.corrupted`, `.checksumMismatch`, `.limitExceeded` for a bad record, naming its offset.
+    package static func readRecord(
+        name: String, _ read: (Int) throws(CairnError) -> [UInt8]
+    ) throws(CairnError) -> (record: EnvelopeRecord, prefix: [UInt8]) {
+        var prefix = try read(Prelude.length)
+        do throws(CairnError) {
+            if prefix.count == Prelude.length, Array(prefix[0..<8]) == Prelude.magic, !isSealed(prelude: prefix) {
+                throw CairnError(
+                    .untrusted,
+                    "the archive is not encrypted, but identities were given to open it: refusing a plain archive where an encrypted one is expected",
+                    offset: 0)
+            }
+            _ = try Prelude.parse(prefix, sealed: true)
+            let headerBytes = try read(RecordFraming.headerLength)
+            prefix += headerBytes
+            let offset = UInt64(Prelude.length)
+            let header = try headerBytes.withBytes { (raw) throws(CairnError) in try RecordCodec.parseHeader(raw, offset: offset) }
+            guard header.type == .envelope else {
+                throw CairnError(.corrupted, "the first record of an encrypted archive is not its envelope record", offset: offset)
+            }
+            guard header.length <= 64 + EnvelopeRecord.maximumKeyBlock else {
+                throw CairnError(.limitExceeded, "the envelope record declares \(header.length) payload bytes", offset: offset)
+            }
+            let rest = try read(header.length + RecordFraming.trailerLength)
+            guard rest.count == header.length + RecordFraming.trailerLength else {
+                throw CairnError(.truncated, "the input ends inside the envelope record", offset: offset + UInt64(headerBytes.count + rest.count))
+            }
+            prefix += rest
+            try prefix.withBytes { (raw) throws(CairnError) in
+                try RecordCodec.checkCRC(UnsafeRawBufferPointer(rebasing: raw[Prelude.length...]), offset: offset)
+            }
+            let payload = Array(rest[0..<header.length])
+            return (try EnvelopeRecord.decode(payload: payload, offset: offset), prefix)
+        } catch {
+            throw error.withPath(name)
+        }
+    }
+}

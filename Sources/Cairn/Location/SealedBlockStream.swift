@@ -1,0 +1,162 @@
+/// An encrypted archive read once, front to back (standard input, one GET, a file read whole):
+/// its sealed blocks opened in order on a thread of their own, the inner archive's bytes handed
+/// to the reader through a pipe (`Spec/0004-trusted-archives.md §6.3`).
+///
+/// Which block is the last is learned by reading one block ahead: a block followed by the end of
+/// the input must open as the final one. A block that does not open ends the stream with an
+/// error naming its index and outer offset, and nothing of it reaches the reader; so does an
+/// input cut at a block boundary (after the bytes before the cut, which are authentic, so the
+/// reader reports the cut as it reports a cut plain archive).
+package enum SealedBlockStream {
+    /// The inner archive of the outer sequential bytes `outer`, whose first `envelopeLength`
+    /// bytes (prelude and envelope record) were read and opened already.
+    ///
+    /// - Parameter expectedPrefix: the outer bytes before block 0 as read at random; the
+    ///   sequential read must see the same.
+    package static func open(
+        _ outer: SequentialArchiveBytes, expectedPrefix: [UInt8], sealer: BlockSealer, blockSize: UInt64, partial: Bool,
+        name: String
+    ) throws(CairnError) -> SequentialArchiveBytes {
+        let producer = try PipeProducer(name: name) { (writer) throws(CairnError) in
+            var seen = [UInt8](repeating: 0, count: expectedPrefix.count)
+            let got = try seen.withMutableBytes { (raw) throws(CairnError) in try outer.descriptor.readFully(into: raw) }
+            guard got == seen.count, seen == expectedPrefix else {
+                throw CairnError(.sourceChanged, "the encrypted archive's envelope changed between two reads", path: name, offset: 0)
+            }
+            try pump(
+                outer.descriptor, firstBlockAt: UInt64(expectedPrefix.count), sealer: sealer, blockSize: blockSize, partial: partial,
+                name: name, into: writer)
+            try outer.finish()
+        }
+        return SequentialArchiveBytes(
+            descriptor: producer.output,
+            finish: { () throws(CairnError) in try producer.finish() },
+            cancel: {
+                producer.cancel()
+                outer.cancel()
+            })
+    }
+
+    /// The inner archive of the encrypted archive read from `input` (standard input): reads its
+    /// envelope record here, opens its key block with `openKeyBlock`, then opens its blocks on a
+    /// thread of their own.
+    ///
+    /// - Throws: what ``OpenedEnvelope/readRecord(name:_:)`` and `openKeyBlock` throw, naming
+    ///   `name`.
+    package static func open(
+        _ input: FileDescriptor, name: String, openKeyBlock: (EnvelopeRecord) throws(CairnError) -> [UInt8]
+    ) throws(CairnError) -> (bytes: SequentialArchiveBytes, envelope: OpenedEnvelope) {
+        let (record, prefix) = try OpenedEnvelope.readRecord(name: name) { (count) throws(CairnError) in
+            var bytes = [UInt8](repeating: 0, count: count)
+            let got = try bytes.withMutableBytes { (raw) throws(CairnError) in try input.readFully(into: raw) }
+            return Array(bytes[0..<got])
+        }
+        let envelope: OpenedEnvelope
+        do throws(CairnError) {
+            envelope = try OpenedEnvelope(record: record, prefix: prefix, openKeyBlock: openKeyBlock)
+        } catch {
+            throw error.withPath(name)
+        }
+        let sealer = try BlockSealer(key: envelope.secrets.blockKey, archiveID: record.archiveID)
+        let producer = try PipeProducer(name: name) { (writer) throws(CairnError) in
+            try pump(
+                input, firstBlockAt: envelope.dataStart, sealer: sealer, blockSize: UInt64(record.blockSize), partial: false, name: name,
+                into: writer)
+        }
+        let bytes = SequentialArchiveBytes(
+            descriptor: producer.output, finish: { () throws(CairnError) in try producer.finish() }, cancel: { producer.cancel() })
+        return (bytes, envelope)
+    }
+
+    /// The error for block `index` (at `outerOffset`) whose tag does not verify.
+    package static func failure(index: UInt64, outerOffset: UInt64, isFinal: Bool, name: String) -> CairnError {
+        CairnError(
+            .checksumMismatch,
+            "sealed block \(index) fails authentication\(isFinal ? " as the last block" : ""): it was altered, comes from another "
+                + "archive or another position, or the archive was cut after it",
+            path: name, offset: outerOffset)
+    }
+
+    /// Opens the blocks read from `input` in order and writes their plaintext through `writer`.
+    private static func pump(
+        _ input: FileDescriptor, firstBlockAt start: UInt64, sealer: BlockSealer, blockSize: UInt64, partial: Bool, name: String,
+        into writer: PipeProducer.Writer
+    ) throws(CairnError) {
+        let sealedSize = Int(blockSize) + BlockSealer.overhead
+        var current = try readBlock(input, sealedSize)
+        var next = [UInt8](repeating: 0, count: sealedSize)
+        var plaintext = [UInt8](repeating: 0, count: Int(blockSize))
+        var index: UInt64 = 0
+        var offset = start
+        guard !current.isEmpty else { throw CairnError(.truncated, "the encrypted archive has no sealed block", path: name, offset: start) }
+        while !writer.isCancelled {
+            let atEnd: Bool
+            if current.count == sealedSize {
+                next = try readBlock(input, sealedSize)
+                atEnd = next.isEmpty
+            } else {
+                atEnd = true
+            }
+            guard current.count > BlockSealer.overhead else {
+                throw CairnError(
+                    .truncated, "the last sealed block has \(current.count) bytes, too few for a nonce, a tag and one byte", path: name,
+                    offset: offset)
+            }
+            let length = current.count - BlockSealer.overhead
+            let opening = current.withUnsafeBytes { sealed in
+                plaintext.withUnsafeMutableBytes { out in
+                    Self.open(
+                        sealed, index: index, isLast: atEnd, partial: partial, sealer: sealer,
+                        into: UnsafeMutableRawBufferPointer(rebasing: out[0..<length]))
+                }
+            }
+            guard opening != .failed else { throw failure(index: index, outerOffset: offset, isFinal: atEnd && !partial, name: name) }
+            try plaintext.withBytes { (raw) throws(CairnError) in try writer.write(UnsafeRawBufferPointer(rebasing: raw[0..<length])) }
+            // A cut at a block boundary: the bytes before it are authentic, so the reader gets
+            // them and reports the inner archive cut as it would a plain one.
+            if opening == .cut { throw cutError(index: index, end: offset + UInt64(current.count), name: name) }
+            if atEnd { return }
+            swap(&current, &next)
+            index += 1
+            offset += UInt64(sealedSize)
+        }
+    }
+
+    /// How a block opened.
+    package enum Opening: Equatable {
+        case opened
+        /// The last block read opened only as a middle block: the archive was cut after it.
+        case cut
+        case failed
+    }
+
+    /// Opens one block: the one rule both readers follow. The last block of a complete archive
+    /// must open as final; when it does not but opens as a middle block, the archive was cut at
+    /// a block boundary (``Opening/cut``). In a partial archive no block is final.
+    ///
+    /// - Parameter isLast: no block follows this one in what was read.
+    package static func open(
+        _ sealed: UnsafeRawBufferPointer, index: UInt64, isLast: Bool, partial: Bool, sealer: BlockSealer,
+        into plaintext: UnsafeMutableRawBufferPointer
+    ) -> Opening {
+        let final = isLast && !partial
+        if sealer.open(sealed, index: index, isFinal: final, into: plaintext) { return .opened }
+        if final, sealer.open(sealed, index: index, isFinal: false, into: plaintext) { return .cut }
+        return .failed
+    }
+
+    /// The error for an archive cut after block `index`, whose bytes end at outer offset `end`.
+    package static func cutError(index: UInt64, end: UInt64, name: String) -> CairnError {
+        CairnError(
+            .truncated, "the encrypted archive ends after sealed block \(index), which its writer did not mark as the last", path: name,
+            offset: end)
+    }
+
+    /// Up to `count` bytes: fewer only at the end of the input.
+    private static func readBlock(_ input: FileDescriptor, _ count: Int) throws(CairnError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        let got = try bytes.withMutableBytes { (raw) throws(CairnError) in try input.readFully(into: raw) }
+        if got < count { bytes.removeSubrange(got...) }
+        return bytes
+    }
+}
