@@ -595,21 +595,27 @@ struct HostileArchiveTests {
         #expect(prefix?.code == .corrupted)
     }
 
-    @Test("major version 3 is unsupportedVersion, naming both numbers, for open, verify and verifyPrefix")
-    func majorVersionThree() async throws {
+    @Test("major version 4 is unsupportedVersion, naming both numbers, for open, verify and verifyPrefix; major 3 (encrypted, Spec/0004 §6.2) asks for an identity")
+    func majorVersionFour() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         var bytes = try Self.smallArchive()
-        bytes[8] = 3
+        bytes[8] = 4
         try Self.rechain(&bytes)  // only the version may be wrong
-        let path = try Self.write(bytes, "v3.cairn", in: directory)
+        let path = try Self.write(bytes, "v4.cairn", in: directory)
         let open = #expect(throws: CairnError.self) { _ = try Extractor(reader: ArchiveReader(path: path)) }
         #expect(open?.code == .unsupportedVersion)
-        #expect(open?.message.contains("3.\(Prelude.minorVersion)") == true, "\(String(describing: open))")
+        #expect(open?.message.contains("4.\(Prelude.minorVersion)") == true, "\(String(describing: open))")
         let verify = await Self.verifyError(path)
         #expect(verify?.code == .unsupportedVersion)
         let prefix = await #expect(throws: CairnError.self) { _ = try await Extractor.verifyPrefix(at: .file(path: path)) }
         #expect(prefix?.code == .unsupportedVersion)
+        bytes[8] = 3
+        let sealed = try Self.write(bytes, "v3.cairn", in: directory)
+        let encrypted = #expect(throws: CairnError.self) { _ = try Extractor(reader: ArchiveReader(path: sealed)) }
+        #expect(encrypted?.code == .untrusted)
+        #expect(encrypted?.message.contains("--identity") == true, "\(String(describing: encrypted))")
+        #expect(encrypted?.offset == 8)
     }
 
     @Test("minor version 9 of major 2 opens, verifies and extracts (§2.2 rule 4)")

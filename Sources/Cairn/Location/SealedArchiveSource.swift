@@ -9,7 +9,7 @@ import Synchronization
 /// one call to the outer source (contiguous blocks in one range), and keeps the last few opened
 /// blocks for the small reads of a record walk. No byte of a block is returned before its tag
 /// verified.
-package final class SealedArchiveSource: ArchiveSource {
+package final class SealedArchiveSource: ArchiveSource, PositionalInput {
     package let base: any ArchiveSource
     package let layout: SealedBlockLayout
     package let secrets: ArchiveSecrets

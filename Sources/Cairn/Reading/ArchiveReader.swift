@@ -81,7 +81,10 @@ package final class ArchiveReader {
     ) throws(CairnError) {
         self.path = source.name
         self.source = source
-        let local = (source as? LocalArchiveSource)?.descriptor
+        // A local file, or the inner archive of a local encrypted one: walked and scanned as a
+        // plain local file is, its sealed blocks opened as they are read.
+        let local: (any PositionalInput)? =
+            (source as? LocalArchiveSource)?.descriptor ?? (source as? SealedArchiveSource).flatMap { $0.isRemote ? nil : $0 }
         let walking = verifyingStructure && !source.isRemote && local != nil
         do throws(CairnError) {
             let size = source.size
@@ -132,7 +135,7 @@ package final class ArchiveReader {
                 var rules = EntryRules()
                 for row in manifest.entries { try rules.admit(row.entry, offset: row.recordOffset) }
             }
-            self.descriptor = local
+            self.descriptor = (source as? LocalArchiveSource)?.descriptor
             self.fileSize = size
             self.header = header
             self.footer = footer
@@ -151,7 +154,7 @@ package final class ArchiveReader {
 
     /// The structural walk (§13.1 step 5): the records from offset 0 to the end, chunk payloads
     /// skipped, through the one checker, comparing each with `manifest`.
-    private static func walk(_ fd: FileDescriptor, fileSize: UInt64, against manifest: Manifest, trustedKeys: [PublicKey]) throws(CairnError) {
+    private static func walk(_ fd: any PositionalInput, fileSize: UInt64, against manifest: Manifest, trustedKeys: [PublicKey]) throws(CairnError) {
         let stream = RecordStream(skippingChunkPayloadsOf: fd, fileSize: fileSize)
         let scanner = ArchiveScanner(verifyingChainDigests: false, checkingAgainst: manifest, trustedKeys: trustedKeys)
         try scanner.start(stream)
@@ -165,27 +168,20 @@ package final class ArchiveReader {
     /// - Parameter tail: where the manifest and footer begin; a corruption the scan finds from
     ///   there on is the footer's problem, reported as such.
     private static func fallBackToScanning(
-        _ fd: FileDescriptor, footerProblem: CairnError, tail: UInt64, trustedKeys: [PublicKey] = []
+        _ fd: any PositionalInput, footerProblem: CairnError, tail: UInt64, trustedKeys: [PublicKey] = []
     ) -> CairnError {
         let scanned: CairnError
         var verified: UInt64 = 0
+        let stream = RecordStream(input: PositionalByteInput(fd))
+        let scanner = ArchiveScanner(trustedKeys: trustedKeys)
         do throws(CairnError) {
-            let input = try fd.duplicatedAtStart()
-            defer { _ = try? input.close() }
-            let stream = RecordStream(descriptor: input)
-            let scanner = ArchiveScanner(trustedKeys: trustedKeys)
-            do throws(CairnError) {
-                try scanner.start(stream)
-                try scanner.run(
-                    over: stream, until: .atFooter { CairnError(.truncated, "the records end without a footer", offset: $0) })
-                verified = scanner.verifiedLength
-                return footerProblem  // the records are fine: the footer or manifest is what lies
-            } catch {
-                verified = scanner.verifiedLength
-                scanned = error
-            }
+            try scanner.start(stream)
+            try scanner.run(over: stream, until: .atFooter { CairnError(.truncated, "the records end without a footer", offset: $0) })
+            verified = scanner.verifiedLength
+            return footerProblem  // the records are fine: the footer or manifest is what lies
         } catch {
-            return error
+            verified = scanner.verifiedLength
+            scanned = error
         }
         if scanned.code == footerProblem.code, scanned.offset == footerProblem.offset { return scanned }
         if scanned.code != .truncated, (scanned.offset ?? 0) >= tail { return footerProblem }
@@ -208,11 +204,9 @@ package final class ArchiveReader {
     /// read finds (an unsigned archive at the record after commit 0, an earlier signature that
     /// does not verify), so that the seekable and streaming readers refuse alike; `rootProblem`
     /// when that read finds nothing earlier.
-    private static func firstTrustProblem(_ fd: FileDescriptor, rootProblem: CairnError, trustedKeys: [PublicKey]) -> CairnError {
+    private static func firstTrustProblem(_ fd: any PositionalInput, rootProblem: CairnError, trustedKeys: [PublicKey]) -> CairnError {
         do throws(CairnError) {
-            let input = try fd.duplicatedAtStart()
-            defer { _ = try? input.close() }
-            let stream = RecordStream(descriptor: input)
+            let stream = RecordStream(input: PositionalByteInput(fd))
             let scanner = ArchiveScanner(trustedKeys: trustedKeys)
             try scanner.start(stream)
             try scanner.run(over: stream, until: .unchecked)

@@ -11,8 +11,8 @@
 /// there, for the price of reading everything but the chunk payloads (`Spec/0001 §13.1`).
 package final class RecordStream {
     private var input: any ByteInput
-    /// Skipping mode: the seekable file read with `pread(2)`.
-    private let descriptor: FileDescriptor?
+    /// Skipping mode: the seekable input read at offsets (`pread(2)` for a file).
+    private let descriptor: (any PositionalInput)?
     private var buffer: [UInt8]
     private var start = 0
     private var end = 0
@@ -43,8 +43,8 @@ package final class RecordStream {
     /// A stream over the seekable file `descriptor` (an archive starting at offset 0, of
     /// `fileSize` bytes) that skips chunk payloads; reads with `pread(2)` in pieces of 64 KiB, so
     /// payloads larger than that are mostly never read.
-    package init(skippingChunkPayloadsOf descriptor: FileDescriptor, fileSize: UInt64) {
-        self.input = descriptor
+    package init(skippingChunkPayloadsOf descriptor: any PositionalInput, fileSize: UInt64) {
+        self.input = PositionalByteInput(descriptor)
         self.descriptor = descriptor
         self.buffer = [UInt8](repeating: 0, count: 64 << 10)
         self.skippingFileSize = fileSize
