@@ -60,7 +60,9 @@ package struct AgeHeader: Sendable {
         var lines = AgeHeaderLines(bytes: bytes)
         let first = try lines.next()
         guard first.content.elementsEqual(Self.versionLine.utf8) else {
-            if first.content.starts(with: "age-encryption.org/".utf8) {
+            let prefix = "age-encryption.org/".utf8
+            let version = first.content.dropFirst(prefix.count)
+            if first.content.starts(with: prefix), !version.isEmpty, version.allSatisfy({ (33...126).contains($0) }) {
                 throw lines.error(.unsupportedVersion, "the age version is \(String(decoding: first.content, as: UTF8.self)); Cairn reads age-encryption.org/v1", at: first)
             }
             throw lines.error(.corrupted, "not an age file: the first line is not \(Self.versionLine)", at: first)
