@@ -128,11 +128,11 @@ public struct AgePassphrase: Sendable {
         "\(minimumOpsLimit)-\(maximumOpsLimit) passes and \(minimumMemoryLimit)-\(maximumMemoryLimit) bytes of memory, a multiple of 1024"
     }
 
-    /// The value of `text` when it is a decimal number of at most 12 digits with no leading zero
-    /// (`^[1-9][0-9]{0,11}$`, as age's scrypt stanza writes its work factor).
+    /// The value of `text` when it is a decimal number of at most 18 digits with no leading zero
+    /// (`^[1-9][0-9]{0,17}$`, as age's scrypt stanza writes its work factor): it fits an `Int`.
     private static func canonicalDecimal(_ text: String) -> Int? {
         let digits = Array(text.utf8)
-        guard (1...12).contains(digits.count), digits[0] != UInt8(ascii: "0"),
+        guard (1...18).contains(digits.count), digits[0] != UInt8(ascii: "0"),
             digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
         else { return nil }
         return digits.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
