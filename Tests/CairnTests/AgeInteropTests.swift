@@ -217,3 +217,18 @@ struct AgeInteropTests {
         #expect(throws: CairnError.self) { try AgePassphrase("") }
     }
 }
+
+extension AgeInteropTests {
+    @Test("the age fuzz seeds stay meaningful: the fuzzer's identity and passphrase open them, and the key files load")
+    func fuzzSeeds() throws {
+        let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fuzz/Corpus")
+        func seed(_ name: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: corpus.appendingPathComponent(name))) }
+        let identity = try AgeIdentity(secretBytes: [UInt8](repeating: 0x42, count: 32))
+        #expect(try AgeFile.decrypt(seed("age-x25519.age"), with: [identity]) == Array("a key block for the fuzzer\n".utf8))
+        let passphrase = try AgePassphrase("password", opsLimit: 1, memoryLimit: 64 << 10)
+        #expect(try AgeFile.decrypt(seed("age-cairn-argon2id.age"), with: passphrase) == Array("a key block\n".utf8))
+        #expect(try AgeIdentity.identities(parsingFileText: seed("age-identity.txt"), source: "seed").count == 1)
+        #expect(try AgeRecipient.recipients(parsingFileText: seed("age-recipients.txt"), source: "seed").count == 2)
+    }
+}
