@@ -21,7 +21,7 @@ struct AgeEncodingTests {
     // MARK: - HKDF
 
     @Test(
-        "HKDF-SHA-256 gives RFC 5869's test cases 1-3 (Spec/0004-trusted-archives.md §6.1)",
+        "HKDF-SHA-256 gives RFC 5869's test cases 1-3 (Spec/0004-trusted-archives.md §6.1.1)",
         arguments: [
             (
                 String(repeating: "0b", count: 22), "000102030405060708090a0b0c", "f0f1f2f3f4f5f6f7f8f9", 42,
@@ -58,14 +58,14 @@ struct AgeEncodingTests {
         "split1checkupstagehandshakeupstreamerranterredcaperred2y9e3w", "?1ezyfcl",
     ]
 
-    @Test("Spec/0004-trusted-archives.md §6.2: BIP 173's valid Bech32 strings decode, and encode back to themselves", arguments: validBech32)
+    @Test("Spec/0004-trusted-archives.md §6.1.2: BIP 173's valid Bech32 strings decode, and encode back to themselves", arguments: validBech32)
     func bech32Valid(text: String) throws {
         let decoded = try Bech32.decode(text)
         let uppercase = text.uppercased() == text && text.lowercased() != text
         #expect(Bech32.encode(humanReadablePart: decoded.humanReadablePart, values: decoded.values, uppercase: uppercase) == text)
     }
 
-    @Test("Spec/0004-trusted-archives.md §6.2: BIP 173's invalid Bech32 strings are refused (the 90-character limit aside)")
+    @Test("Spec/0004-trusted-archives.md §6.1.2: BIP 173's invalid Bech32 strings are refused (the 90-character limit aside)")
     func bech32Invalid() {
         let invalid: [[UInt8]] = [
             [0x20] + Array("1nwldj5".utf8), [0x7F] + Array("1axkwrx".utf8), [0x80] + Array("1eym55h".utf8),
@@ -83,7 +83,7 @@ struct AgeEncodingTests {
         #expect(throws: CairnError.self) { try Bech32.decode("abcdef1qpzry9x8gf2tvdw0s3jn54khce6mua7lmqqqxx") }
     }
 
-    @Test("Spec/0004-trusted-archives.md §6.2: Bech32 data regroups into bytes (BIP 173's abcdef vector), and left-over bits must be zero")
+    @Test("Spec/0004-trusted-archives.md §6.1.2: Bech32 data regroups into bytes (BIP 173's abcdef vector), and left-over bits must be zero")
     func bech32Bytes() throws {
         let decoded = try Bech32.decode("abcdef1qpzry9x8gf2tvdw0s3jn54khce6mua7lmqqqxw")
         #expect(Bech32.bytes(fromValues: decoded.values) == Self.bytes(hex: "00443214c74254b635cf84653a56d7c675be77df"))
@@ -92,7 +92,7 @@ struct AgeEncodingTests {
         #expect(Bech32.bytes(fromValues: [0, 0]) == [0])
     }
 
-    @Test("Spec/0004-trusted-archives.md §6.2: the age spec's example identity gives its example recipient, and both print back")
+    @Test("Spec/0004-trusted-archives.md §6.1.2: the age spec's example identity gives its example recipient, and both print back")
     func ageSpecExampleKeys() throws {
         let identityText = "AGE-SECRET-KEY-1GFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPQ4EGAEX"
         let identity = try AgeIdentity(identityText)
@@ -110,7 +110,7 @@ struct AgeEncodingTests {
 
     // MARK: - Base64
 
-    @Test("Spec/0004-trusted-archives.md §6.1: only canonical unpadded base64 decodes")
+    @Test("Spec/0004-trusted-archives.md §6.1.1: only canonical unpadded base64 decodes")
     func unpaddedBase64() {
         func decode(_ text: String, count: Int? = nil) -> [UInt8]? { Base64.decodeUnpadded(Array(text.utf8)[...], count: count) }
         #expect(decode("") == [])

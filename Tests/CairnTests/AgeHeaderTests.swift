@@ -5,7 +5,7 @@ import Testing
 @testable import Cairn
 
 /// The age v1 header and payload as Cairn parses them: strict grammar, hard limits, and every
-/// changed byte refused (`Spec/0004-trusted-archives.md §6.1`, §6.5), and the key files (§6.4).
+/// changed byte refused (`Spec/0004-trusted-archives.md §6.1.1`, §6.1.5), and the key files (§6.1.4).
 @Suite("age header and payload")
 struct AgeHeaderTests {
     static let fileKey = [UInt8](repeating: 7, count: 16)
@@ -25,7 +25,7 @@ struct AgeHeaderTests {
         #expect(throws: CairnError.self) { try body() }
     }
 
-    @Test("Spec/0004-trusted-archives.md §6.1: stanza bodies of 0-97 bytes wrap at 64 columns, with a final short (maybe empty) line, and parse back")
+    @Test("Spec/0004-trusted-archives.md §6.1.1: stanza bodies of 0-97 bytes wrap at 64 columns, with a final short (maybe empty) line, and parse back")
     func stanzaBodiesRoundTrip() throws {
         for count in [0, 1, 47, 48, 49, 95, 96, 97] {
             let body = (0..<count).map { UInt8(truncatingIfNeeded: $0 * 7) }
@@ -42,7 +42,7 @@ struct AgeHeaderTests {
         }
     }
 
-    @Test("Spec/0004-trusted-archives.md §6.1: the header grammar is strict, each refusal names its line and offset")
+    @Test("Spec/0004-trusted-archives.md §6.1.1: the header grammar is strict, each refusal names its line and offset")
     func grammarRefusals() throws {
         let mac = "--- " + String(repeating: "A", count: 43)
         let cases: [(lines: [String], code: CairnError.Code, line: Int)] = [
@@ -74,7 +74,7 @@ struct AgeHeaderTests {
         }
     }
 
-    @Test("Spec/0004-trusted-archives.md §6.1, §6.5: a header cut anywhere is truncated; past the size, stanza and body limits it is refused")
+    @Test("Spec/0004-trusted-archives.md §6.1.1, §6.1.5: a header cut anywhere is truncated; past the size, stanza and body limits it is refused")
     func truncationAndLimits() throws {
         let file = try Self.file([1, 2, 3])
         let header = try AgeHeader(parsing: file)
@@ -93,7 +93,7 @@ struct AgeHeaderTests {
         #expect(Self.refusal { _ = try AgeHeader(parsing: endless) }?.code == .limitExceeded)
     }
 
-    @Test("Spec/0004-trusted-archives.md §6.3: a passphrase stanza (or age's scrypt) with any other stanza is refused when parsed")
+    @Test("Spec/0004-trusted-archives.md §6.1.3: a passphrase stanza (or age's scrypt) with any other stanza is refused when parsed")
     func loneStanzas() throws {
         let identity = try #require(Self.identity)
         let x25519 = try identity.recipient.stanza(wrapping: Self.fileKey, ephemeralSecret: [UInt8](repeating: 9, count: 32))
@@ -109,7 +109,7 @@ struct AgeHeaderTests {
         }
     }
 
-    @Test("Spec/0004-trusted-archives.md §6.1: every changed byte of a file is refused: header by the MAC or the grammar, payload by its chunk's tag")
+    @Test("Spec/0004-trusted-archives.md §6.1.1: every changed byte of a file is refused: header by the MAC or the grammar, payload by its chunk's tag")
     func everyFlippedByteRefused() throws {
         let identity = try #require(Self.identity)
         let unknown = try AgeStanza(arguments: ["other.example/type", "abc"], body: [1, 2, 3])
@@ -138,7 +138,7 @@ struct AgeHeaderTests {
         #expect(codes["checksumMismatch", default: 0] > 0 && codes["untrusted", default: 0] > 0 && codes["corrupted", default: 0] > 0)
     }
 
-    @Test("Spec/0004-trusted-archives.md §6.1: a payload cut anywhere is refused; cut at a chunk boundary it is named truncated")
+    @Test("Spec/0004-trusted-archives.md §6.1.1: a payload cut anywhere is refused; cut at a chunk boundary it is named truncated")
     func truncatedPayload() throws {
         let identity = try #require(Self.identity)
         let payload = (0..<(AgePayload.chunkByteCount * 2 + 5)).map { UInt8(truncatingIfNeeded: $0) }
@@ -159,7 +159,7 @@ struct AgeHeaderTests {
         #expect(withEmpty?.code == .corrupted)
     }
 
-    @Test("Spec/0004-trusted-archives.md §6.2: an X25519 stanza of the wrong shape is refused by line, whichever identity is asked")
+    @Test("Spec/0004-trusted-archives.md §6.1.2: an X25519 stanza of the wrong shape is refused by line, whichever identity is asked")
     func malformedX25519Stanzas() throws {
         let identity = try #require(Self.identity)
         let good = try identity.recipient.stanza(wrapping: Self.fileKey, ephemeralSecret: [UInt8](repeating: 9, count: 32))
@@ -180,7 +180,7 @@ struct AgeHeaderTests {
         }
     }
 
-    @Test("Spec/0004-trusted-archives.md §6.2: no matching identity is refused as untrusted, counting the stanzas by type")
+    @Test("Spec/0004-trusted-archives.md §6.1.2: no matching identity is refused as untrusted, counting the stanzas by type")
     func wrongIdentity() throws {
         let other = try AgeIdentity(secretBytes: [UInt8](repeating: 0x43, count: 32))
         let unknown = try AgeStanza(arguments: ["other.example/type"], body: [])
@@ -196,7 +196,7 @@ struct AgeHeaderTests {
 
     // MARK: - Key files
 
-    @Test("Spec/0004-trusted-archives.md §6.4: an identity file with comments, blank lines, CRLF and two keys; a bad line is named, its text is not")
+    @Test("Spec/0004-trusted-archives.md §6.1.4: an identity file with comments, blank lines, CRLF and two keys; a bad line is named, its text is not")
     func identityFile() throws {
         let first = try AgeIdentity(secretBytes: [UInt8](repeating: 1, count: 32))
         let second = try AgeIdentity(secretBytes: [UInt8](repeating: 2, count: 32))
@@ -217,7 +217,7 @@ struct AgeHeaderTests {
         #expect(recipientLine?.message.hasPrefix("line 1: not an age X25519 identity") == true)
     }
 
-    @Test("Spec/0004-trusted-archives.md §6.4: a recipients file; an SSH key or plugin recipient line is refused by line; files are read with a size limit")
+    @Test("Spec/0004-trusted-archives.md §6.1.4: a recipients file; an SSH key or plugin recipient line is refused by line; files are read with a size limit")
     func recipientsFile() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

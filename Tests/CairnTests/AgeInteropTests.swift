@@ -5,7 +5,7 @@ import Testing
 @testable import Cairn
 
 /// The age v1 layer against Debian's `age` and `age-keygen` 1.1 as oracles, and the
-/// `cairn-argon2id` passphrase stanza (`Spec/0004-trusted-archives.md §6.2`-§6.4).
+/// `cairn-argon2id` passphrase stanza (`Spec/0004-trusted-archives.md §6.1.2`-§6.1.4).
 @Suite("age interoperability and passphrases")
 struct AgeInteropTests {
     static let agePath = "/usr/bin/age"
@@ -38,7 +38,7 @@ struct AgeInteropTests {
     }
 
     @Test(
-        "Spec/0004-trusted-archives.md §6.4: an identity file from age-keygen -o loads, and its recipient is what age-keygen -y prints",
+        "Spec/0004-trusted-archives.md §6.1.4: an identity file from age-keygen -o loads, and its recipient is what age-keygen -y prints",
         .disabled(if: toolsMissing, skipReason))
     func keygenIdentityFile() throws {
         let directory = try TemporaryDirectory()
@@ -54,7 +54,7 @@ struct AgeInteropTests {
     }
 
     @Test(
-        "Spec/0004-trusted-archives.md §6.1, §6.2: what Cairn encrypts to an age-keygen recipient, age -d -i decrypts to the same bytes",
+        "Spec/0004-trusted-archives.md §6.1.1, §6.1.2: what Cairn encrypts to an age-keygen recipient, age -d -i decrypts to the same bytes",
         .disabled(if: toolsMissing, skipReason), arguments: sizes)
     func stockAgeDecryptsCairn(size: Int) throws {
         let directory = try TemporaryDirectory()
@@ -70,7 +70,7 @@ struct AgeInteropTests {
     }
 
     @Test(
-        "Spec/0004-trusted-archives.md §6.1, §6.2: what age -r encrypts, Cairn decrypts with the age-keygen identity file",
+        "Spec/0004-trusted-archives.md §6.1.1, §6.1.2: what age -r encrypts, Cairn decrypts with the age-keygen identity file",
         .disabled(if: toolsMissing, skipReason), arguments: sizes)
     func cairnDecryptsStockAge(size: Int) throws {
         let directory = try TemporaryDirectory()
@@ -91,7 +91,7 @@ struct AgeInteropTests {
     }
 
     @Test(
-        "Spec/0004-trusted-archives.md §6.2: several recipients each get a stanza; every identity opens the file, both ways, and a stranger's is refused",
+        "Spec/0004-trusted-archives.md §6.1.2: several recipients each get a stanza; every identity opens the file, both ways, and a stranger's is refused",
         .disabled(if: toolsMissing, skipReason))
     func multipleRecipients() throws {
         let directory = try TemporaryDirectory()
@@ -126,7 +126,7 @@ struct AgeInteropTests {
     }
 
     @Test(
-        "Spec/0004-trusted-archives.md §6.1: stock age refuses Cairn's file with a changed header byte or payload byte, as Cairn does",
+        "Spec/0004-trusted-archives.md §6.1.1: stock age refuses Cairn's file with a changed header byte or payload byte, as Cairn does",
         .disabled(if: toolsMissing, skipReason))
     func stockAgeRefusesTampering() throws {
         let directory = try TemporaryDirectory()
@@ -153,7 +153,7 @@ struct AgeInteropTests {
         try AgePassphrase(text, opsLimit: 1, memoryLimit: 64 << 10)
     }
 
-    @Test("Spec/0004-trusted-archives.md §6.3: a passphrase round trip; a wrong passphrase or an identity is refused as untrusted")
+    @Test("Spec/0004-trusted-archives.md §6.1.3: a passphrase round trip; a wrong passphrase or an identity is refused as untrusted")
     func passphraseRoundTrip() throws {
         let payload = Self.payload(100_000, seed: 11)
         let file = try AgeFile.encrypt(payload, with: Self.passphrase("correct horse"))
@@ -173,7 +173,7 @@ struct AgeInteropTests {
         #expect((#expect(throws: CairnError.self) { try AgeFile.decrypt(x25519, with: Self.passphrase("x")) })?.code == .untrusted)
     }
 
-    @Test("Spec/0004-trusted-archives.md §6.3: the default work factors (libsodium MODERATE: 3 passes, 256 MiB) round-trip")
+    @Test("Spec/0004-trusted-archives.md §6.1.3: the default work factors (libsodium MODERATE: 3 passes, 256 MiB) round-trip")
     func passphraseDefaults() throws {
         let passphrase = try AgePassphrase("correct horse")
         #expect(passphrase.opsLimit == 3 && passphrase.memoryLimit == 256 << 20)
@@ -182,7 +182,7 @@ struct AgeInteropTests {
         #expect(try AgeFile.decrypt(file, with: passphrase) == [1, 2, 3])
     }
 
-    @Test("Spec/0004-trusted-archives.md §6.3, §6.5: a hostile passphrase stanza is refused before Argon2id runs: work factors past the limits, non-canonical numbers, a bad salt or body")
+    @Test("Spec/0004-trusted-archives.md §6.1.3, §6.1.5: a hostile passphrase stanza is refused before Argon2id runs: work factors past the limits, non-canonical numbers, a bad salt or body")
     func hostilePassphraseStanzas() throws {
         let fileKey = [UInt8](repeating: 7, count: 16)
         let good = try Self.passphrase("pw").stanza(wrapping: fileKey, salt: [UInt8](repeating: 1, count: 16))

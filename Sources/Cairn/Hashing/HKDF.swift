@@ -3,7 +3,7 @@ internal import CCrypto
 /// HKDF (RFC 5869) with SHA-256 (FIPS 180-4): HKDF-Extract with `salt`, then HKDF-Expand with
 /// `info`, computed by libcrypto's `EVP_PKEY_HKDF`.
 ///
-/// Used by the age v1 layer (`Spec/0004-trusted-archives.md §6.1`) for the header MAC key, the
+/// Used by the age v1 layer (`Spec/0004-trusted-archives.md §6.1.1`) for the header MAC key, the
 /// payload key and the X25519 wrap key. Checked against RFC 5869's SHA-256 test cases.
 package enum HKDF {
     /// The most bytes HKDF-SHA-256 can produce (255 blocks of 32 bytes, RFC 5869 §2.3).

@@ -1,4 +1,4 @@
-/// Reading age identity files and recipients files (`Spec/0004-trusted-archives.md §6.4`).
+/// Reading age identity files and recipients files (`Spec/0004-trusted-archives.md §6.1.4`).
 extension AgeIdentity {
     /// The identities in an identity file as `age-keygen -o` writes it: comment lines (`#`),
     /// blank lines, and one or more `AGE-SECRET-KEY-1…` lines.

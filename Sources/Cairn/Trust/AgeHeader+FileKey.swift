@@ -1,4 +1,4 @@
-/// Unwrapping the file key of an age header (`Spec/0004-trusted-archives.md §6.2`, §6.3).
+/// Unwrapping the file key of an age header (`Spec/0004-trusted-archives.md §6.1.2`, §6.1.3).
 extension AgeHeader {
     /// The file key, unwrapped from an `X25519` stanza by one of `identities` and checked
     /// against the header MAC.

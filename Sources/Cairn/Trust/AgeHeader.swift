@@ -1,7 +1,7 @@
 internal import CSodium
 
 /// The header of an age v1 file (age-encryption.org/v1, C2SP `age.md`), as
-/// `Spec/0004-trusted-archives.md §6.1` states it: the version line, one or more recipient
+/// `Spec/0004-trusted-archives.md §6.1.1` states it: the version line, one or more recipient
 /// stanzas, and the HMAC-SHA-256 of everything before it.
 ///
 /// Parsing is strict, because a header is bytes from outside: every line ends in LF, stanza

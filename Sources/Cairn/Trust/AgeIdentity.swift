@@ -1,5 +1,5 @@
 /// An age X25519 identity: the secret key that unwraps a file key wrapped to its
-/// ``AgeRecipient`` (age-encryption.org/v1, `Spec/0004-trusted-archives.md §6.2`).
+/// ``AgeRecipient`` (age-encryption.org/v1, `Spec/0004-trusted-archives.md §6.1.2`).
 ///
 /// Its text form is what `age-keygen` writes and `age -d -i` reads: Bech32 with the
 /// human-readable part `AGE-SECRET-KEY-`, all uppercase (`AGE-SECRET-KEY-1…`). Its

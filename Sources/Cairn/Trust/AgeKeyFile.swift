@@ -1,4 +1,4 @@
-/// The text of age's key files (`Spec/0004-trusted-archives.md §6.4`): an identity file as
+/// The text of age's key files (`Spec/0004-trusted-archives.md §6.1.4`): an identity file as
 /// `age-keygen` writes it and a recipients file as `age -R` reads it.
 ///
 /// Both are lines ended by LF (a CR before it is dropped, as age's line reader does); spaces

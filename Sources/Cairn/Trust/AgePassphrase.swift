@@ -1,7 +1,7 @@
 internal import CSodium
 
 /// A passphrase that wraps an age file key with Argon2id, in Cairn's `cairn-argon2id` stanza
-/// (`Spec/0004-trusted-archives.md §6.3`); age's own passphrase stanza uses scrypt instead.
+/// (`Spec/0004-trusted-archives.md §6.1.3`); age's own passphrase stanza uses scrypt instead.
 ///
 /// The wrap key is libsodium's `crypto_pwhash` with `crypto_pwhash_ALG_ARGON2ID13` (Argon2id
 /// version 1.3, RFC 9106, one lane) over the passphrase and a random 16-byte salt. The work

@@ -1,4 +1,4 @@
-/// The payload of an age v1 file (`Spec/0004-trusted-archives.md §6.1`): a 16-byte nonce, then
+/// The payload of an age v1 file (`Spec/0004-trusted-archives.md §6.1.1`): a 16-byte nonce, then
 /// the plaintext in chunks of 64 KiB, each sealed with ChaCha20-Poly1305 under
 /// HKDF-SHA-256(ikm = file key, salt = nonce, info = "payload") and the nonce
 /// `counter (11 bytes, big-endian) ‖ final flag (0x01 for the last chunk, else 0x00)` (STREAM).

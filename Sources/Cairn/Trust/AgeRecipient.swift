@@ -1,5 +1,5 @@
 /// An age X25519 recipient: the public key a file key is wrapped to (age-encryption.org/v1,
-/// `Spec/0004-trusted-archives.md §6.2`).
+/// `Spec/0004-trusted-archives.md §6.1.2`).
 ///
 /// Its text form is what `age-keygen` prints as "Public key" and `age -r` takes: Bech32
 /// (BIP 173, without its length limit) with the human-readable part `age`, all lowercase,

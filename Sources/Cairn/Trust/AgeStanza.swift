@@ -1,4 +1,4 @@
-/// One recipient stanza of an age v1 header (`Spec/0004-trusted-archives.md §6.1`): its
+/// One recipient stanza of an age v1 header (`Spec/0004-trusted-archives.md §6.1.1`): its
 /// arguments (the first names its type, `X25519` or `cairn-argon2id`) and its body.
 package struct AgeStanza: Hashable, Sendable {
     /// The arguments of the `-> ` line, at least one; each is 1 or more characters of US-ASCII

@@ -1,7 +1,7 @@
 internal import CSodium
 
 /// Standard base64 without `=` padding (RFC 4648 §4 and §3.2), as age v1 writes it
-/// (`Spec/0004-trusted-archives.md §6.1`), through libsodium's
+/// (`Spec/0004-trusted-archives.md §6.1.1`), through libsodium's
 /// `sodium_base64_VARIANT_ORIGINAL_NO_PADDING`.
 extension Base64 {
     /// `bytes` as unpadded standard base64 (canonical: unused low bits of the last character

@@ -1,5 +1,5 @@
 /// Bech32 (BIP 173), the text form of age's X25519 recipients (`age1…`) and identities
-/// (`AGE-SECRET-KEY-1…`) (`Spec/0004-trusted-archives.md §6.2`).
+/// (`AGE-SECRET-KEY-1…`) (`Spec/0004-trusted-archives.md §6.1.2`).
 ///
 /// As age uses it, without BIP 173's limit of 90 characters: a string is all lowercase or all
 /// uppercase, and its checksum is computed over the lowercase form. The checksum is BCH code

@@ -2,7 +2,7 @@ internal import CSodium
 
 /// ChaCha20-Poly1305 (RFC 8439, the IETF variant with a 96-bit nonce), through libsodium's
 /// `crypto_aead_chacha20poly1305_ietf_encrypt` and `_decrypt`, with no associated data: the
-/// AEAD of age v1's stanzas and payload chunks (`Spec/0004-trusted-archives.md §6.1`).
+/// AEAD of age v1's stanzas and payload chunks (`Spec/0004-trusted-archives.md §6.1.1`).
 package enum ChaCha20Poly1305 {
     /// The number of bytes in a key.
     package static let keyByteCount = 32

@@ -2,7 +2,7 @@ internal import CSodium
 
 /// X25519 (RFC 7748 §5) through libsodium's `crypto_scalarmult_curve25519` and
 /// `crypto_scalarmult_curve25519_base`: the key agreement of age v1's X25519 recipients
-/// (`Spec/0004-trusted-archives.md §6.2`).
+/// (`Spec/0004-trusted-archives.md §6.1.2`).
 package enum X25519 {
     /// The number of bytes in a scalar (secret key), a point (public key) and a shared secret.
     package static let byteCount = 32
@@ -22,7 +22,7 @@ package enum X25519 {
     }
 
     /// The shared secret `scalar` times `point`, or nil when it is all zero bytes (a point of
-    /// small order, which RFC 7748 §6.1 says to refuse).
+    /// small order, which RFC 7748 §6.1.1 says to refuse).
     ///
     /// - Throws: ``CairnError`` with code `.invalidArgument` unless both hold 32 bytes, `.io`
     ///   when libsodium cannot initialize.
