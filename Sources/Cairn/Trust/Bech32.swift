@@ -60,7 +60,8 @@ package enum Bech32 {
         values.reserveCapacity(lower.count - separator - 1)
         for character in lower[(separator + 1)...] {
             guard let value = alphabet.firstIndex(of: character) else {
-                throw CairnError(.invalidArgument, "not Bech32: '\(Character(Unicode.Scalar(character)))' is not a data character")
+                // The character is not named: the text may be a secret key.
+                throw CairnError(.invalidArgument, "not Bech32: a character after the '1' is outside the data alphabet")
             }
             values.append(UInt8(value))
         }
