@@ -2,5 +2,6 @@
 #define CAIRN_CCRYPTO_SHIM_H
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/kdf.h>
 #include <openssl/sha.h>
 #endif

@@ -3,7 +3,7 @@ import Testing
 
 import Cairn
 
-/// Replays the fuzz seed corpus and every kept crasher through the four fuzz targets with the
+/// Replays the fuzz seed corpus and every kept crasher through every fuzz target with the
 /// plain build of `cairn-fuzz` (Tests/Fuzz/README.md), so a fixed crash stays fixed: the 1.x
 /// seeds (`v1-*`, the 1.x reader's coverage) and the 2.0 seeds (`v2-*`, written by the 2.0
 /// `cairn`, and the 2.0 golden archive).
@@ -22,7 +22,7 @@ struct FuzzCorpusTests {
         try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
     }
 
-    @Test("Every seed and every kept crasher passes each target", arguments: ["records", "manifest", "extract", "entries", "keys"])
+    @Test("Every seed and every kept crasher passes each target", arguments: ["records", "manifest", "extract", "entries", "keys", "age"])
     func replay(target: String) throws {
         let binary = Self.fuzzBinary
         try #require(FileManager.default.isExecutableFile(atPath: binary.path), "cairn-fuzz not built at \(binary.path)")

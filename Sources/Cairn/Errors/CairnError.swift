@@ -75,7 +75,11 @@ public struct CairnError: Error, Sendable, CustomStringConvertible {
         /// archive (or the detached signature) is unsigned, or signed by a key that is not among
         /// the trusted ones. The message names the key id found (or "not signed") and the ones
         /// trusted (`Spec/0004-trusted-archives.md §4.1`). A signature by a trusted key that does
-        /// not verify is ``checksumMismatch``: the bytes were changed.
+        /// not verify is ``checksumMismatch``: the bytes were changed. For an encrypted archive's
+        /// key block (an age file, `Spec/0004-trusted-archives.md §6.4`): no identity given unwraps
+        /// its file key ("no identity matches: the key block is for 2 X25519 recipients, …"), or
+        /// the passphrase does not; a key block whose header MAC or payload does not verify is
+        /// ``checksumMismatch``.
         public static let untrusted = Code(.untrusted)
 
         public var description: String { value.rawValue }

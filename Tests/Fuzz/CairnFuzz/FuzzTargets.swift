@@ -29,6 +29,11 @@ enum FuzzTarget: String, CaseIterable {
     /// the input as a file of public keys, a secret key file, a signature file, and as the
     /// 158 bytes of a secret key (see `KeyDecoders`).
     case keys
+    /// The age v1 parsers of the encrypted archive's key block, in memory
+    /// (`Spec/0004-trusted-archives.md §6`): the input as an age file (header, stanzas, MAC,
+    /// payload; decrypted with a fixed identity and, under small work factors, a passphrase),
+    /// an identity file, a recipients file and a Bech32 string (see `AgeDecoders`).
+    case age
 
     func run(_ data: UnsafeRawBufferPointer) {
         if self == .entries {
@@ -39,9 +44,13 @@ enum FuzzTarget: String, CaseIterable {
             KeyDecoders.run(Array(data))
             return
         }
+        if self == .age {
+            AgeDecoders.run(Array(data))
+            return
+        }
         let input = FuzzScratch.shared.write(data)
         switch self {
-        case .entries, .keys:
+        case .entries, .keys, .age:
             return
         case .records:
             FuzzScratch.blocking { _ = try? await Extractor.verifyArchive(at: .file(path: input)) }
