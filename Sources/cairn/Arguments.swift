@@ -129,6 +129,6 @@ enum ArchiveOperand {
     ///
     /// - Throws: `CairnError` naming the path or URL.
     static func open(_ archive: String, _ args: Arguments) async throws(CairnError) -> Extractor {
-        try await Extractor(at: location(archive, args), trustedKeys: KeyOptions.trustedKeys(args))
+        try await Extractor(at: location(archive, args), trustedKeys: KeyOptions.trustedKeys(args), decryption: EncryptionOptions.decryption(args))
     }
 }

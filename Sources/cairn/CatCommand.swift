@@ -26,7 +26,8 @@ enum CatCommand {
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(
-            raw, valued: ["--from-offset", "--expect-token", ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption], flags: [])
+            raw, valued: Set(["--from-offset", "--expect-token", ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption]).union(EncryptionOptions.readingOptions),
+            flags: [EncryptionOptions.passphraseFlag])
         let trustedKeys = try KeyOptions.trustedKeys(args)
         let archive = try CommandLineTool.archiveOperand(args)
         var offset: UInt64?
@@ -48,7 +49,14 @@ enum CatCommand {
         try Terminal.refuseArchive(on: 1)
         let source = try await ArchiveOperand.location(archive, args).openRandomAccess()
         defer { source.close() }
-        if !trustedKeys.isEmpty { _ = try ArchiveReader.requireTrustedRoot(of: source, trustedKeys: trustedKeys) }
+        // The bytes sent are the archive as stored (sealed blocks and all); an encrypted one is
+        // opened only to check who signed it.
+        let decryption = try EncryptionOptions.decryption(args)
+        if !trustedKeys.isEmpty {
+            let inner: any ArchiveSource =
+                decryption.isEmpty ? source : try SealedArchiveSource.open(source) { (record) throws(CairnError) in try decryption.openKeyBlock(record) }
+            _ = try ArchiveReader.requireTrustedRoot(of: inner, trustedKeys: trustedKeys)
+        }
         try ArchiveTransfer.send(source, from: offset ?? 0, expecting: token, to: FileHandle.standardOutput)
         return .success
     }

@@ -21,6 +21,12 @@ enum CreateCommand {
                                     one per object in $XDG_STATE_HOME/cairn/uploads, else
                                     ~/.local/state/cairn/uploads)
           --sign SECFILE            sign the archive with the minisign secret key SECFILE
+          --recipient age1...       encrypt the archive for this age recipient (repeatable;
+                                    Spec/0004 §6); readers need the identity (--identity)
+          --recipients-file FILE    encrypt for every recipient in FILE (repeatable)
+          --passphrase, --passphrase-file FILE
+                                    encrypt with a passphrase (Argon2id) instead, typed twice
+                                    or the file's first line
                                     (format 2.2; its password from the file CAIRN_KEY_PASSWORD_FILE
                                     names, else asked on the terminal); --resume of a signed
                                     archive needs the same key
@@ -64,11 +70,13 @@ enum CreateCommand {
             valued: [
                 "-o", "--output", "--compression", "--chunking", "--resources-version", "--app-id", "--size-estimate", "--meta",
                 "--exclude", "--exclude-from", "--files-from", "-T", "--threads", ArchiveOperand.endpointOption, "--upload-state",
-                "--sign",
+                "--sign", EncryptionOptions.recipientOption, EncryptionOptions.recipientsFileOption,
+                EncryptionOptions.passphraseFileOption,
             ],
             flags: [
                 "--not-compressible", "--json", "-q", "--quiet", "--progress", "--no-progress", "--resume", "-f", "--force",
                 "--null", "--one-file-system", "-v", "--verbose", "--no-xattrs", "--no-sqlite-snapshot",
+                EncryptionOptions.passphraseFlag,
             ])
         guard let output = args.value("-o", "--output") else { throw UsageError("missing -o ARCHIVE") }
         guard !output.isEmpty else { throw UsageError("-o needs a file name") }
@@ -155,6 +163,10 @@ enum CreateCommand {
         var configuration = Archiver.Configuration()
         configuration.sourcePaths = sources
         if let path = args.value("--sign") { configuration.signingKey = try KeyOptions.signingKey(atPath: path) }
+        configuration.encryption = try EncryptionOptions.encryption(args)
+        if configuration.encryption != nil, args.flag("--resume") {
+            throw UsageError("--resume does not continue an encrypted archive yet: create it again")
+        }
         if let name = args.value("--compression") {
             guard let method = CompressionMethod(name: name) else { throw UsageError("unknown compression '\(name)'") }
             configuration.compression = method

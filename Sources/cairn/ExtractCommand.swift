@@ -61,7 +61,7 @@ enum ExtractCommand {
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(
-            raw, valued: ["-C", "--directory", "--max-output", "--strip-components", ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption],
+            raw, valued: Set(["-C", "--directory", "--max-output", "--strip-components", ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption]).union(EncryptionOptions.readingOptions),
             flags: [
                 "--no-space-check", "-q", "--quiet", "--json", "--progress", "--no-progress", "--resume", "--overwrite",
                 "--keep-old-files", "--skip-old-files", "-v", "--verbose", "--no-xattrs", "-f", "--force",
@@ -203,7 +203,8 @@ enum ExtractCommand {
     static func extractFromStandardInput(
         _ args: Arguments, destination: [UInt8], options: ExtractionOptions, warnings: Warnings
     ) async throws -> ExitStatus {
-        let input = SequentialArchiveBytes(descriptor: .standardInput, finish: {}, cancel: {})
+        let input = try EncryptionOptions.decryption(args).open(
+            SequentialArchiveBytes(descriptor: .standardInput, finish: {}, cancel: {}), name: "<stdin>")
         return try await extractStreaming(
             input, url: nil, args, destination: destination, options: options, warnings: warnings)
     }
@@ -213,7 +214,9 @@ enum ExtractCommand {
     static func extractFromURL(
         _ url: String, _ args: Arguments, destination: [UInt8], options: ExtractionOptions, warnings: Warnings
     ) async throws -> ExitStatus {
-        let input = try await ArchiveOperand.location(url, args).openSequential()
+        let decryption = try EncryptionOptions.decryption(args)
+        let outer = try await ArchiveOperand.location(url, args).openSequential()
+        let input = try await DedicatedThread.run { () throws(CairnError) in try decryption.open(outer, name: url) }
         return try await extractStreaming(input, url: url, args, destination: destination, options: options, warnings: warnings)
     }
 
@@ -237,8 +240,8 @@ enum ExtractCommand {
             try input.finish()
         } catch {
             bar?.stop()
-            guard let url else { throw error }
-            let failure = Extractor.ending(input, after: error, path: url)
+            let failure = Extractor.ending(input, after: error, path: url ?? "<stdin>")
+            guard let url else { throw failure }
             if let failure = failure as? CairnError { throw failure.withPath(url) }
             throw failure
         }

@@ -25,7 +25,7 @@ enum InfoCommand {
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
-        let args = try Arguments(raw, valued: [ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption], flags: ["--json", "-q", "--quiet"])
+        let args = try Arguments(raw, valued: Set([ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption]).union(EncryptionOptions.readingOptions), flags: [EncryptionOptions.passphraseFlag, "--json", "-q", "--quiet"])
         let trustedKeys = try KeyOptions.trustedKeys(args)
         let archive = try CommandLineTool.archiveOperand(args)
         let extractor: Extractor

@@ -18,7 +18,7 @@ enum ListCommand {
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
-        let args = try Arguments(raw, valued: [ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption], flags: ["--json", "-l", "--long", "-q", "--quiet"])
+        let args = try Arguments(raw, valued: Set([ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption]).union(EncryptionOptions.readingOptions), flags: [EncryptionOptions.passphraseFlag, "--json", "-l", "--long", "-q", "--quiet"])
         let archive = try CommandLineTool.archiveOperand(args)
         let extractor = try await ArchiveOperand.open(archive, args)
         defer { extractor.close() }

@@ -32,13 +32,16 @@ enum VerifyCommand {
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(
-            raw, valued: [ArchiveOperand.endpointOption, "-p", "-x", KeyOptions.trustedKeyOption], flags: ["--json", "--partial", "-q", "--quiet", "--minisig"])
+            raw, valued: Set([ArchiveOperand.endpointOption, "-p", "-x", KeyOptions.trustedKeyOption]).union(EncryptionOptions.readingOptions),
+            flags: [EncryptionOptions.passphraseFlag, "--json", "--partial", "-q", "--quiet", "--minisig"])
         let archive = try CommandLineTool.archiveOperand(args)
         if args.flag("--minisig") { return try minisig(archive, args) }
         if args.value("-p") != nil || args.value("-x") != nil { throw UsageError("-p and -x go with --minisig") }
         if archive == "-" { try Terminal.refuseArchive(on: 0) }
         let trustedKeys = try KeyOptions.trustedKeys(args)
+        let decryption = try EncryptionOptions.decryption(args)
         if args.flag("--partial") {
+            guard decryption.isEmpty else { throw UsageError("--partial does not read an encrypted archive yet") }
             guard ArchiveLocation.kind(of: archive) == .file else {
                 throw UsageError("--partial reads a local copy; 'cairn verify URL' checks the archive at a URL, 'cairn fetch' downloads it")
             }
@@ -47,8 +50,10 @@ enum VerifyCommand {
         let started = monotonicSeconds()
         let report =
             archive == "-"
-            ? try await Extractor.verify(descriptor: .standardInput, path: "<stdin>", seekToStart: false, trustedKeys: trustedKeys)
-            : try await Extractor.verifyArchive(at: ArchiveOperand.location(archive, args), trustedKeys: trustedKeys)
+            ? try await Extractor.verify(
+                decryption.open(SequentialArchiveBytes(descriptor: .standardInput, finish: {}, cancel: {}), name: "<stdin>"),
+                path: "<stdin>", trustedKeys: trustedKeys)
+            : try await Extractor.verifyArchive(at: ArchiveOperand.location(archive, args), trustedKeys: trustedKeys, decryption: decryption)
         let seconds = monotonicSeconds() - started
         if args.flag("--json") {
             Output.out(

@@ -189,7 +189,7 @@ struct AgeHeaderTests {
         #expect(error?.code == .untrusted)
         #expect(
             error?.message
-                == "no identity matches: the key block is for 1 X25519 recipient and 1 stanza of type other.example/type, and the identity given unwraps it")
+                == "no identity matches: the key block is for 1 X25519 recipient and 1 stanza of type other.example/type, and the identity given does not unwrap it")
         let none = Self.refusal { _ = try AgeFile.decrypt(file, with: []) }
         #expect(none?.code == .untrusted)
     }

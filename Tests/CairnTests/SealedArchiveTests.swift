@@ -66,7 +66,8 @@ struct SealedArchiveTests {
     static func extractStream(_ path: String, to destination: String) async throws -> VerificationReport {
         let input = try FileDescriptor.open(Array(path.utf8), flags: O_RDONLY)
         defer { _ = try? input.close() }
-        let (bytes, _) = try SealedBlockStream.open(input, name: "<input>", openKeyBlock: clearKeyBlock)
+        let outer = SequentialArchiveBytes(descriptor: input, finish: {}, cancel: {})
+        let (bytes, _) = try SealedBlockStream.open(outer, name: "<input>", openKeyBlock: clearKeyBlock)
         do {
             let report = try await Extractor.extractStream(
                 from: bytes.descriptor, to: Array(destination.utf8), options: ExtractionOptions(), progress: nil)

@@ -32,8 +32,12 @@ extension Archiver {
         /// trusted key releases only what these signatures cover. Nil (the default): an unsigned
         /// format 2.1 archive. A resume must be given the same key (`Spec/0004 §3.5`).
         public var signingKey: SigningKey?
-        /// Seals the archive for its recipients (`Spec/0004-trusted-archives.md §6`): the
-        /// envelope record to write first and the keys its key block holds. Nil: a plain archive.
+        /// Encrypts the archive for these recipients or this passphrase (format 3.0,
+        /// `Spec/0004-trusted-archives.md §6`): a reader needs one of their identities
+        /// (``ArchiveDecryption``). Nil (the default): a plain archive.
+        public var encryption: ArchiveEncryption?
+        /// The exact envelope and keys to seal with, for tests and vectors; when nil and
+        /// ``encryption`` is set, the archiver makes them (`ArchiveSealing`).
         package var sealing: ArchiveSealing?
         /// How many bytes may be in flight (read, not yet written); default
         /// ``BackpressurePolicy/default``.

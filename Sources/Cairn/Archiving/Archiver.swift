@@ -68,6 +68,10 @@ public final class Archiver {
         if let workers = configuration.workerCount, workers < 1 {
             throw CairnError(.invalidArgument, "workerCount must be at least 1, not \(workers)")
         }
+        if configuration.sealing == nil, let encryption = configuration.encryption {
+            configuration.sealing = try ArchiveSealing(
+                recipients: encryption.recipients, passphrase: encryption.passphrase, maker: configuration.signingKey)
+        }
         self.configuration = configuration
         if let sealing = configuration.sealing {
             self.sink = try SealingSink(base: sink, envelope: sealing.envelope, secrets: sealing.secrets)

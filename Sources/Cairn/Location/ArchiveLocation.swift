@@ -3,8 +3,8 @@ import Glibc
 
 /// Where an archive is: a local file, an archive on an HTTP(S) server, or an object in an
 /// S3-compatible store (`Spec/0003-command-line.md §1.1`, §1.2). Every entry point that reads,
-/// writes, verifies, fetches or sends an archive takes one: ``Extractor/init(at:trustedKeys:)-(ArchiveLocation,_)``,
-/// ``Extractor/verifyArchive(at:trustedKeys:)``, ``Archiver/init(writingTo:configuration:)-(ArchiveLocation,_)``,
+/// writes, verifies, fetches or sends an archive takes one: ``Extractor/init(at:trustedKeys:decryption:)``,
+/// ``Extractor/verifyArchive(at:trustedKeys:decryption:)``, ``Archiver/init(writingTo:configuration:)-(ArchiveLocation,_)``,
 /// ``ArchiveFetcher/init(from:options:)``, ``ArchiveTransfer/send(archiveAt:from:expecting:to:)``.
 ///
 /// ```swift

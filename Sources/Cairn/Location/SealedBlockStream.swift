@@ -18,14 +18,18 @@ package enum SealedBlockStream {
         name: String
     ) throws(CairnError) -> SequentialArchiveBytes {
         let producer = try PipeProducer(name: name) { (writer) throws(CairnError) in
-            var seen = [UInt8](repeating: 0, count: expectedPrefix.count)
-            let got = try seen.withMutableBytes { (raw) throws(CairnError) in try outer.descriptor.readFully(into: raw) }
-            guard got == seen.count, seen == expectedPrefix else {
-                throw CairnError(.sourceChanged, "the encrypted archive's envelope changed between two reads", path: name, offset: 0)
+            do throws(CairnError) {
+                var seen = [UInt8](repeating: 0, count: expectedPrefix.count)
+                let got = try seen.withMutableBytes { (raw) throws(CairnError) in try outer.descriptor.readFully(into: raw) }
+                guard got == seen.count, seen == expectedPrefix else {
+                    throw CairnError(.sourceChanged, "the encrypted archive's envelope changed between two reads", path: name, offset: 0)
+                }
+                try pump(
+                    outer.descriptor, firstBlockAt: UInt64(expectedPrefix.count), sealer: sealer, blockSize: blockSize, partial: partial,
+                    name: name, into: writer)
+            } catch {
+                throw ending(outer, after: error)
             }
-            try pump(
-                outer.descriptor, firstBlockAt: UInt64(expectedPrefix.count), sealer: sealer, blockSize: blockSize, partial: partial,
-                name: name, into: writer)
             try outer.finish()
         }
         return SequentialArchiveBytes(
@@ -37,15 +41,16 @@ package enum SealedBlockStream {
             })
     }
 
-    /// The inner archive of the encrypted archive read from `input` (standard input): reads its
-    /// envelope record here, opens its key block with `openKeyBlock`, then opens its blocks on a
-    /// thread of their own.
+    /// The inner archive of the encrypted archive read once from `outer` (standard input, one
+    /// GET): reads its envelope record here, opens its key block with `openKeyBlock`, then opens
+    /// its blocks on a thread of their own; `outer` is finished (or cancelled) with the result.
     ///
     /// - Throws: what ``OpenedEnvelope/readRecord(name:_:)`` and `openKeyBlock` throw, naming
     ///   `name`.
     package static func open(
-        _ input: FileDescriptor, name: String, openKeyBlock: (EnvelopeRecord) throws(CairnError) -> [UInt8]
+        _ outer: SequentialArchiveBytes, name: String, openKeyBlock: (EnvelopeRecord) throws(CairnError) -> [UInt8]
     ) throws(CairnError) -> (bytes: SequentialArchiveBytes, envelope: OpenedEnvelope) {
+        let input = outer.descriptor
         let (record, prefix) = try OpenedEnvelope.readRecord(name: name) { (count) throws(CairnError) in
             var bytes = [UInt8](repeating: 0, count: count)
             let got = try bytes.withMutableBytes { (raw) throws(CairnError) in try input.readFully(into: raw) }
@@ -59,13 +64,34 @@ package enum SealedBlockStream {
         }
         let sealer = try BlockSealer(key: envelope.secrets.blockKey, archiveID: record.archiveID)
         let producer = try PipeProducer(name: name) { (writer) throws(CairnError) in
-            try pump(
-                input, firstBlockAt: envelope.dataStart, sealer: sealer, blockSize: UInt64(record.blockSize), partial: false, name: name,
-                into: writer)
+            do throws(CairnError) {
+                try pump(
+                    input, firstBlockAt: envelope.dataStart, sealer: sealer, blockSize: UInt64(record.blockSize), partial: false,
+                    name: name, into: writer)
+            } catch {
+                throw ending(outer, after: error)
+            }
+            try outer.finish()
         }
         let bytes = SequentialArchiveBytes(
-            descriptor: producer.output, finish: { () throws(CairnError) in try producer.finish() }, cancel: { producer.cancel() })
+            descriptor: producer.output, finish: { () throws(CairnError) in try producer.finish() },
+            cancel: {
+                producer.cancel()
+                outer.cancel()
+            })
         return (bytes, envelope)
+    }
+
+    /// What to throw when opening `outer`'s blocks failed with `error`: after a short read (the
+    /// input is at its end, so waiting for its transfer cannot block) the transfer's own failure
+    /// (a cut connection) when there is one; `outer` is released either way.
+    private static func ending(_ outer: SequentialArchiveBytes, after error: CairnError) -> CairnError {
+        guard error.code == .truncated else {
+            outer.cancel()
+            return error
+        }
+        do throws(CairnError) { try outer.finish() } catch { return error }
+        return error
     }
 
     /// The error for block `index` (at `outerOffset`) whose tag does not verify.

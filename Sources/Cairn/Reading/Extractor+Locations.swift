@@ -23,19 +23,28 @@ extension Extractor {
     ///   - trustedKeys: the public keys whose signature the archive must carry (minisign keys,
     ///     ``PublicKey/readKeys(fromFile:)``); empty (the default): any archive, signed or not,
     ///     is read (`Spec/0004 §4.4`).
+    ///   - decryption: identities or the passphrase that open an encrypted archive
+    ///     (`Spec/0004 §6`); the archive must then be encrypted. Empty (the default): it must
+    ///     be plain.
     /// - Throws: `CairnError` naming the archive: `.untrusted` when `trustedKeys` is not empty
-    ///   and the archive is not signed, or signed by another key; `.checksumMismatch` for a
+    ///   and the archive is not signed, or signed by another key, when it is encrypted and no
+    ///   identity opens it (or none was given), or when identities were given and it is plain;
+    ///   `.checksumMismatch` for a sealed block that does not open; `.checksumMismatch` for a
     ///   signature that does not verify; `.notFound`, `.io`, `.corrupted`,
     ///   `.checksumMismatch`, `.unsupportedVersion`, or `.truncated` for an incomplete archive (no
     ///   valid footer); for a remote archive also `.network`, `.httpStatus` (403 for bad
     ///   credentials, 404 for a missing object), `.sourceChanged`, and `.invalidArgument` for a
     ///   server without range support.
-    public convenience init(at location: ArchiveLocation, trustedKeys: [PublicKey] = []) async throws(CairnError) {
+    public convenience init(
+        at location: ArchiveLocation, trustedKeys: [PublicKey] = [], decryption: ArchiveDecryption = ArchiveDecryption()
+    ) async throws(CairnError) {
         switch location {
-        case .file(let path):
+        case .file(let path) where decryption.isEmpty:
             try self.init(reader: ArchiveReader(path: path, trustedKeys: trustedKeys))
-        case .http, .object:
-            let source = try await location.openRandomAccess()
+        case .file, .http, .object:
+            let outer = try await location.openRandomAccess()
+            // Opening the key block reads the envelope (a range request for a remote archive).
+            let source = try await DedicatedThread.run { () throws(CairnError) in try decryption.open(outer) }
             let reader = try await DedicatedThread.run { () throws(CairnError) in
                 do throws(CairnError) { return try ArchiveReader(source: source, trustedKeys: trustedKeys) } catch {
                     source.close()
@@ -46,25 +55,26 @@ extension Extractor {
         }
     }
 
-    /// Opens the archive a `URL` names, as ``init(at:trustedKeys:)-(ArchiveLocation,_)``: a `file:` URL (or
+    /// Opens the archive a `URL` names, as ``init(at:trustedKeys:decryption:)``: a `file:` URL (or
     /// a URL without a scheme), an `http:` or `https:` URL, or `s3://BUCKET/KEY` with the store
     /// and credentials from the environment (``ArchiveLocation/init(_:)``).
     ///
-    /// - Throws: as ``init(at:trustedKeys:)-(ArchiveLocation,_)``, and `.invalidArgument` for another scheme
+    /// - Throws: as ``init(at:trustedKeys:decryption:)``, and `.invalidArgument` for another scheme
     ///   or missing S3 credentials (naming the variable).
     public convenience init(at location: URL, trustedKeys: [PublicKey] = []) async throws(CairnError) {
         try await self.init(at: ArchiveLocation(location), trustedKeys: trustedKeys)
     }
 
-    /// Opens the archive at `location` (as ``init(at:trustedKeys:)-(ArchiveLocation,_)``), runs `body` with
+    /// Opens the archive at `location` (as ``init(at:trustedKeys:decryption:)``), runs `body` with
     /// it, and closes it, also when `body` throws.
     ///
     /// - Returns: what `body` returns.
-    /// - Throws: what ``init(at:trustedKeys:)-(ArchiveLocation,_)`` throws, or what `body` throws, unchanged.
+    /// - Throws: what ``init(at:trustedKeys:decryption:)`` throws, or what `body` throws, unchanged.
     nonisolated(nonsending) public static func withExtractor<R>(
-        at location: ArchiveLocation, trustedKeys: [PublicKey] = [], _ body: (Extractor) async throws -> R
+        at location: ArchiveLocation, trustedKeys: [PublicKey] = [], decryption: ArchiveDecryption = ArchiveDecryption(),
+        _ body: (Extractor) async throws -> R
     ) async throws -> R {
-        let extractor = try await Extractor(at: location, trustedKeys: trustedKeys)
+        let extractor = try await Extractor(at: location, trustedKeys: trustedKeys, decryption: decryption)
         defer { extractor.close() }
         return try await body(extractor)
     }
@@ -77,16 +87,23 @@ extension Extractor {
     ///
     /// - Parameters:
     ///   - location: the archive.
-    ///   - trustedKeys: as in ``init(at:trustedKeys:)-(ArchiveLocation,_)``: every signature is
+    ///   - trustedKeys: as in ``init(at:trustedKeys:decryption:)``: every signature is
     ///     verified as it is read, the root one at the footer (`Spec/0004 §4.2`).
+    ///   - decryption: as in ``init(at:trustedKeys:decryption:)``; the sealed blocks are opened
+    ///     on a thread of their own as they are read.
     /// - Returns: what was verified.
     /// - Throws: `CairnError` naming the archive: `.untrusted` (see
-    ///   ``init(at:trustedKeys:)-(ArchiveLocation,_)``), `.notFound`, `.io`, the first problem found
+    ///   ``init(at:trustedKeys:decryption:)``), `.notFound`, `.io`, the first problem found
     ///   (naming its offset, the others in ``CairnError/additionalErrors``); `.network`,
     ///   `.httpStatus` for a remote archive; or `CancellationError`.
     nonisolated(nonsending) public static func verifyArchive(
-        at location: ArchiveLocation, trustedKeys: [PublicKey] = []
+        at location: ArchiveLocation, trustedKeys: [PublicKey] = [], decryption: ArchiveDecryption = ArchiveDecryption()
     ) async throws -> VerificationReport {
+        if !decryption.isEmpty {
+            let outer = try await location.openSequential()
+            let input = try await DedicatedThread.run { () throws(CairnError) in try decryption.open(outer, name: location.name) }
+            return try await verify(input, path: location.name, trustedKeys: trustedKeys)
+        }
         switch location {
         case .file(let path):
             let fd = try FileDescriptor.open(path, flags: O_RDONLY)

@@ -35,7 +35,7 @@ public final class Extractor {
     public let progress = Progress(totalUnitCount: 0)
 
     /// Takes over `reader`, an open archive whose manifest is read; ``close()`` closes it. The
-    /// public way in is ``init(at:trustedKeys:)-(ArchiveLocation,_)``.
+    /// public way in is ``init(at:trustedKeys:decryption:)``.
     package init(reader: ArchiveReader) {
         self.reader = reader
     }
@@ -43,7 +43,7 @@ public final class Extractor {
     /// Opens the archive `source` serves (a local file or a remote one, ``HTTPArchiveSource``)
     /// and reads its manifest; the extractor owns the source and closes it in ``close()``.
     ///
-    /// - Throws: as ``init(at:trustedKeys:)-(ArchiveLocation,_)``, naming the source's path or URL.
+    /// - Throws: as ``init(at:trustedKeys:decryption:)``, naming the source's path or URL.
     package init(source: any ArchiveSource, trustedKeys: [PublicKey] = []) throws(CairnError) {
         reader = try ArchiveReader(source: source, trustedKeys: trustedKeys)
     }

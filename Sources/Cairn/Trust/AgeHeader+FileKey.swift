@@ -20,8 +20,8 @@ extension AgeHeader {
                 }
             }
         }
-        let given = identities.count == 1 ? "the identity given" : "none of the \(identities.count) identities given"
-        throw CairnError(.untrusted, "no identity matches: the \(what) is for \(stanzaCounts), and \(given) unwraps it")
+        let given = identities.count == 1 ? "the identity given does not" : "none of the \(identities.count) identities given does"
+        throw CairnError(.untrusted, "no identity matches: the \(what) is for \(stanzaCounts), and \(given) unwrap it")
     }
 
     /// The file key, unwrapped from the header's `cairn-argon2id` stanza by `passphrase` and

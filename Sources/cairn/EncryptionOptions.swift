@@ -1,0 +1,73 @@
+import Cairn
+import Glibc
+
+/// Recipients, identities and passphrases named on the command line (`Spec/0003-command-line.md
+/// §14`, `Spec/0004-trusted-archives.md §6`): one place for `create` and every reading command.
+enum EncryptionOptions {
+    static let recipientOption = "--recipient"
+    static let recipientsFileOption = "--recipients-file"
+    static let identityOption = "--identity"
+    static let passphraseFileOption = "--passphrase-file"
+    static let passphraseFlag = "--passphrase"
+    /// The valued options of a reading command.
+    static let readingOptions: Set<String> = [identityOption, passphraseFileOption]
+    /// The valued options of `create`.
+    static let writingOptions: Set<String> = [recipientOption, recipientsFileOption, passphraseFileOption]
+
+    /// What `create` encrypts for: `--recipient age1…` (repeatable), `--recipients-file FILE`
+    /// (repeatable), or a passphrase (`--passphrase-file FILE`, or `--passphrase` to type it
+    /// twice on the terminal); nil when none is given.
+    ///
+    /// - Throws: `CairnError` naming the bad recipient or file; `UsageError` for a passphrase
+    ///   with recipients.
+    static func encryption(_ args: Arguments) throws -> ArchiveEncryption? {
+        var recipients: [AgeRecipient] = []
+        for text in args.allValues(recipientOption) { recipients.append(try AgeRecipient(text)) }
+        for path in args.allValues(recipientsFileOption) { recipients += try AgeRecipient.readRecipients(fromFile: path) }
+        let passphrase = try passphrase(args, confirming: true)
+        if passphrase != nil, !recipients.isEmpty {
+            throw UsageError("a passphrase cannot be combined with recipients (age's rule: a passphrase is the only way in)")
+        }
+        guard passphrase != nil || !recipients.isEmpty else { return nil }
+        return ArchiveEncryption(recipients: recipients, passphrase: passphrase)
+    }
+
+    /// What a reading command opens an encrypted archive with: `--identity FILE` (repeatable,
+    /// files as `age-keygen` writes them), or the passphrase; empty when none is given (the
+    /// archive must then be plain).
+    ///
+    /// - Throws: `CairnError` naming the file that cannot be read or holds no identity.
+    static func decryption(_ args: Arguments) throws(CairnError) -> ArchiveDecryption {
+        var identities: [AgeIdentity] = []
+        for path in args.allValues(identityOption) { identities += try AgeIdentity.readIdentities(fromFile: path) }
+        return ArchiveDecryption(identities: identities, passphrase: try passphrase(args, confirming: false))
+    }
+
+    /// `--passphrase-file FILE` (its first line) or `--passphrase` (typed on the terminal).
+    private static func passphrase(_ args: Arguments, confirming: Bool) throws(CairnError) -> AgePassphrase? {
+        if let file = args.value(passphraseFileOption) {
+            let text = try SmallFile.read(file, limit: 64 * 1024, what: "passphrase file")
+            var line = Array(text.prefix { $0 != UInt8(ascii: "\n") })
+            if line.last == UInt8(ascii: "\r") { line.removeLast() }
+            guard !line.isEmpty else { throw CairnError(.invalidArgument, "the passphrase file's first line is empty", path: file) }
+            return try AgePassphrase(line)
+        }
+        guard args.flag(passphraseFlag) else { return nil }
+        let first = try TerminalPassword.read(prompt: "Passphrase: ")
+        if confirming {
+            let second = try TerminalPassword.read(prompt: "Passphrase (one more time): ")
+            guard first == second else { throw CairnError(.invalidArgument, "the passphrases do not match") }
+        }
+        return try AgePassphrase(first)
+    }
+
+    /// The help paragraph of the reading options, the same in every command that takes them.
+    static let readingHelp = """
+        --identity FILE   open an encrypted archive with an age identity file (as age-keygen
+                    writes it; repeatable). The archive must then be encrypted: a plain one is
+                    refused (exit 1). Without it, an encrypted archive is refused (Spec/0004 §6).
+        --passphrase, --passphrase-file FILE
+                    open an encrypted archive made with a passphrase (typed, or the file's first
+                    line)
+        """
+}
