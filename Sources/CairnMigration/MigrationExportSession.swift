@@ -24,6 +24,21 @@ public struct MigrationExportSession<Exporter: ResourcesExportingWithOptions> {
     /// Chunking, compression, backpressure and worker settings; the session sets the header
     /// fields (version, platform, app identifier, size estimate, compressibility).
     public var configuration: Archiver.Configuration
+    /// The maker's key: when set, the export is signed with it (`Spec/0004-trusted-archives.md
+    /// §3`, format 2.2; it becomes the archiver's `Archiver.Configuration.signingKey`) and its
+    /// header records the export's creation time under the metadata key `cairn.created`
+    /// (nanoseconds since 1970, UTC, in decimal: `Spec/0004 §7.1`), which an import's rollback
+    /// guard compares (``MigrationImportSession/allowOlder``). Nil (the default): the
+    /// configuration's own `signingKey`, usually none.
+    ///
+    /// The importing device trusts the matching public key through
+    /// ``MigrationImportSession/trustedSigners``. Encrypting the export for the destination's
+    /// recipient is not specified yet (`Spec/0004` will add it); it will be a sibling of this
+    /// property.
+    public var signingKey: SigningKey?
+    /// The creation time a signed export records, in nanoseconds since 1970; nil: the clock when
+    /// ``archiverConfiguration`` is read (for tests).
+    package var creationTime: UInt64?
 
     /// A session for `exporter`.
     public init(exporter: Exporter, appIdentifier: MigrationAppIdentifier, configuration: Archiver.Configuration = Archiver.Configuration()) {
@@ -32,9 +47,15 @@ public struct MigrationExportSession<Exporter: ResourcesExportingWithOptions> {
         self.configuration = configuration
     }
 
-    /// The configuration the archiver gets: ``configuration`` with the exporter's header fields.
+    /// The configuration the archiver gets: ``configuration`` with the exporter's header fields,
+    /// and, when signing, ``signingKey`` and the creation time (`cairn.created`, taken from the
+    /// clock each time this is read).
     public var archiverConfiguration: Archiver.Configuration {
         var configuration = self.configuration
+        if let signingKey { configuration.signingKey = signingKey }
+        if configuration.signingKey != nil {
+            configuration.metadata[ExportCreationTime.metadataKey] = String(creationTime ?? ExportCreationTime.now())
+        }
         configuration.resourcesVersion = exporter.resourcesVersion
         configuration.sourcePlatform = appIdentifier.platform.rawValue
         configuration.appIdentifier = appIdentifier.bundleIdentifier

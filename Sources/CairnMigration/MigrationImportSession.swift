@@ -16,7 +16,10 @@ import Glibc
 ///    `.busy`), and finish an import a killed process left behind (see ``MigrationDataContainer``).
 /// 2. Read the archive's header before anything is written (a file: its header and manifest;
 ///    a stream: its prelude and header record) and build the ``ResourcesImportRequest``;
-///    ``acceptRequest`` may refuse it there.
+///    ``acceptRequest`` may refuse it there. With ``trustedSigners``, the archive's signature is
+///    verified first (a file: the root signature; a stream: the signature after commit 0, which
+///    covers the header), so the request and ``acceptRequest`` see only signed data, and the
+///    rollback guard (``allowOlder``) runs before ``acceptRequest``.
 /// 3. Verify and extract the archive into `<parent>/.<root name>.cairn-import-<id>/resources`
 ///    with Cairn's extractor (all or nothing, every chunk checked).
 /// 4. Move the container's directories aside (one `rename(2)` each, same file system), create
@@ -42,6 +45,22 @@ public final class MigrationImportSession<Importer: ResourcesImporting> {
     public var acceptRequest: ((ResourcesImportRequest) throws -> Void)?
     /// A request to hand the importer instead of the one read from the header (for tests).
     package var requestOverride: ResourcesImportRequest?
+    /// The public keys whose signature an archive must carry (`Spec/0004-trusted-archives.md
+    /// §7.2`); empty (the default): any archive, signed or not, and nothing is checked.
+    ///
+    /// When not empty, every import (a file, a URL, a stream) reads the archive with these keys,
+    /// as `Extractor(at:trustedKeys:)` does: an archive that is not signed, or is signed by
+    /// another key, is refused with `CairnError` `.untrusted` naming the key it carries (or
+    /// that it is not signed) and the keys wanted; one whose signature does not verify with
+    /// `.checksumMismatch`. Refused, nothing is extracted and the container is untouched (only
+    /// the failure status is recorded). ``acceptRequest`` and the importer see only a header a
+    /// trusted signature covers.
+    public var trustedSigners: [PublicKey] = []
+    /// Whether an archive signed by the same trusted key as the last import, but created before
+    /// it, may be imported (`Spec/0004 §7.3`, the rollback guard); default false: such an archive,
+    /// or one of that key without a creation time, is refused with `.untrusted` "… is older than
+    /// the last import: created X, last imported Y". Applies only with ``trustedSigners``.
+    public var allowOlder = false
 
     /// A session importing into `container`.
     public init(importer: Importer, container: MigrationDataContainer) {
@@ -59,16 +78,20 @@ public final class MigrationImportSession<Importer: ResourcesImporting> {
     /// - Throws: `.invalidArgument` for an archive that names no app; `.notFound`, `.truncated`,
     ///   `.corrupted`, `.checksumMismatch` for a missing, incomplete or damaged archive;
     ///   `.limitExceeded`; `.io`; `.network` and `.httpStatus` for a remote one; what
-    ///   ``acceptRequest`` or the importer throws; `CancellationError`.
+    ///   ``acceptRequest`` or the importer throws; `CancellationError`. With ``trustedSigners``:
+    ///   `.untrusted` for an archive not signed by one of them, or older than the last import
+    ///   (``allowOlder``); `.checksumMismatch` for a signature that does not verify.
     @discardableResult
     nonisolated(nonsending) public func importResources(fromArchiveAt location: ArchiveLocation, progress: Progress? = nil)
         async throws -> ResourcesImportRequest
     {
         let name = location.description
         return try await perform(archive: name, progress: progress) { destination, extraction, check in
-            let extractor = try await Extractor(at: location)
+            // With trusted keys the reader verified the root signature before it returns, so
+            // the header and the signer below are the signed ones (`Spec/0004 §4.3`).
+            let extractor = try await Extractor(at: location, trustedKeys: self.trustedSigners)
             defer { extractor.close() }
-            try check(extractor.header)
+            try check(extractor.header, self.trustedSigners.isEmpty ? nil : try extractor.signingKeyID())
             extraction.addChild(extractor.progress, withPendingUnitCount: 1)
             try await extractor.extractAll(to: destination, options: self.effectiveOptions)
         }
@@ -87,6 +110,10 @@ public final class MigrationImportSession<Importer: ResourcesImporting> {
 
     /// Imports an archive read once, front to back, from `input` (a pipe, a socket).
     ///
+    /// With ``trustedSigners``, the request is built, and ``acceptRequest`` called, only once the
+    /// signature after commit 0 verified (it covers the header); the rest is held back until the
+    /// signatures that cover it verified, and nothing is imported before the root signature did.
+    ///
     /// - Throws: as `importResources(fromArchiveAt:progress:)`; `.truncated` when the stream
     ///   ends early.
     @discardableResult
@@ -97,7 +124,8 @@ public final class MigrationImportSession<Importer: ResourcesImporting> {
             let streamProgress = Progress(totalUnitCount: 0)
             extraction.addChild(streamProgress, withPendingUnitCount: 1)
             _ = try await Extractor.extractStream(
-                from: input, to: destination, options: self.effectiveOptions, progress: streamProgress, checkingHeader: check)
+                from: input, to: destination, options: self.effectiveOptions, progress: streamProgress,
+                trustedKeys: self.trustedSigners, checkingSignedHeader: check)
         }
     }
 
@@ -148,7 +176,10 @@ public final class MigrationImportSession<Importer: ResourcesImporting> {
         return fd
     }
 
-    private typealias Extraction = nonisolated(nonsending) (URL, Progress, (ArchiveHeader) throws -> Void) async throws -> Void
+    /// Extracts into the URL, calling the check with the header and the key whose signature
+    /// verified (nil without trusted signers) before anything is written.
+    private typealias Extraction = nonisolated(nonsending) (URL, Progress, (ArchiveHeader, SigningKeyID?) throws -> Void) async throws
+        -> Void
 
     nonisolated(nonsending) private func perform(archive: String, progress: Progress?, extract: Extraction) async throws
         -> ResourcesImportRequest
@@ -163,6 +194,10 @@ public final class MigrationImportSession<Importer: ResourcesImporting> {
         defer { close(lock) }
         // First finish what a killed import left, so the times kept are the restored root's.
         try ContainerGuard.recoverInterrupted(container)
+        // The rollback guard's memory (`Spec/0004 §7.3`), carried into every status written; an
+        // unreadable status file remembers nothing.
+        let lastSigned = (try? StoredImportStatus.read(in: container))?.lastSignedImport
+        var signed: SignedImportRecord?
         var rootInfo = stat()
         let rootTimes = lstat(root, &rootInfo) == 0 ? [rootInfo.st_atim, rootInfo.st_mtim] : nil
         let extraction = Progress(totalUnitCount: 1)
@@ -175,8 +210,9 @@ public final class MigrationImportSession<Importer: ResourcesImporting> {
         var guarded: ContainerGuard?
         do {
             try Task.checkCancellation()
-            try await extract(resources, extraction) { header in
+            try await extract(resources, extraction) { header, signer in
                 let read = try Self.request(from: header, archive: archive)
+                signed = try SignedImportRecord.admit(header, signer: signer, after: lastSigned, allowOlder: self.allowOlder)
                 try self.acceptRequest?(read)
                 request = self.requestOverride ?? read
                 guard mkdir(work, 0o700) == 0 else { throw DurableFile.failure("cannot create the import directory", work) }
@@ -185,7 +221,8 @@ public final class MigrationImportSession<Importer: ResourcesImporting> {
             try Task.checkCancellation()
             guarded = try ContainerGuard.moveAside(container, importID: importID)
             try await importer.importResources(at: resources, request: request)
-            try StoredImportStatus(.success, importID: importID, request: request).write(in: container)
+            try StoredImportStatus(.success, importID: importID, request: request, lastSignedImport: signed ?? lastSigned)
+                .write(in: container)
             guarded?.commit()
             try? FileManager.default.removeItem(atPath: work)
             return request
@@ -200,7 +237,8 @@ public final class MigrationImportSession<Importer: ResourcesImporting> {
                 }
             }
             try? FileManager.default.removeItem(atPath: work)
-            try? StoredImportStatus(.failure(failure), importID: importID, request: request).write(in: container)
+            try? StoredImportStatus(.failure(failure), importID: importID, request: request, lastSignedImport: lastSigned)
+                .write(in: container)
             if let rootTimes {
                 _ = rootTimes.withUnsafeBufferPointer { utimensat(AT_FDCWD, root, $0.baseAddress, AT_SYMLINK_NOFOLLOW) }
             }

@@ -51,11 +51,17 @@ public enum MigrationStatus: Sendable {
         try? clearImportStatus(in: container)
     }
 
-    /// Removes the status recorded in `container` (durably: the directory is synced).
+    /// Removes the status recorded in `container` (durably: the directory is synced). What the
+    /// rollback guard remembers of the last signed import (``MigrationImportSession/allowOlder``)
+    /// is kept: the file then records no outcome, and ``importStatus(in:)`` answers nil.
     ///
     /// - Throws: `CairnError` `.io` naming the file.
     public static func clearImportStatus(in container: MigrationDataContainer) throws(CairnError) {
         let path = container.statusFileURL.path(percentEncoded: false)
+        if let stored = try? StoredImportStatus.read(in: container), let kept = stored.lastSignedImport {
+            guard stored.status != nil else { return }
+            return try StoredImportStatus(nil, importID: stored.importID, request: nil, lastSignedImport: kept).write(in: container)
+        }
         if unlink(path) != 0 {
             if errno == ENOENT { return }
             throw DurableFile.failure("cannot remove the import status", path)

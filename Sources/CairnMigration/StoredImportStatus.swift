@@ -3,9 +3,13 @@ import Foundation
 
 /// The JSON form of a ``MigrationStatus`` (`Sources/CairnMigration`): format 1.
 ///
-/// `{"format":1,"outcome":"success"|"failure","importID":…,"sourceVersion":…,
+/// `{"format":1,"outcome":"success"|"failure"|"none","importID":…,"sourceVersion":…,
 /// "sourceApp":…,"date":…,"error":{"kind":"cairn"|"cancellation"|"other","code":…,
-/// "message":…,"path":…,"offset":…,"cause":…}}`
+/// "message":…,"path":…,"offset":…,"cause":…},"lastSignedImport":{"signer":…,"created":…}}`
+///
+/// `lastSignedImport` (``SignedImportRecord``) is the rollback guard's memory
+/// (`Spec/0004-trusted-archives.md §7.3`): every status written carries it forward, and
+/// clearing the status keeps it (outcome `"none"`: no import to report).
 struct StoredImportStatus: Codable {
     struct StoredError: Codable {
         var kind: String
@@ -24,16 +28,21 @@ struct StoredImportStatus: Codable {
     var sourceApp: MigrationAppIdentifier?
     var date: Date
     var error: StoredError?
+    /// The last successful import of an archive a trusted key signed (§7.3).
+    var lastSignedImport: SignedImportRecord?
 
-    init(_ status: MigrationStatus, importID: String, request: ResourcesImportRequest?) {
+    init(_ status: MigrationStatus?, importID: String, request: ResourcesImportRequest?, lastSignedImport: SignedImportRecord?) {
         self.importID = importID
+        self.lastSignedImport = lastSignedImport
         self.sourceVersion = request?.sourceVersion
         self.sourceApp = request?.sourceAppIdentifier
         self.date = Date()
         switch status {
-        case .success:
+        case nil:
+            outcome = "none"
+        case .success?:
             outcome = "success"
-        case .failure(let failure):
+        case .failure(let failure)?:
             outcome = "failure"
             if let cairn = failure as? CairnError {
                 error = StoredError(
@@ -47,7 +56,9 @@ struct StoredImportStatus: Codable {
         }
     }
 
-    var status: MigrationStatus {
+    /// The recorded outcome; nil for `"none"` (cleared).
+    var status: MigrationStatus? {
+        guard outcome != "none" else { return nil }
         guard outcome == "failure" else { return .success }
         guard let error else { return .failure(CairnError(.corrupted, "the import failed (no error was recorded)")) }
         switch error.kind {
@@ -64,7 +75,7 @@ struct StoredImportStatus: Codable {
     private static let codes: [CairnError.Code] = [
         .truncated, .corrupted, .checksumMismatch, .unsupportedVersion, .unsafePath, .limitExceeded, .io, .invalidArgument,
         .notFound, .alreadyExists, .sourceChanged, .unsupportedFileType, .tokenMismatch, .notResumable, .busy, .network,
-        .httpStatus,
+        .httpStatus, .untrusted,
     ]
 
     /// Writes it durably into `container`.

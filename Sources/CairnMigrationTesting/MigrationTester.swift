@@ -16,6 +16,13 @@ import Synchronization
 /// ```
 ///
 /// Archives and extracted copies go to `workDirectory`, numbered in order.
+///
+/// Signed exports (`Spec/0004-trusted-archives.md §7`): give `signingKey` to sign every export
+/// (the tester then checks each export with the key's public half as it extracts it), and
+/// `trustedSigners` to import only archives one of those keys signed, as
+/// ``CairnMigration/MigrationImportSession/trustedSigners`` does. A tampered archive (the
+/// `.flipByte(atOffset:)` fault, or an export of a tester signing with another key) must then
+/// be refused with the container untouched.
 public final class MigrationTester<Exporter: ResourcesExportingWithOptions & Sendable, Importer: ResourcesImporting & Sendable>: Sendable {
     /// Runs the exporter.
     public let exportController: AppExportController
@@ -26,12 +33,15 @@ public final class MigrationTester<Exporter: ResourcesExportingWithOptions & Sen
     /// into `container`; its files go to `workDirectory` (which must exist).
     public init(
         exporter: Exporter, importer: Importer, appIdentifier: MigrationAppIdentifier, container: MigrationDataContainer,
-        workDirectory: URL, configuration: Archiver.Configuration = Archiver.Configuration()
+        workDirectory: URL, configuration: Archiver.Configuration = Archiver.Configuration(), signingKey: SigningKey? = nil,
+        trustedSigners: [PublicKey] = []
     ) {
         let counter = Counter()
         exportController = AppExportController(
-            exporter: exporter, appIdentifier: appIdentifier, workDirectory: workDirectory, configuration: configuration, counter: counter)
-        importController = AppImportController(importer: importer, container: container, workDirectory: workDirectory, counter: counter)
+            exporter: exporter, appIdentifier: appIdentifier, workDirectory: workDirectory, configuration: configuration,
+            signingKey: signingKey, counter: counter)
+        importController = AppImportController(
+            importer: importer, container: container, workDirectory: workDirectory, trustedSigners: trustedSigners, counter: counter)
     }
 
     /// What an export produced.
@@ -55,13 +65,18 @@ public final class MigrationTester<Exporter: ResourcesExportingWithOptions & Sen
         let appIdentifier: MigrationAppIdentifier
         let workDirectory: URL
         let configuration: Archiver.Configuration
+        let signingKey: SigningKey?
         let counter: Counter
 
-        init(exporter: Exporter, appIdentifier: MigrationAppIdentifier, workDirectory: URL, configuration: Archiver.Configuration, counter: Counter) {
+        init(
+            exporter: Exporter, appIdentifier: MigrationAppIdentifier, workDirectory: URL, configuration: Archiver.Configuration,
+            signingKey: SigningKey?, counter: Counter
+        ) {
             self.exporter = exporter
             self.appIdentifier = appIdentifier
             self.workDirectory = workDirectory
             self.configuration = configuration
+            self.signingKey = signingKey
             self.counter = counter
         }
 
@@ -81,7 +96,8 @@ public final class MigrationTester<Exporter: ResourcesExportingWithOptions & Sen
             let number = counter.next()
             let archive = workDirectory.appending(path: "export-\(number).cairn")
             let extracted = workDirectory.appending(path: "export-\(number)-extracted", directoryHint: .isDirectory)
-            let session = MigrationExportSession(exporter: exporter, appIdentifier: appIdentifier, configuration: configuration)
+            var session = MigrationExportSession(exporter: exporter, appIdentifier: appIdentifier, configuration: configuration)
+            session.signingKey = signingKey
             let request = request ?? MigrationRequestWithOptions()
             let properties: ExportProperties
             switch fault?.kind {
@@ -98,7 +114,8 @@ public final class MigrationTester<Exporter: ResourcesExportingWithOptions & Sen
             default:
                 properties = try await session.exportResources(to: archive, request: request, progress: progress)
             }
-            try await Extractor.withExtractor(at: .file(path: archive.path(percentEncoded: false))) { extractor in
+            let trusted = signingKey.map { [$0.publicKey] } ?? []
+            try await Extractor.withExtractor(at: .file(path: archive.path(percentEncoded: false)), trustedKeys: trusted) { extractor in
                 try await extractor.extractAll(to: extracted)
             }
             if case .flipByte(let offset)? = fault?.kind {
@@ -113,13 +130,15 @@ public final class MigrationTester<Exporter: ResourcesExportingWithOptions & Sen
         let importer: Importer
         let container: MigrationDataContainer
         let workDirectory: URL
+        let trustedSigners: [PublicKey]
         let counter: Counter
         private let completions = Mutex<[@Sendable (MigrationStatus) -> Void]>([])
 
-        init(importer: Importer, container: MigrationDataContainer, workDirectory: URL, counter: Counter) {
+        init(importer: Importer, container: MigrationDataContainer, workDirectory: URL, trustedSigners: [PublicKey], counter: Counter) {
             self.importer = importer
             self.container = container
             self.workDirectory = workDirectory
+            self.trustedSigners = trustedSigners
             self.counter = counter
         }
 
@@ -145,6 +164,7 @@ public final class MigrationTester<Exporter: ResourcesExportingWithOptions & Sen
             var source = archiveURL
             let session = MigrationImportSession(importer: importer, container: container)
             session.requestOverride = importRequest
+            session.trustedSigners = trustedSigners
             let handle = TaskHandle()
             switch fault?.kind {
             case .flipByte(let offset)?:

@@ -6,20 +6,27 @@ extension ArchiveReader {
     ///
     /// Finds the final commit (the record that ends where the manifest begins), the root signature
     /// before it (or before the manifest index there), the commit record `c` that ends at the
-    /// root's `signedLength` (the last commit before the final link, §3.3 rule 2), computes `C_0` from the prelude and header record read, and verifies
-    /// the message with `footer`.
+    /// root's `signedLength` (the last commit before the final link, §3.3 rule 2), computes `C_0`
+    /// from `start`, and verifies the message with `footer`.
     ///
     /// - Parameters:
-    ///   - headerEnd: the offset just after the header record (commit 0 starts there).
+    ///   - start: the prelude and the framed header record, the very bytes the caller decoded
+    ///     the header from: `C_0` is computed from them, not from a second read, so a source that
+    ///     answers two reads differently (a hostile server) cannot pair a forged header with a
+    ///     genuine signature.
     ///   - trustedKeys: not empty.
     /// - Returns: the key id of the signature that verified.
     /// - Throws: `.untrusted` for an archive that is not signed, or signed by another key;
     ///   `.checksumMismatch` at the root signature's offset when it does not verify; `.corrupted`
     ///   for a signed archive whose tail holds no root signature; what reading `source` throws.
     static func verifyRootSignature(
-        of source: any ArchiveSource, footer: Footer, headerEnd: UInt64, trustedKeys: [PublicKey]
+        of source: any ArchiveSource, footer: Footer, start: [UInt8], trustedKeys: [PublicKey]
     ) throws(CairnError) -> SigningKeyID {
         let size = source.size
+        guard start.count > Prelude.length else {
+            throw CairnError(.truncated, "the archive ends in its header", offset: UInt64(start.count))
+        }
+        let headerEnd = UInt64(start.count)
         let checks = SignatureChecks(trustedKeys: trustedKeys)
         guard let (root, rootOffset) = try findRootSignature(in: source, footer: footer, headerEnd: headerEnd) else {
             // No root: a signed archive has a prefix signature right after commit 0 (§3.3 rule 5).
@@ -40,7 +47,6 @@ extension ArchiveReader {
         guard commit.type == .commit else {
             throw CairnError(.corrupted, "the signature record at offset \(rootOffset) does not follow the commit it signs", offset: rootOffset)
         }
-        let start = try source.read(ranges: [0..<headerEnd])[0]
         let chain = RecordChain()
         try chain.add(recordBytes: Array(start[0..<Prelude.length]))
         try chain.add(recordBytes: Array(start[Prelude.length...]))
@@ -112,7 +118,7 @@ extension ArchiveReader {
     /// --trusted-key`) checks before it sends a byte.
     ///
     /// - Returns: the key id of the signature that verified.
-    /// - Throws: as ``verifyRootSignature(of:footer:headerEnd:trustedKeys:)``, naming the source;
+    /// - Throws: as ``verifyRootSignature(of:footer:start:trustedKeys:)``, naming the source;
     ///   `.truncated` for an archive without a valid footer.
     package static func requireTrustedRoot(of source: any ArchiveSource, trustedKeys: [PublicKey]) throws(CairnError) -> SigningKeyID {
         do throws(CairnError) {
@@ -121,7 +127,8 @@ extension ArchiveReader {
                 throw CairnError(.corrupted, "the first record is not a header record", offset: UInt64(Prelude.length))
             }
             let footer = try source.readFooter(fileSize: source.size)
-            return try verifyRootSignature(of: source, footer: footer, headerEnd: headerEnd, trustedKeys: trustedKeys)
+            let start = Array(try source.read(ranges: [0..<headerEnd])[0])
+            return try verifyRootSignature(of: source, footer: footer, start: start, trustedKeys: trustedKeys)
         } catch {
             throw error.withPath(source.name)
         }

@@ -103,7 +103,7 @@ package final class ArchiveReader {
             if !trustedKeys.isEmpty {
                 do throws(CairnError) {
                     signer = try ArchiveReader.verifyRootSignature(
-                        of: source, footer: footer, headerEnd: headerEnd, trustedKeys: trustedKeys)
+                        of: source, footer: footer, start: Array(prelude[0..<got]) + headerRecord.framed, trustedKeys: trustedKeys)
                 } catch {
                     // What the stream reader says first (an earlier bad signature, an unsigned
                     // archive at the record after commit 0) is what the seekable one says too.

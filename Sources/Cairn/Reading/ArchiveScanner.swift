@@ -209,6 +209,37 @@ package final class ArchiveScanner {
         previousType = .header
     }
 
+    /// Reads the prelude and the header record (``start(_:)``) and, when keys are trusted, also
+    /// commit 0 and the prefix signature that must follow it (`Spec/0004-trusted-archives.md
+    /// §3.3` rule 5, §4.2). That signature covers `C_0`, the chain digest over the prelude and
+    /// the header record, so only then may a caller act on the header (an import's request,
+    /// `Spec/0004 §7`); without trusted keys the header is read alone, as ``start(_:)`` does.
+    ///
+    /// - Returns: the events the records after the header gave (commit 0's, once its signature
+    ///   verified), for the caller to handle before the next record.
+    /// - Throws: as ``start(_:)``; `.untrusted` for an archive that is not signed or is signed by
+    ///   a key not trusted; `.checksumMismatch` when the signature does not verify; `.truncated`
+    ///   when the input ends first.
+    package func startWithSignedHeader(_ stream: RecordStream) throws(CairnError) -> [Event] {
+        try start(stream)
+        var events: [Event] = []
+        // Commit 0 and its prefix signature are the next two records, or the scanner refuses
+        // the archive (§3.3 rules 2 and 5): the loop reads at most two.
+        while isTrusting, verifiedLength == 0 {
+            guard let record = try stream.next() else {
+                throw CairnError(.truncated, "the archive ends before the signature of its header", offset: stream.offset)
+            }
+            do {
+                try consume(record) { events.append($0) }
+            } catch let error as CairnError {
+                throw error
+            } catch {
+                throw CairnError(.invalidArgument, "internal error: \(error)")
+            }
+        }
+        return events
+    }
+
     /// After the footer: the input must end there (§13.2), whatever the extra bytes look like.
     ///
     /// - Throws: `.corrupted` "data after the footer" at the footer's end.

@@ -58,15 +58,22 @@ final class StreamExtractor {
     /// A seekable archive's manifest (checked against the records by the open): names every
     /// entry a damaged chunk belongs to.
     private let manifest: Manifest?
+    /// Events a started scanner gave before the run (``ArchiveScanner/startWithSignedHeader(_:)``),
+    /// handled first.
+    private let startEvents: [ArchiveScanner.Event]
 
     /// - Parameters:
     ///   - expectedOutput: the total content bytes to be written, when known (from a manifest);
     ///     otherwise progress uses the header's size estimate, or is indeterminate.
+    ///   - startedScanner: a scanner that already read the stream's start, and `startEvents`,
+    ///     the events it gave doing so.
     init(
         staging: StagingDirectory, options: ExtractionOptions, progress: Progress?, expectedOutput: UInt64? = nil,
-        manifest: Manifest? = nil, startedScanner: ArchiveScanner? = nil, trustedKeys: [PublicKey] = []
+        manifest: Manifest? = nil, startedScanner: ArchiveScanner? = nil, startEvents: [ArchiveScanner.Event] = [],
+        trustedKeys: [PublicKey] = []
     ) throws(CairnError) {
         self.manifest = manifest
+        self.startEvents = startEvents
         if let manifest { locations.reserveCapacity(manifest.chunks.count) }
         self.scanner = startedScanner ?? ArchiveScanner(emittingChunkPayloads: true, checkingAgainst: manifest, trustedKeys: trustedKeys)
         self.staging = staging
@@ -93,6 +100,7 @@ final class StreamExtractor {
                 progress.totalUnitCount = (expectedOutput ?? scanner.header?.sizeEstimate).map { Int64(clamping: $0) } ?? -1
                 progress.completedUnitCount = 0
             }
+            for event in startEvents { try await handle(event) }
             let scanner = self.scanner
             let end = ArchiveScanner.InputEnd.atFooter { offset in
                 CairnError(
