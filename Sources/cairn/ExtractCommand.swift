@@ -233,7 +233,8 @@ enum ExtractCommand {
         let verified: VerificationReport
         do {
             verified = try await Extractor.extractStream(
-                from: input.descriptor, to: destination, options: options, progress: progress, trustedKeys: KeyOptions.trustedKeys(args))
+                from: input.descriptor, to: destination, options: options, progress: progress, trustedKeys: KeyOptions.trustedKeys(args),
+                keying: nil)
             try input.finish()
         } catch {
             bar?.stop()

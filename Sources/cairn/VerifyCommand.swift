@@ -47,7 +47,7 @@ enum VerifyCommand {
         let started = monotonicSeconds()
         let report =
             archive == "-"
-            ? try await Extractor.verify(descriptor: .standardInput, path: "<stdin>", seekToStart: false, trustedKeys: trustedKeys)
+            ? try await Extractor.verify(descriptor: .standardInput, path: "<stdin>", seekToStart: false, trustedKeys: trustedKeys, keying: nil)
             : try await Extractor.verifyArchive(at: ArchiveOperand.location(archive, args), trustedKeys: trustedKeys)
         let seconds = monotonicSeconds() - started
         if args.flag("--json") {
@@ -85,7 +85,7 @@ enum VerifyCommand {
     static func partial(_ archive: String, json: Bool, trustedKeys: [PublicKey]) async throws -> ExitStatus {
         let result =
             archive == "-"
-            ? try await Extractor.verifyPrefix(reading: .standardInput, path: archive, trustedKeys: trustedKeys)
+            ? try await Extractor.verifyPrefix(reading: .standardInput, path: archive, trustedKeys: trustedKeys, keying: nil)
             : try await Extractor.verifyPrefix(at: .file(path: archive), trustedKeys: trustedKeys)
         if json {
             var object: [String: Any] = [

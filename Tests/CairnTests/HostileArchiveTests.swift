@@ -371,7 +371,7 @@ struct HostileArchiveTests {
         case .manifestChunks, .manifestReferences, .manifestEntries, .manifest:
             at = manifestOffset
             bytes = try Self.inserting(empty, at: at, in: original, intoManifest: true)
-        case .pack, .manifestIndex, .signature:
+        case .pack, .manifestIndex, .signature, .envelope:
             at = firstEntry.offset
             bytes = try Self.inserting(empty, at: at, in: original)
         }

@@ -32,6 +32,12 @@ extension Archiver {
         /// trusted key releases only what these signatures cover. Nil (the default): an unsigned
         /// format 2.1 archive. A resume must be given the same key (`Spec/0004 §3.5`).
         public var signingKey: SigningKey?
+        /// The keys of a keyed archive (`Spec/0004-trusted-archives.md §6.6–§6.7`): chunk ids are
+        /// HMAC-SHA-256 under its id key and FastCDC's gear table is derived from its chunker
+        /// key. Every reader of the archive must be given the same value. Nil (the default): a
+        /// plain archive, SHA-256 ids and the published gear table. Set by the encrypted
+        /// archive's writer, which seals the result; a resume must be given the same keys.
+        package var keying: ChunkKeying?
         /// How many bytes may be in flight (read, not yet written); default
         /// ``BackpressurePolicy/default``.
         public var backpressure: BackpressurePolicy = .default

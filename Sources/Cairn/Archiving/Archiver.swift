@@ -120,7 +120,7 @@ public final class Archiver {
         let recovery: ArchiveRecovery
         let point: ArchiveRecovery.Checkpoint
         do {
-            recovery = try ArchiveRecovery.scan(input, path: partial, signingKey: configuration.signingKey)
+            recovery = try ArchiveRecovery.scan(input, path: partial, signingKey: configuration.signingKey, keying: configuration.keying)
             // Not inside a database and its -wal (`Spec/0003 §3.2` item 6).
             point = recovery.resumePoint(reading: LocalArchiveSource(descriptor: input, size: try input.status().size))
         } catch {
@@ -404,7 +404,7 @@ public final class Archiver {
         let producer = Task.detached { () async throws -> ItemProducer.State in
             defer { continuation.finish() }
             var item = ItemProducer(
-                state: initial, chunking: configuration.chunking, batchBytes: configuration.batchBytes, budget: budget,
+                state: initial, chunking: configuration.chunking, keying: configuration.keying, batchBytes: configuration.batchBytes, budget: budget,
                 pool: pool, claims: claims, compression: configuration.effectiveCompression, output: continuation,
                 options: options,
                 onProgress: { bytes in ByteProgress.report(bytes, to: progress) })

@@ -31,13 +31,19 @@ extension Extractor {
     ///   credentials, 404 for a missing object), `.sourceChanged`, and `.invalidArgument` for a
     ///   server without range support.
     public convenience init(at location: ArchiveLocation, trustedKeys: [PublicKey] = []) async throws(CairnError) {
+        try await self.init(at: location, trustedKeys: trustedKeys, keying: nil)
+    }
+
+    /// ``init(at:trustedKeys:)-(ArchiveLocation,_)`` of a keyed archive: its chunk ids are checked
+    /// under `keying` (`Spec/0004-trusted-archives.md §6.6`); nil for a plain archive.
+    package convenience init(at location: ArchiveLocation, trustedKeys: [PublicKey] = [], keying: ChunkKeying?) async throws(CairnError) {
         switch location {
         case .file(let path):
-            try self.init(reader: ArchiveReader(path: path, trustedKeys: trustedKeys))
+            try self.init(reader: ArchiveReader(path: path, trustedKeys: trustedKeys, keying: keying))
         case .http, .object:
             let source = try await location.openRandomAccess()
             let reader = try await DedicatedThread.run { () throws(CairnError) in
-                do throws(CairnError) { return try ArchiveReader(source: source, trustedKeys: trustedKeys) } catch {
+                do throws(CairnError) { return try ArchiveReader(source: source, trustedKeys: trustedKeys, keying: keying) } catch {
                     source.close()
                     throw error
                 }
@@ -64,7 +70,14 @@ extension Extractor {
     nonisolated(nonsending) public static func withExtractor<R>(
         at location: ArchiveLocation, trustedKeys: [PublicKey] = [], _ body: (Extractor) async throws -> R
     ) async throws -> R {
-        let extractor = try await Extractor(at: location, trustedKeys: trustedKeys)
+        try await withExtractor(at: location, trustedKeys: trustedKeys, keying: nil, body)
+    }
+
+    /// ``withExtractor(at:trustedKeys:_:)`` of a keyed archive (`Spec/0004 §6.6`).
+    nonisolated(nonsending) package static func withExtractor<R>(
+        at location: ArchiveLocation, trustedKeys: [PublicKey] = [], keying: ChunkKeying?, _ body: (Extractor) async throws -> R
+    ) async throws -> R {
+        let extractor = try await Extractor(at: location, trustedKeys: trustedKeys, keying: keying)
         defer { extractor.close() }
         return try await body(extractor)
     }
@@ -87,13 +100,20 @@ extension Extractor {
     nonisolated(nonsending) public static func verifyArchive(
         at location: ArchiveLocation, trustedKeys: [PublicKey] = []
     ) async throws -> VerificationReport {
+        try await verifyArchive(at: location, trustedKeys: trustedKeys, keying: nil)
+    }
+
+    /// ``verifyArchive(at:trustedKeys:)`` of a keyed archive (`Spec/0004 §6.6`).
+    nonisolated(nonsending) package static func verifyArchive(
+        at location: ArchiveLocation, trustedKeys: [PublicKey] = [], keying: ChunkKeying?
+    ) async throws -> VerificationReport {
         switch location {
         case .file(let path):
             let fd = try FileDescriptor.open(path, flags: O_RDONLY)
             defer { _ = try? fd.close() }
-            return try await verify(descriptor: fd, path: path, seekToStart: false, trustedKeys: trustedKeys)
+            return try await verify(descriptor: fd, path: path, seekToStart: false, trustedKeys: trustedKeys, keying: keying)
         case .http, .object:
-            return try await verify(location.openSequential(), path: location.name, trustedKeys: trustedKeys)
+            return try await verify(location.openSequential(), path: location.name, trustedKeys: trustedKeys, keying: keying)
         }
     }
 }

@@ -22,9 +22,21 @@ extension Extractor {
         from input: FileHandle, to destination: URL, options: ExtractionOptions = ExtractionOptions(),
         progress: Progress? = nil, trustedKeys: [PublicKey] = [], checkingHeader check: (ArchiveHeader) throws -> Void
     ) async throws -> VerificationReport {
+        try await extractStream(
+            from: input, to: destination, options: options, progress: progress, trustedKeys: trustedKeys, keying: nil,
+            checkingHeader: check)
+    }
+
+    /// ``extractStream(from:to:options:progress:trustedKeys:checkingHeader:)`` of a keyed archive
+    /// (`Spec/0004-trusted-archives.md §6.6`).
+    nonisolated(nonsending) package static func extractStream(
+        from input: FileHandle, to destination: URL, options: ExtractionOptions = ExtractionOptions(),
+        progress: Progress? = nil, trustedKeys: [PublicKey] = [], keying: ChunkKeying?,
+        checkingHeader check: (ArchiveHeader) throws -> Void
+    ) async throws -> VerificationReport {
         let descriptor = FileDescriptor(rawValue: input.fileDescriptor, path: "<input>")
         let stream = RecordStream(descriptor: descriptor)
-        let scanner = ArchiveScanner(emittingChunkPayloads: true, checkingAgainst: nil, trustedKeys: trustedKeys)
+        let scanner = ArchiveScanner(emittingChunkPayloads: true, checkingAgainst: nil, trustedKeys: trustedKeys, keying: keying)
         do {
             try scanner.start(stream)
         } catch {
@@ -35,7 +47,8 @@ extension Extractor {
         }
         try check(header)
         let staging = try StagingDirectory(for: PathBytes.fileSystemPath(destination), options: options)
-        let extractor = try StreamExtractor(staging: staging, options: options, progress: progress, startedScanner: scanner)
+        let extractor = try StreamExtractor(
+            staging: staging, options: options, progress: progress, startedScanner: scanner, keying: keying)
         return try await extractor.run(stream)
     }
 }
