@@ -301,3 +301,13 @@ struct KeyedChunkingTests {
         #expect(reports[1].fetchedBytes > UInt64(expected.count / 2))
     }
 }
+
+extension KeyedChunkingTests {
+    @Test("§6.6/§6.7: the chunk keys come from the archive's key block: its idKey and chunkerKey")
+    func keysFromSecrets() throws {
+        let secrets = ArchiveSecrets(blockKey: Array(repeating: 1, count: 32), idKey: Array(0..<32), chunkerKey: Array(32..<64))
+        let keying = try ArchiveSecrets.decode(secrets.encoded()).chunkKeying()
+        #expect(keying == (try Self.keying(0)))
+        #expect(keying.gearValues == (try GearTable.keyedValues(chunkerKey: Array(32..<64))))
+    }
+}
