@@ -125,7 +125,7 @@ public final class MigrationImportSession<Importer: ResourcesImporting> {
             extraction.addChild(streamProgress, withPendingUnitCount: 1)
             _ = try await Extractor.extractStream(
                 from: input, to: destination, options: self.effectiveOptions, progress: streamProgress,
-                trustedKeys: self.trustedSigners, checkingSignedHeader: check)
+                trustedKeys: self.trustedSigners, keying: nil, checkingSignedHeader: check)
         }
     }
 

@@ -35,7 +35,8 @@ enum DiffCommand {
         let extractor = try await Extractor(at: .file(path: archive), trustedKeys: KeyOptions.trustedKeys(args))
         defer { extractor.close() }
         let differences = try ArchiveDiff.compare(
-            entries: try extractor.entriesWithContentDigests(), chunking: extractor.header.chunking, with: args.operands[1])
+            entries: try extractor.entriesWithContentDigests(), chunking: extractor.header.chunking, keying: extractor.keying,
+            with: args.operands[1])
         if args.flag("--json") {
             let objects = differences.map { difference -> String in
                 Output.json([

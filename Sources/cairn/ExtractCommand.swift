@@ -236,7 +236,8 @@ enum ExtractCommand {
         let verified: VerificationReport
         do {
             verified = try await Extractor.extractStream(
-                from: input.descriptor, to: destination, options: options, progress: progress, trustedKeys: KeyOptions.trustedKeys(args))
+                from: input.descriptor, to: destination, options: options, progress: progress, trustedKeys: KeyOptions.trustedKeys(args),
+                keying: input.keying)
             try input.finish()
         } catch {
             bar?.stop()

@@ -52,7 +52,7 @@ enum VerifyCommand {
             archive == "-"
             ? try await Extractor.verify(
                 decryption.open(SequentialArchiveBytes(descriptor: .standardInput, finish: {}, cancel: {}), name: "<stdin>"),
-                path: "<stdin>", trustedKeys: trustedKeys)
+                path: "<stdin>", trustedKeys: trustedKeys, keying: nil)
             : try await Extractor.verifyArchive(at: ArchiveOperand.location(archive, args), trustedKeys: trustedKeys, decryption: decryption)
         let seconds = monotonicSeconds() - started
         if args.flag("--json") {
@@ -90,7 +90,7 @@ enum VerifyCommand {
     static func partial(_ archive: String, json: Bool, trustedKeys: [PublicKey]) async throws -> ExitStatus {
         let result =
             archive == "-"
-            ? try await Extractor.verifyPrefix(reading: .standardInput, path: archive, trustedKeys: trustedKeys)
+            ? try await Extractor.verifyPrefix(reading: .standardInput, path: archive, trustedKeys: trustedKeys, keying: nil)
             : try await Extractor.verifyPrefix(at: .file(path: archive), trustedKeys: trustedKeys)
         if json {
             var object: [String: Any] = [

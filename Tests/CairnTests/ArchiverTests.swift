@@ -391,7 +391,7 @@ struct ArchiverTests {
         let descriptor = try FileDescriptor.open(path, flags: O_RDONLY)
         defer { _ = try? descriptor.close() }
         let stream = RecordStream(descriptor: descriptor)
-        let scanner = ArchiveScanner()
+        let scanner = ArchiveScanner(keying: nil)
         try scanner.start(stream)
         var completed: [Int] = []
         while let record = try? stream.next() {

@@ -55,7 +55,7 @@ struct CheckedRecordStreamTests {
     private static func outcome(_ bytes: [UInt8], seed: UInt64, onEveryCore: Bool) async -> String {
         let input: any ByteInput = onEveryCore ? SlicedBlocks(bytes, seed: seed) : BytesInput(bytes[...])
         do {
-            let report = try await StreamVerifier(path: "a", checkingOnEveryCore: onEveryCore).verify(input)
+            let report = try await StreamVerifier(path: "a", keying: nil, checkingOnEveryCore: onEveryCore).verify(input)
             return "ok \(report)"
         } catch let error as CairnError {
             return "\(error.code) at \(error.offset.map(String.init) ?? "-"): \(error.message) +\(error.additionalErrors.count)"
@@ -73,7 +73,7 @@ struct CheckedRecordStreamTests {
         #expect(serial.hasPrefix("ok "))
         for seed in 1...4 as ClosedRange<UInt64> {
             let source = SlicedBlocks(bytes, seed: seed)
-            let report = try await StreamVerifier(path: "a").verify(source)
+            let report = try await StreamVerifier(path: "a", keying: nil).verify(source)
             #expect("ok \(report)" == serial, "seed \(seed)")
             #expect(source.outstanding == 0 || source.outstanding == 1, "seed \(seed): \(source.outstanding) blocks kept")
         }

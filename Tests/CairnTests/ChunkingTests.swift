@@ -48,7 +48,7 @@ struct ChunkingTests {
 
     /// Chunk lengths of one whole input through `Chunker`.
     static func wholeLengths(_ data: [UInt8], _ policy: ChunkingPolicy) -> [Int] {
-        let chunker = Chunker(policy: policy)
+        let chunker = Chunker(policy: policy, keying: nil)
         return data.withUnsafeBytes { buffer in
             var lengths: [Int] = []
             var offset = 0
@@ -66,7 +66,7 @@ struct ChunkingTests {
     static func streamedLengths(
         _ data: [UInt8], _ policy: ChunkingPolicy, sliceSizes: (inout Int) -> Int
     ) -> [Int] {
-        var streaming = StreamingChunker(policy: policy)
+        var streaming = StreamingChunker(policy: policy, keying: nil)
         var lengths: [Int] = []
         var counter = 0
         data.withUnsafeBytes { buffer in
@@ -157,7 +157,7 @@ struct ChunkingTests {
 
     @Test("Streaming chunker is reusable after finish and handles an empty input")
     func streamingReuse() {
-        var streaming = StreamingChunker(policy: Self.smallPolicy)
+        var streaming = StreamingChunker(policy: Self.smallPolicy, keying: nil)
         #expect(streaming.finish().isEmpty)
         let data = SeededBytes.bytes(seed: 3, count: 100_000)
         let once = Self.streamedLengths(data, Self.smallPolicy) { _ in 4096 }
@@ -171,7 +171,7 @@ struct ChunkingTests {
 
     @Test("Chunker returns nil until a chunk is determined", arguments: [ChunkingTests.smallPolicy])
     func chunkerNeedsMoreData(policy: ChunkingPolicy) {
-        let chunker = Chunker(policy: policy)
+        let chunker = Chunker(policy: policy, keying: nil)
         let data = SeededBytes.bytes(seed: 11, count: 3 * policy.maximum)
         data.withUnsafeBytes { buffer in
             #expect(
@@ -240,7 +240,7 @@ struct ChunkingTests {
     @Test("An empty input has no chunks", arguments: policies)
     func emptyInput(policy: ChunkingPolicy) {
         #expect(Self.wholeLengths([], policy).isEmpty)
-        var streaming = StreamingChunker(policy: policy)
+        var streaming = StreamingChunker(policy: policy, keying: nil)
         #expect([UInt8]().withUnsafeBytes { streaming.append($0) }.isEmpty)
         #expect(streaming.finish().isEmpty)
     }

@@ -93,7 +93,7 @@ struct DatabaseUnitResumeTests {
         let descriptor = try FileDescriptor.open(path, flags: O_RDONLY)
         defer { _ = try? descriptor.close() }
         let stream = RecordStream(descriptor: descriptor)
-        let scanner = ArchiveScanner()
+        let scanner = ArchiveScanner(keying: nil)
         try scanner.start(stream)
         var found: [(end: UInt64, commit: CommitRecord)] = []
         while let record = try stream.next() {

@@ -129,11 +129,11 @@ struct DiffCommandTests {
         #expect(try BehaviourCLI.run(arguments, in: work.path).status == 0)
         let extractor = try await Extractor(at: .file(path: archive))
         defer { extractor.close() }
-        let chunker = Chunker(policy: extractor.header.chunking)
+        let chunker = Chunker(policy: extractor.header.chunking, keying: nil)
         for entry in try extractor.entriesWithContentDigests() {
             let file = try FileDescriptor.open(work.appending(entry.path), flags: O_RDONLY)
             defer { _ = try? file.close() }
-            let local = try ArchiveDiff.contentDigest(of: file, chunker: chunker)
+            let local = try ArchiveDiff.contentDigest(of: file, chunker: chunker, ids: .sha256)
             #expect(local.size == entry.size, "\(entry.path)")
             #expect(local.digest == entry.contentDigest, "\(entry.path)")
         }
@@ -142,7 +142,7 @@ struct DiffCommandTests {
         bytes[0] ^= 1
         unlink(work.appending("f70001"))
         try RawFileSystem.writeFile(Array(work.appending("f70001").utf8), bytes)
-        let differences = try ArchiveDiff.compare(entries: try extractor.entriesWithContentDigests(), chunking: extractor.header.chunking, with: Array(work.path.utf8))
+        let differences = try ArchiveDiff.compare(entries: try extractor.entriesWithContentDigests(), chunking: extractor.header.chunking, keying: nil, with: Array(work.path.utf8))
         #expect(differences.filter { $0.change == .modified && $0.aspects.contains(.content) }.map(\.path) == [Array("f70001".utf8)])
     }
 

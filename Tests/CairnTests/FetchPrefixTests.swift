@@ -26,7 +26,7 @@ struct FetchPrefixTests {
         try RawFileSystem.writeFile(Array(path.utf8), partial)
         let input = try FileDescriptor.open(path, flags: O_RDONLY)
         defer { _ = try? input.close() }
-        let verifier = StreamVerifier(path: path, trustingContentBelow: trusted)
+        let verifier = StreamVerifier(path: path, trustingContentBelow: trusted, keying: nil)
         let outcome = try await verifier.readPrefix(from: input)
         return (outcome, verifier.prefixBytesRead, verifier)
     }
@@ -48,7 +48,7 @@ struct FetchPrefixTests {
                 for onEveryCore in [true, false] {
                     let input = try FileDescriptor.open(path, flags: O_RDONLY)
                     defer { _ = try? input.close() }
-                    let outcome = try await StreamVerifier(path: path, checkingOnEveryCore: onEveryCore).readPrefix(from: input)
+                    let outcome = try await StreamVerifier(path: path, keying: nil, checkingOnEveryCore: onEveryCore).readPrefix(from: input)
                     switch outcome {
                     case .continuing(let at), .complete(let at):
                         #expect(at == expected, "\(name) cut at \(cut), on every core: \(onEveryCore)")
@@ -68,7 +68,7 @@ struct FetchPrefixTests {
         let work = try TemporaryDirectory(prefix: "cairn-fetch-prefix")
         defer { work.remove() }
         let bytes = try await Self.archive(seed: 31, in: work, name: "a")
-        let whole = try await Extractor.verify(input: BytesInput(bytes[...]), path: "whole")
+        let whole = try await Extractor.verify(input: BytesInput(bytes[...]), path: "whole", keying: nil)
         let path = work.appending("a.partial")
         var generator = SeededGenerator(seed: 0x0E_9A55)
         var cuts = [0, 5, bytes.count - 1]
@@ -91,7 +91,7 @@ struct FetchPrefixTests {
                 Issue.record("cut at \(cut): a cut archive is not complete")
                 continue
             }
-            let rest = start > 0 ? verifier : StreamVerifier(path: path)
+            let rest = start > 0 ? verifier : StreamVerifier(path: path, keying: nil)
             let report = try await rest.verify(BytesInput(bytes[Int(start)...]))
             #expect(report == whole, "cut at \(cut)")
         }
@@ -127,7 +127,7 @@ struct FetchPrefixTests {
 
         // One byte of a chunk's payload changed on disk: that record's CRC-32 fails, so the prefix
         // ends at the commit before it, and the archive's own bytes after that complete it.
-        let whole = try await Extractor.verify(input: BytesInput(bytes[...]), path: "whole")
+        let whole = try await Extractor.verify(input: BytesInput(bytes[...]), path: "whole", keying: nil)
         var damaged = Array(bytes[0..<cut])
         let at = cut / 2
         damaged[at] ^= 0x55
@@ -146,7 +146,7 @@ struct FetchPrefixTests {
         let work = try TemporaryDirectory(prefix: "cairn-fetch-prefix-changed")
         defer { work.remove() }
         let bytes = try await Self.archive(seed: 33, in: work, name: "a")
-        let whole = try await Extractor.verify(input: BytesInput(bytes[...]), path: "whole")
+        let whole = try await Extractor.verify(input: BytesInput(bytes[...]), path: "whole", keying: nil)
         let path = work.appending("a.partial")
         let cut = bytes.count * 3 / 4
         // A chunk changed with its CRC-32 recomputed: only the chain digest of the commit after it

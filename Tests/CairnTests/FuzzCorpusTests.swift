@@ -85,7 +85,7 @@ struct FuzzCorpusTests {
         let crashers = Self.fuzzDirectory.appendingPathComponent("Crashers")
         let payload = Array(try Data(contentsOf: crashers.appendingPathComponent("entries-pack-file-size-over-int.bin")))
         let error = #expect(throws: CairnError.self) {
-            _ = try PackContent.read(payload: payload, offset: 0, chunkCount: 0, using: ChunkDecompressor())
+            _ = try PackContent.read(payload: payload, offset: 0, chunkCount: 0, contentIDs: .sha256, using: ChunkDecompressor())
         }
         #expect(error?.code == .corrupted)
         #expect(error?.message.contains("declares 9223372036854775808 bytes") == true, "\(String(describing: error))")

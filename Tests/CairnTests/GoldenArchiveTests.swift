@@ -314,7 +314,7 @@ enum GoldenArchive {
 
     /// The chunk lengths of `bytes` under the header's policy.
     static func chunkLengths(_ bytes: [UInt8]) -> [Int] {
-        let chunker = Chunker(policy: chunking)
+        let chunker = Chunker(policy: chunking, keying: nil)
         var lengths: [Int] = []
         bytes.withUnsafeBytes { raw in
             var start = 0

@@ -274,7 +274,7 @@ struct GoldenArchiveV2Tests {
         for (index, record) in packs.enumerated() {
             let payload = Array(bytes[(record.offset + 8)..<(record.offset + 8 + record.length)])
             let before = UInt64(chunks.filter { $0.offset < UInt64(record.offset) }.count)
-            let pack = try PackContent.read(payload: payload, offset: UInt64(record.offset), chunkCount: before, using: ChunkDecompressor())
+            let pack = try PackContent.read(payload: payload, offset: UInt64(record.offset), chunkCount: before, contentIDs: .sha256, using: ChunkDecompressor())
             for item in pack.items {
                 switch item.content {
                 case .inline: placements[item.entry.pathBytes] = .inline

@@ -397,7 +397,7 @@ struct OneMeaningTests {
         partial[chunks[4].offset + 12 + 40] ^= 0x01
         Hostile.recomputeCRC(&partial, at: chunks[4].offset)
         try RawFileSystem.writeFile(Array((target + ".partial").utf8), partial)
-        let recovery = try ArchiveRecovery.scan(try FileDescriptor.open(target + ".partial", flags: O_RDONLY), path: target)
+        let recovery = try ArchiveRecovery.scan(try FileDescriptor.open(target + ".partial", flags: O_RDONLY), path: target, keying: nil)
         // The last commit kept is the one after f3, before the tampered chunk.
         #expect(recovery.last.end <= UInt64(chunks[4].offset), "kept \(recovery.last.end), tampered at \(chunks[4].offset)")
         #expect(recovery.last.commit.entryCount == 4)

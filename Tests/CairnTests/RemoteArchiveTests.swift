@@ -103,7 +103,7 @@ struct RemoteArchiveTests {
         defer { directory.remove() }
         let path = try await Self.archive(Self.tree(), in: directory)
         let source = try CountingRemoteSource(path: path)
-        let extractor = try Extractor(source: source)
+        let extractor = try Extractor(source: source, keying: nil)
         defer { extractor.close() }
         #expect(!extractor.reader.walkedRecords)
         let local = try ArchiveReader(path: path)
@@ -141,7 +141,7 @@ struct RemoteArchiveTests {
         // Remotely it opens (the rows obey the entry rules) but extracting the entry reads its
         // record (or pack) and refuses, naming the URL, and nothing appears.
         let source = try CountingRemoteSource(path: path)
-        let extractor = try Extractor(source: source)
+        let extractor = try Extractor(source: source, keying: nil)
         defer { extractor.close() }
         let out = directory.url(appending: "out")
         do {
@@ -182,7 +182,7 @@ struct RemoteArchiveTests {
         let out = directory.url(appending: "out")
         try await Self.cutStreamExtraction(path, into: out, fraction: 0.75, in: directory)
         let source = try CountingRemoteSource(path: path)
-        let extractor = try Extractor(source: source)
+        let extractor = try Extractor(source: source, keying: nil)
         defer { extractor.close() }
         var options = ExtractionOptions()
         options.resume = true
@@ -211,7 +211,7 @@ struct RemoteArchiveTests {
         let out = directory.url(appending: "out")
         try await Self.cutStreamExtraction(path, into: out, fraction: 0.6, in: directory)
         let source = try CountingRemoteSource(path: other, name: "http://example.invalid/other.cairn")
-        let extractor = try Extractor(source: source)
+        let extractor = try Extractor(source: source, keying: nil)
         defer { extractor.close() }
         var options = ExtractionOptions()
         options.resume = true
@@ -371,7 +371,7 @@ struct RemoteHTTPTests {
         let (server, served) = try await Self.served(directory)
         defer { server.stop() }
         let url = server.url("a.cairn")
-        let extractor = try Extractor(source: HTTPArchiveSource(url: url))
+        let extractor = try Extractor(source: HTTPArchiveSource(url: url), keying: nil)
         defer { extractor.close() }
         // Another archive at the same URL (renamed into place: a new ETag).
         let other = try await Remote.archive(Remote.tree(seed: 12), in: directory, name: "b.cairn")
@@ -485,7 +485,7 @@ struct RemoteHTTPTests {
         defer { proxy.stop() }
         let url = proxy.url("a.cairn")
         // A connection cut once in the middle of a chunk range: retried, and the file is whole.
-        let extractor = try Extractor(source: HTTPArchiveSource(url: url))
+        let extractor = try Extractor(source: HTTPArchiveSource(url: url), keying: nil)
         defer { extractor.close() }
         try proxy.set(.cut(afterBodyBytes: 100_000, times: 1))
         try await extractor.extractItem(atPathInArchive: "t/large.bin", to: directory.url(appending: "retried"))

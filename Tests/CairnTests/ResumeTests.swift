@@ -333,7 +333,7 @@ enum ResumeFixture {
             let descriptor = try FileDescriptor.open(path, flags: O_RDONLY)
             defer { _ = try? descriptor.close() }
             let stream = RecordStream(descriptor: descriptor)
-            let scanner = ArchiveScanner()
+            let scanner = ArchiveScanner(keying: nil)
             try scanner.start(stream)
             while let record = try stream.next() {
                 try scanner.consume(record) { event in

@@ -57,7 +57,7 @@ struct SealedArchiveTests {
     /// Extracts the encrypted archive at `path` with the seekable reader into `destination`.
     static func extractSeekable(_ path: String, to destination: String) async throws {
         let source = try SealedArchiveSource.open(LocalArchiveSource(path: path), openKeyBlock: clearKeyBlock)
-        let extractor = try Extractor(reader: ArchiveReader(source: source))
+        let extractor = try Extractor(reader: ArchiveReader(source: source, keying: nil))
         defer { extractor.close() }
         try await extractor.extractAll(to: URL(fileURLWithPath: destination))
     }
@@ -70,7 +70,7 @@ struct SealedArchiveTests {
         let (bytes, _) = try SealedBlockStream.open(outer, name: "<input>", openKeyBlock: clearKeyBlock)
         do {
             let report = try await Extractor.extractStream(
-                from: bytes.descriptor, to: Array(destination.utf8), options: ExtractionOptions(), progress: nil)
+                from: bytes.descriptor, to: Array(destination.utf8), options: ExtractionOptions(), progress: nil, keying: bytes.keying)
             try bytes.finish()
             return report
         } catch {
@@ -118,7 +118,7 @@ struct SealedArchiveTests {
         // The seekable source's own sequential read verifies the whole inner archive.
         let source = try SealedArchiveSource.open(LocalArchiveSource(path: directory.appending("e.cairn")), openKeyBlock: Self.clearKeyBlock)
         defer { source.close() }
-        let verified = try await Extractor.verify(source.openSequential(), path: source.name)
+        let verified = try await Extractor.verify(source.openSequential(), path: source.name, keying: nil)
         #expect(verified.entryCount == report.entryCount)
     }
 

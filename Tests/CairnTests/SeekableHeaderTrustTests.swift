@@ -66,18 +66,18 @@ struct SeekableHeaderTrustTests {
         try #require(forged.count == record.framed.count && forged != record.framed)
 
         // Without trusted keys the forged header is what the reader decodes: the source works.
-        let plain = try Extractor(source: SplitAnswerSource(path: path, forged: forged, at: UInt64(Prelude.length)))
+        let plain = try Extractor(source: SplitAnswerSource(path: path, forged: forged, at: UInt64(Prelude.length)), keying: nil)
         #expect(plain.header.appIdentifier == "org.example.forged!")
         plain.close()
         // With the maker's key trusted, the root signature does not verify over the forged header.
         let refused = #expect(throws: CairnError.self) {
             let extractor = try Extractor(
-                source: SplitAnswerSource(path: path, forged: forged, at: UInt64(Prelude.length)), trustedKeys: [key.publicKey])
+                source: SplitAnswerSource(path: path, forged: forged, at: UInt64(Prelude.length)), trustedKeys: [key.publicKey], keying: nil)
             extractor.close()
         }
         #expect(refused?.code == .checksumMismatch, "\(String(describing: refused))")
         // The genuine archive opens trusted, with its own header.
-        let trusted = try Extractor(source: LocalArchiveSource(path: path), trustedKeys: [key.publicKey])
+        let trusted = try Extractor(source: LocalArchiveSource(path: path), trustedKeys: [key.publicKey], keying: nil)
         #expect(trusted.header.appIdentifier == "org.example.genuine")
         trusted.close()
     }

@@ -48,6 +48,8 @@ package struct ArchiveRecovery {
     package var minorVersion: UInt16
     /// `C_0`, the chain digest of commit 0 (what signatures sign).
     package var headerChainDigest: Digest
+    /// The resuming writer's chunk id rule (its `keying`), by which chunks read back are checked.
+    package var idFunction: ChunkIDFunction
 
     /// Scans the archive readable from `descriptor` (positioned at its start).
     ///
@@ -57,14 +59,19 @@ package struct ArchiveRecovery {
     /// read, so the commit it follows is not one either (the resume goes back to the commit of
     /// the last prefix signature and writes the rest again: the same bytes).
     ///
-    /// - Parameter signingKey: the resuming writer's key: required for a signed archive (the
-    ///   same key), refused for an unsigned one.
+    /// - Parameters:
+    ///   - signingKey: the resuming writer's key: required for a signed archive (the same key),
+    ///     refused for an unsigned one.
+    ///   - keying: the resuming writer's chunk keys (`Spec/0004 §6.6`), by which packs' inline
+    ///     chunks are hashed; nil for a plain archive.
     /// - Throws: `.notResumable` when not even the header and the first commit are valid, or
     ///   the key does not fit the archive (naming both key ids); `.unsupportedVersion` for an
     ///   archive of another version than this writer writes (2.1, or 2.2 signed).
-    package static func scan(_ descriptor: FileDescriptor, path: String, signingKey: SigningKey? = nil) throws -> ArchiveRecovery {
+    package static func scan(
+        _ descriptor: FileDescriptor, path: String, signingKey: SigningKey? = nil, keying: ChunkKeying?
+    ) throws -> ArchiveRecovery {
         let stream = RecordStream(descriptor: descriptor)
-        let scanner = ArchiveScanner()
+        let scanner = ArchiveScanner(keying: keying)
         do throws(CairnError) {
             try scanner.start(stream)
         } catch {
@@ -112,7 +119,7 @@ package struct ArchiveRecovery {
         return ArchiveRecovery(
             header: header, last: last, lastBoundary: boundary, previousBoundary: previousBoundary, manifest: scanner.manifestSoFar,
             chunkIDs: scanner.chunkIDs, wasComplete: scanner.footer != nil, stopReason: stopReason,
-            minorVersion: scanner.version.minor, headerChainDigest: signatures.headerChainDigest)
+            minorVersion: scanner.version.minor, headerChainDigest: signatures.headerChainDigest, idFunction: scanner.idFunction)
     }
 
     /// Which commits of a scan a resume may continue from: every commit of an unsigned archive;
@@ -230,7 +237,8 @@ package struct ArchiveRecovery {
         }
         let first = Int(clamping: row.firstReference)
         guard first < manifest.references.count, Int(manifest.references[first]) < manifest.chunks.count else { return last }
-        let chunks = ChunkPrefetcher.Source(source: source, path: source.name, chunks: manifest.chunks, limit: last.end)
+        let chunks = ChunkPrefetcher.Source(
+            source: source, path: source.name, chunks: manifest.chunks, limit: last.end, ids: idFunction)
         var cache: ChunkPrefetcher.Source.PackCache?
         guard let bytes = try? chunks.decode(Int(manifest.references[first]), using: ChunkDecompressor(), cache: &cache) else {
             return last

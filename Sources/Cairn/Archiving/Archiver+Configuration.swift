@@ -39,6 +39,12 @@ extension Archiver {
         /// The exact envelope and keys to seal with, for tests and vectors; when nil and
         /// ``encryption`` is set, the archiver makes them (`ArchiveSealing`).
         package var sealing: ArchiveSealing?
+        /// The keys of a keyed archive (`Spec/0004-trusted-archives.md §6.6–§6.7`): chunk ids are
+        /// HMAC-SHA-256 under its id key and FastCDC's gear table is derived from its chunker
+        /// key. Every reader of the archive must be given the same value. Nil (the default): a
+        /// plain archive, SHA-256 ids and the published gear table. Set by the encrypted
+        /// archive's writer, which seals the result; a resume must be given the same keys.
+        package var keying: ChunkKeying?
         /// How many bytes may be in flight (read, not yet written); default
         /// ``BackpressurePolicy/default``.
         public var backpressure: BackpressurePolicy = .default

@@ -72,6 +72,9 @@ public final class Archiver {
             configuration.sealing = try ArchiveSealing(
                 recipients: encryption.recipients, passphrase: encryption.passphrase, maker: configuration.signingKey)
         }
+        // The inner archive of an encrypted one is keyed with the keys its key block carries
+        // (`Spec/0004 §6.6`).
+        if let sealing = configuration.sealing { configuration.keying = try sealing.secrets.chunkKeying() }
         self.configuration = configuration
         if let sealing = configuration.sealing {
             self.sink = try SealingSink(base: sink, envelope: sealing.envelope, secrets: sealing.secrets)
@@ -128,7 +131,7 @@ public final class Archiver {
         let recovery: ArchiveRecovery
         let point: ArchiveRecovery.Checkpoint
         do {
-            recovery = try ArchiveRecovery.scan(input, path: partial, signingKey: configuration.signingKey)
+            recovery = try ArchiveRecovery.scan(input, path: partial, signingKey: configuration.signingKey, keying: configuration.keying)
             // Not inside a database and its -wal (`Spec/0003 §3.2` item 6).
             point = recovery.resumePoint(reading: LocalArchiveSource(descriptor: input, size: try input.status().size))
         } catch {
@@ -412,7 +415,7 @@ public final class Archiver {
         let producer = Task.detached { () async throws -> ItemProducer.State in
             defer { continuation.finish() }
             var item = ItemProducer(
-                state: initial, chunking: configuration.chunking, batchBytes: configuration.batchBytes, budget: budget,
+                state: initial, chunking: configuration.chunking, keying: configuration.keying, batchBytes: configuration.batchBytes, budget: budget,
                 pool: pool, claims: claims, compression: configuration.effectiveCompression, output: continuation,
                 options: options,
                 onProgress: { bytes in ByteProgress.report(bytes, to: progress) })

@@ -39,13 +39,13 @@ package final class ChunkClaims: Sendable {
     }
 }
 
-/// Hashes (SHA-256) and compresses one batch; runs as its own task, one per batch, so batches
+/// Hashes (by the archive's ``ChunkIDFunction``) and compresses one batch; runs as its own task, one per batch, so batches
 /// in flight use every core.
 package enum BatchProcessor {
-    package static func process(_ batch: ContentBatch, compression: CompressionMethod, claims: ChunkClaims) throws
-        -> ProcessedBatch
+    package static func process(_ batch: ContentBatch, ids chunkIDs: ChunkIDFunction, compression: CompressionMethod, claims: ChunkClaims)
+        throws -> ProcessedBatch
     {
-        if batch.isPack { return try processPack(batch, compression: compression, claims: claims) }
+        if batch.isPack { return try processPack(batch, ids: chunkIDs, compression: compression, claims: claims) }
         var ids: [Digest] = []
         var stored: [StoredChunk?] = []
         ids.reserveCapacity(batch.events.count)
@@ -57,7 +57,7 @@ package enum BatchProcessor {
                 switch event {
                 case .chunk(let range):
                     let bytes = UnsafeRawBufferPointer(rebasing: raw[range])
-                    let id = try SHA256.hash(bytes)
+                    let id = try chunkIDs.id(of: bytes)
                     ids.append(id)
                     if claims.claim(id, ordinal: ordinal) {
                         stored.append(try StoredChunk.make(id: id, raw: bytes, compressor: compressor))
@@ -67,7 +67,7 @@ package enum BatchProcessor {
                 case .zeroChunk(let length):
                     // Never hashed byte by byte: the id is cached, and only the first chunk of
                     // each length in the archive is compressed (from zeros that were not read).
-                    let id = try ZeroChunks.id(length: length)
+                    let id = try ZeroChunks.id(length: length, ids: chunkIDs)
                     ids.append(id)
                     if claims.claim(id, ordinal: ordinal) {
                         stored.append(try ZeroChunks.withZeros(length) { (raw) throws(CairnError) in try StoredChunk.make(id: id, raw: raw, compressor: compressor) })
@@ -87,7 +87,8 @@ extension BatchProcessor {
     /// A pack batch: every chunk hashed, and the chunks it claims (the first occurrence of each
     /// id) put together, in order, into the pack's content section and compressed as one frame
     /// (§7.5).
-    static func processPack(_ batch: ContentBatch, compression: CompressionMethod, claims: ChunkClaims) throws(CairnError)
+    static func processPack(_ batch: ContentBatch, ids chunkIDs: ChunkIDFunction, compression: CompressionMethod, claims: ChunkClaims)
+        throws(CairnError)
         -> ProcessedBatch
     {
         var ids: [Digest] = []
@@ -104,7 +105,7 @@ extension BatchProcessor {
             for event in batch.events {
                 guard case .chunk(let range) = event else { continue }
                 let ordinal = batch.firstChunkOrdinal + UInt64(ids.count)
-                let id = try SHA256.hash(UnsafeRawBufferPointer(rebasing: bytes[range]))
+                let id = try chunkIDs.id(of: UnsafeRawBufferPointer(rebasing: bytes[range]))
                 ids.append(id)
                 if claims.claim(id, ordinal: ordinal) {
                     if let last = inlineRanges.last, last.upperBound != range.lowerBound { adjacent = false }

@@ -95,6 +95,8 @@ struct ItemProducer {
 
     var state: State
     private let chunker: Chunker
+    /// The archive's chunk id rule (``Archiver/Configuration`` `keying`).
+    private let ids: ChunkIDFunction
     private let batchBytes: Int
     private let budget: ByteBudget
     private let pool: BufferPool
@@ -158,13 +160,14 @@ struct ItemProducer {
     }
 
     init(
-        state: State, chunking: ChunkingPolicy, batchBytes: Int, budget: ByteBudget, pool: BufferPool, claims: ChunkClaims,
+        state: State, chunking: ChunkingPolicy, keying: ChunkKeying?, batchBytes: Int, budget: ByteBudget, pool: BufferPool, claims: ChunkClaims,
         compression: CompressionMethod, output: AsyncStream<Item>.Continuation, options: Options = Options(),
         onProgress: @escaping @Sendable (UInt64) -> Void
     ) {
         self.options = options
         self.state = state
-        self.chunker = Chunker(policy: chunking)
+        self.chunker = Chunker(policy: chunking, keying: keying)
+        self.ids = ChunkIDFunction(keying: keying)
         self.batchBytes = batchBytes
         self.budget = budget
         self.pool = pool
@@ -201,6 +204,7 @@ struct ItemProducer {
         state.nextChunkOrdinal += UInt64(chunksInBatch)
         let compression = compression
         let claims = claims
+        let ids = ids
         if let limit = options.workerCount {
             // At most `limit` batches hashed and compressed at once: wait for the oldest. The
             // output does not depend on it (the writer applies batches in sequence order).
@@ -209,7 +213,7 @@ struct ItemProducer {
             }
         }
         let processing = Task.detached {
-            try BatchProcessor.process(batch, compression: compression, claims: claims)
+            try BatchProcessor.process(batch, ids: ids, compression: compression, claims: claims)
         }
         if options.workerCount != nil { running.append(processing) }
         output.yield(Item(batch: batch, processing: processing))

@@ -38,8 +38,11 @@ package final class Chunker {
 
     /// Creates a chunker for a policy.
     ///
-    /// - Parameter policy: A policy that passed ``ChunkingPolicy/validate()``.
-    package init(policy: ChunkingPolicy) {
+    /// - Parameters:
+    ///   - policy: A policy that passed ``ChunkingPolicy/validate()``.
+    ///   - keying: The archive's keys, whose gear table it uses (`Spec/0004-trusted-archives.md
+    ///     §6.7`); nil for the published table (`Spec/0002-chunking.md §3`).
+    package init(policy: ChunkingPolicy, keying: ChunkKeying?) {
         self.policy = policy
         let maximum = min(max(policy.maximum, 1), ChunkingPolicy.maximumChunkLength)
         let average = min(max(policy.average, 1), maximum)
@@ -52,7 +55,7 @@ package final class Chunker {
         self.maskS = Self.topBits(b + 2)
         self.maskL = Self.topBits(b - 2)
         gear = UnsafeMutablePointer<UInt64>.allocate(capacity: 256)
-        GearTable.values.withUnsafeBufferPointer { values in
+        (keying?.gearValues ?? GearTable.values).withUnsafeBufferPointer { values in
             for index in 0..<256 {
                 (gear + index).initialize(to: index < values.count ? values[index] : 0)
             }

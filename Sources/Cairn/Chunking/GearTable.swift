@@ -2,7 +2,8 @@
 ///
 /// 256 `UInt64` values: the first 256 outputs of SplitMix64 seeded with `0x434149524E474541`
 /// ("CAIRNGEA" as big-endian ASCII). Part of the format: changing one value changes every
-/// chunk boundary.
+/// chunk boundary. A keyed archive uses a table derived from its chunker key instead
+/// (``keyedValues(chunkerKey:)``, `Spec/0004-trusted-archives.md §6.7`).
 ///
 /// - Important: ``values`` is a lazily initialised global. Do not read it in a hot loop (that
 ///   costs a lazy-initialisation check per byte); ``Chunker`` copies it once into memory it owns.
@@ -12,6 +13,25 @@ package enum GearTable {
 
     /// The 256 gear values, `values[i]` being SplitMix64's output number `i` (from 0).
     package static let values: [UInt64] = makeValues(seed: seed)
+
+    /// The number of bytes of keystream a keyed table is read from: 256 values of 8 bytes.
+    package static let keyedStreamByteCount = 256 * 8
+
+    /// The gear table of a keyed archive (`Spec/0004-trusted-archives.md §6.7`): `values[i]` is
+    /// bytes `8i ..< 8i + 8` of the ChaCha20 keystream (RFC 8439, IETF variant, libsodium's
+    /// `crypto_stream_chacha20_ietf`) under `chunkerKey` with the all-zero 12-byte nonce, read
+    /// as a little-endian `UInt64`.
+    ///
+    /// - Parameter chunkerKey: 32 bytes.
+    /// - Returns: 256 values.
+    /// - Throws: ``CairnError`` with code `.invalidArgument` for a key of another length, `.io`
+    ///   when libsodium fails.
+    package static func keyedValues(chunkerKey: [UInt8]) throws(CairnError) -> [UInt64] {
+        let stream = try Sodium.chaCha20Keystream(key: chunkerKey, count: keyedStreamByteCount)
+        return stream.withUnsafeBytes { raw in
+            (0..<256).map { index in UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8 * index, as: UInt64.self)) }
+        }
+    }
 
     /// Generates 256 gear values from a SplitMix64 seed.
     ///

@@ -14,9 +14,11 @@ package struct StreamingChunker {
 
     /// Creates a streaming chunker.
     ///
-    /// - Parameter policy: A policy that passed ``ChunkingPolicy/validate()``.
-    package init(policy: ChunkingPolicy) {
-        self.chunker = Chunker(policy: policy)
+    /// - Parameters:
+    ///   - policy: A policy that passed ``ChunkingPolicy/validate()``.
+    ///   - keying: The archive's keys (their gear table), nil for the published table.
+    package init(policy: ChunkingPolicy, keying: ChunkKeying?) {
+        self.chunker = Chunker(policy: policy, keying: keying)
     }
 
     /// The number of bytes received that belong to no completed chunk yet.

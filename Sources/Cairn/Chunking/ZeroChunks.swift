@@ -1,13 +1,19 @@
 import Glibc
 import Synchronization
 
-/// The chunks of holes (`Spec/0002-chunking.md §8`): `length` zero bytes, whose id is the
-/// SHA-256 of that many zeros, computed once per length and cached for the process.
+/// The chunks of holes (`Spec/0002-chunking.md §8`): `length` zero bytes, whose id is that of
+/// that many zeros under the archive's id rule (``ChunkIDFunction``), computed once per rule and
+/// length and cached for the process.
 package enum ZeroChunks {
-    /// Cached ids by length. Holes are cut into chunks of the policy's maximum length and one
-    /// shorter tail each, so few lengths recur; the cache stops growing at ``cacheLimit``
-    /// lengths (later ones are computed each time).
-    private static let cache = Mutex<[Int: Digest]>([:])
+    private struct CacheKey: Hashable {
+        var ids: ChunkIDFunction
+        var length: Int
+    }
+
+    /// Cached ids by rule and length. Holes are cut into chunks of the policy's maximum length
+    /// and one shorter tail each, so few lengths recur; the cache stops growing at
+    /// ``cacheLimit`` entries (later ones are computed each time).
+    private static let cache = Mutex<[CacheKey: Digest]>([:])
     private static let cacheLimit = 4096
 
     /// The length of the zero chunk that starts at `position` inside `hole` (`Spec/0002-chunking.md
@@ -17,17 +23,20 @@ package enum ZeroChunks {
         min(maximum - (position - hole.lowerBound) % maximum, hole.upperBound - position)
     }
 
-    /// The id of a chunk of `length` zero bytes: SHA-256 (FIPS 180-4) of `length` zeros.
+    /// The id of a chunk of `length` zero bytes under `ids`.
     ///
-    /// - Parameter length: bytes, `0...ChunkingPolicy.maximumChunkLength` (8 MiB); longer
-    ///   lengths are not chunks and are clamped.
+    /// - Parameters:
+    ///   - length: bytes, `0...ChunkingPolicy.maximumChunkLength` (8 MiB); longer lengths are
+    ///     not chunks and are clamped.
+    ///   - ids: the archive's chunk id rule.
     /// - Throws: `.io` only if libcrypto fails.
-    package static func id(length: Int) throws(CairnError) -> Digest {
+    package static func id(length: Int, ids: ChunkIDFunction) throws(CairnError) -> Digest {
         let length = min(max(length, 0), ChunkingPolicy.maximumChunkLength)
-        if let known = cache.withLock({ $0[length] }) { return known }
-        let id = try withZeros(length) { (zeros) throws(CairnError) in try SHA256.hash(zeros) }
+        let key = CacheKey(ids: ids, length: length)
+        if let known = cache.withLock({ $0[key] }) { return known }
+        let id = try withZeros(length) { (zeros) throws(CairnError) in try ids.id(of: zeros) }
         cache.withLock { map in
-            if map.count < cacheLimit { map[length] = id }
+            if map.count < cacheLimit { map[key] = id }
         }
         return id
     }

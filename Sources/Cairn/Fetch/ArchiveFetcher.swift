@@ -72,7 +72,7 @@ public final class ArchiveFetcher: Sendable {
         guard let remote = source.remote(http: configuration) else {
             throw CairnError(.invalidArgument, "not an http://, https:// or s3:// location", path: url)
         }
-        let seeds = SeedIndex()
+        let seeds = SeedIndex(keying: options.keying)
         defer { seeds.close() }
         for seed in options.seeds {
             if let remoteSeed = seed.remote(http: configuration) {
@@ -108,9 +108,10 @@ public final class ArchiveFetcher: Sendable {
             // Measured in a task of its own: a cancelled fetch must not stop this count halfway
             // (and discard what verified).
             let partialPath = output.partialPath
-            let trustedKeys = options.trustedKeys
+            let (trustedKeys, keying) = (options.trustedKeys, options.keying)
             let verified = await Task.detached {
-                (try? await Extractor.verifyPrefix(at: .file(path: partialPath), trustedKeys: trustedKeys))?.resumableLength ?? 0
+                (try? await Extractor.verifyPrefix(at: .file(path: partialPath), trustedKeys: trustedKeys, keying: keying))?
+                    .resumableLength ?? 0
             }.value
             try? output.truncate(to: verified)
             if verified == 0 {
@@ -147,7 +148,8 @@ public final class ArchiveFetcher: Sendable {
         -> (verifier: StreamVerifier, start: UInt64, complete: Bool)
     {
         while true {
-            let verifier = StreamVerifier(path: url, trustingContentBelow: trusted, trustedKeys: options.trustedKeys)
+            let verifier = StreamVerifier(
+                path: url, trustingContentBelow: trusted, trustedKeys: options.trustedKeys, keying: options.keying)
             let outcome: StreamVerifier.PrefixOutcome
             do {
                 let input = try FileDescriptor.open(output.partialPath, flags: O_RDONLY | O_NOFOLLOW)
@@ -161,7 +163,9 @@ public final class ArchiveFetcher: Sendable {
             case .continuing(let end): return (verifier, end, false)
             case .complete(let end): return (verifier, end, true)
             case .unusable(let end):
-                guard end > 0 else { return (StreamVerifier(path: url, trustedKeys: options.trustedKeys), 0, false) }
+                guard end > 0 else {
+                    return (StreamVerifier(path: url, trustedKeys: options.trustedKeys, keying: options.keying), 0, false)
+                }
                 try output.truncate(to: end)
             }
         }
@@ -208,6 +212,10 @@ public struct FetchOptions: Sendable {
     /// key (`.untrusted`, keeping nothing), and resumes only from a prefix a verified signature
     /// covers. Default empty: any archive.
     public var trustedKeys: [PublicKey] = []
+    /// The archive's chunk keys (`Spec/0004-trusted-archives.md §6.6`), by which every chunk it
+    /// verifies is checked, and under which seeds are read: a seed made with other keys shares
+    /// no chunk id with the archive and cannot help. Nil (the default): a plain archive.
+    package var keying: ChunkKeying?
 
     public init(
         seeds: [ArchiveLocation] = [], retries: Int = 5, overwrite: Bool = false, connectTimeout: Double = 10, stallTimeout: Double = 30,

@@ -282,7 +282,8 @@ package final class ArchiveRebuilder {
             codec = found.prefix.contentCodec
             seedBytes += UInt64(stored.count)
         } else if let files = Self.inlineFiles(of: index, in: manifest, seeds: seeds), let raw = try? contentOf(files),
-            (try? PackContent.inlineIDs(of: raw, lengths: files.map(\.length), expected: pack.contentDigest, offset: pack.offset)) != nil
+            (try? PackContent.inlineIDs(
+                of: raw, lengths: files.map(\.length), ids: remote.idFunction, expected: pack.contentDigest, offset: pack.offset)) != nil
         {
             // Its files are in the seeds' other packs (an item left or joined the pack): the
             // content compressed as the writer compresses it (`PackContentBuilder`).
@@ -324,7 +325,8 @@ package final class ArchiveRebuilder {
         let lengths = inline.map { Int(manifest.chunks[$0].rawLength) }
         let inlineIDs: [Digest]
         do throws(CairnError) {
-            inlineIDs = try PackContent.inlineIDs(of: content ?? [], lengths: lengths, expected: pack.contentDigest, offset: pack.offset)
+            inlineIDs = try PackContent.inlineIDs(
+                of: content ?? [], lengths: lengths, ids: remote.idFunction, expected: pack.contentDigest, offset: pack.offset)
         } catch {
             throw diverged(at: pack.offset, "pack \(index)'s content: \(error.message)")
         }

@@ -22,7 +22,7 @@ struct FetchAttempt {
     private var rebuilding = false
 
     private init(_ run: FetchRun) {
-        verifier = StreamVerifier(path: run.url, trustedKeys: run.fetcher.options.trustedKeys)
+        verifier = StreamVerifier(path: run.url, trustedKeys: run.fetcher.options.trustedKeys, keying: run.fetcher.options.keying)
         state = FetchState.load(for: run.path)
     }
 
@@ -117,7 +117,7 @@ struct FetchAttempt {
             if let cachedRemote = run.cachedRemote, start > 0 { return cachedRemote }
             let remote = try RemoteManifest.fetch(
                 client: run.remote.client, url: run.remote.url, validator: validator, length: start > 0 ? state?.length : nil,
-                seeds: run.seeds)
+                seeds: run.seeds, keying: run.fetcher.options.keying)
             run.report.seedBytes += remote.manifestSeedBytes
             return remote
         } catch {

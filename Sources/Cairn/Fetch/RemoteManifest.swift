@@ -19,6 +19,9 @@ package struct RemoteManifest: Sendable {
     package var manifestIndex: [UInt8]? = nil
     /// Bytes of the manifest copied from seeds' manifest records instead of downloaded.
     package var manifestSeedBytes: UInt64 = 0
+    /// The archive's chunk id rule (from the fetch's keys), by which a rebuild checks the packs
+    /// it assembles.
+    package var idFunction = ChunkIDFunction.sha256
 
     /// The framed length of the manifest index before the final commit (§11.8): 0 for a 2.0
     /// archive; nil for a 2.1 archive whose index was not read, where the last record before the
@@ -59,6 +62,8 @@ package struct RemoteManifest: Sendable {
     ///   - length: when resuming, the archive length recorded for it. The archive must still
     ///     have both, or it changed.
     ///   - seeds: the indexed seeds whose manifest records may be copied.
+    ///   - keying: the archive's chunk keys (`Spec/0004-trusted-archives.md §6.6`); nil for a
+    ///     plain archive.
     /// - Throws: `.sourceChanged` naming the URL when the archive is not the one `validator` and
     ///   `length` name, or a range answer does not match its request; `.invalidArgument` whose
     ///   message starts with ``RangeAnswer/noRangesMessage`` when the server ignores
@@ -66,7 +71,7 @@ package struct RemoteManifest: Sendable {
     ///   throws for a footer or manifest that fails its checks; `.network` and `.httpStatus`
     ///   (transient ones retried).
     package static func fetch(
-        client: HTTPClient, url: String, validator: String?, length: UInt64?, seeds: SeedIndex
+        client: HTTPClient, url: String, validator: String?, length: UInt64?, seeds: SeedIndex, keying: ChunkKeying?
     ) throws(CairnError) -> RemoteManifest {
         let source = try HTTPArchiveSource(url: url, client: client, tailSlack: 0)
         try requireUnchanged(source, validator: validator, length: length)
@@ -122,7 +127,7 @@ package struct RemoteManifest: Sendable {
                     region += bytes
                 }
             }
-            if index != nil, let manifest = try? assemble(source, head: head, region: region, footer: footer) {
+            if index != nil, let manifest = try? assemble(source, head: head, region: region, footer: footer, keying: keying) {
                 var remote = manifest
                 remote.manifestIndex = index?.record
                 remote.manifestSeedBytes = copied
@@ -130,7 +135,7 @@ package struct RemoteManifest: Sendable {
             }
             // No usable index, or what it gave did not check: the manifest whole.
             region = try source.read(ranges: [manifestOffset..<manifestEnd], gap: 0)[0]
-            var remote = try assemble(source, head: head, region: region, footer: footer)
+            var remote = try assemble(source, head: head, region: region, footer: footer, keying: keying)
             remote.manifestIndex = index?.record
             return remote
         } catch {
@@ -164,20 +169,20 @@ package struct RemoteManifest: Sendable {
     }
 
     /// The manifest through the seekable reader's checks, from the pieces read.
-    private static func assemble(_ source: HTTPArchiveSource, head: [UInt8], region: [UInt8], footer: Footer) throws(CairnError)
-        -> RemoteManifest
-    {
+    private static func assemble(
+        _ source: HTTPArchiveSource, head: [UInt8], region: [UInt8], footer: Footer, keying: ChunkKeying?
+    ) throws(CairnError) -> RemoteManifest {
         let size = source.size
         let footerOffset = size - UInt64(Footer.framedLength)
         let footerBytes = try source.read(ranges: [footerOffset..<size], gap: 0)[0]
         let sparse = SparseArchiveSource(
             name: source.url, size: size, pieces: [(0, head), (footer.manifestOffset, region), (footerOffset, footerBytes)])
-        let reader = try ArchiveReader(source: sparse, verifyingStructure: false, keepingManifestRegion: true)
+        let reader = try ArchiveReader(source: sparse, verifyingStructure: false, keepingManifestRegion: true, keying: keying)
         guard let kept = reader.manifestRegion else {
             throw CairnError(.truncated, "the manifest could not be read whole", path: source.url, offset: footer.manifestOffset)
         }
         return RemoteManifest(
             length: size, validator: source.validator, version: reader.version, footer: reader.footer, manifest: reader.manifest,
-            tail: kept + footerBytes, head: head)
+            tail: kept + footerBytes, head: head, idFunction: reader.idFunction)
     }
 }

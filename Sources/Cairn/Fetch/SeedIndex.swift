@@ -77,8 +77,15 @@ package final class SeedIndex {
     /// Manifest records of local seeds, by record digest (SHA-256 of the framed record).
     private var manifestRecords: [Digest: ChunkLocation] = [:]
     private let decompressor = ChunkDecompressor()
+    /// The chunk keys of the archive being fetched: a remote seed is opened with them. A seed
+    /// made with other keys is indexed all the same, but no chunk id of it matches.
+    private let keying: ChunkKeying?
 
-    package init() {}
+    /// - Parameter keying: the fetched archive's chunk keys (`Spec/0004-trusted-archives.md
+    ///   §6.6`); nil for a plain archive.
+    package init(keying: ChunkKeying?) {
+        self.keying = keying
+    }
 
     /// Chunk records indexed, over every seed.
     package var chunkCount: Int { chunks.count }
@@ -144,7 +151,7 @@ package final class SeedIndex {
     private func indexFiles(of pack: PackLocation, payload: [UInt8], payloadLength: Int) {
         guard
             let decoded = try? PackContent.read(
-                payload: payload, payloadLength: payloadLength, offset: pack.offset, chunkCount: 1 << 62, readingContent: false,
+                payload: payload, payloadLength: payloadLength, offset: pack.offset, chunkCount: 1 << 62, contentIDs: nil,
                 using: decompressor)
         else { return }
         var position = 0
@@ -225,7 +232,7 @@ package final class SeedIndex {
     package func add(remote: RemoteArchive) throws(CairnError) {
         let source = try remote.openRandomAccess()
         do throws(CairnError) {
-            let reader = try ArchiveReader(source: source)
+            let reader = try ArchiveReader(source: source, keying: keying)
             let seedIndex = seeds.count
             for row in reader.manifest.chunks where row.pack == nil && chunks[row.id] == nil {
                 chunks[row.id] = ChunkLocation(

@@ -114,7 +114,9 @@ extension Manifest {
     /// - Parameter cutByContent: true (format 2.1): cut where ``segmentPolicy`` cuts; false
     ///   (format 2.0's writer): fixed segments of ``segmentLength`` bytes.
     package static func appendRecords(body: [UInt8], compressor: ChunkCompressor, cutByContent: Bool = true, to out: inout [UInt8]) {
-        let chunker = Chunker(policy: segmentPolicy)
+        // The published gear table in every archive: the manifest is not file content, and in a
+        // keyed archive it is sealed whole with the rest (`Spec/0004-trusted-archives.md §6.7`).
+        let chunker = Chunker(policy: segmentPolicy, keying: nil)
         var start = 0
         while start < body.count {
             let length =

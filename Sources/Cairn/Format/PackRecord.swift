@@ -194,13 +194,14 @@ package enum PackContent {
         return try SHA256.hash(joined)
     }
 
-    /// The ids of the inline chunks of `content` (their lengths in order), after checking that
-    /// SHA-256 over them is `expected`.
+    /// The ids of the inline chunks of `content` (their lengths in order), each by the archive's
+    /// id rule `ids`, after checking that SHA-256 over them is `expected`.
     ///
     /// - Throws: `.corrupted` when the lengths do not fill the content; `.checksumMismatch` at
     ///   `offset` when the digest differs.
-    package static func inlineIDs(of content: [UInt8], lengths: [Int], expected: Digest, offset: UInt64) throws(CairnError)
-        -> [Digest]
+    package static func inlineIDs(
+        of content: [UInt8], lengths: [Int], ids chunkIDs: ChunkIDFunction, expected: Digest, offset: UInt64
+    ) throws(CairnError) -> [Digest]
     {
         guard lengths.reduce(0, +) == content.count else {
             throw CairnError(.corrupted, "the pack's inline files do not fill its content", offset: offset)
@@ -210,7 +211,7 @@ package enum PackContent {
         var position = 0
         try content.withBytes { (raw) throws(CairnError) in
             for length in lengths {
-                ids.append(try SHA256.hash(UnsafeRawBufferPointer(rebasing: raw[position..<(position + length)])))
+                ids.append(try chunkIDs.id(of: UnsafeRawBufferPointer(rebasing: raw[position..<(position + length)])))
                 position += length
             }
         }
@@ -235,18 +236,20 @@ package enum PackContent {
         }
     }
 
-    /// Reads a pack record's payload: the prefix, the item table and, unless `readingContent` is
-    /// false, the content, checking everything §7.5 says a reader checks.
+    /// Reads a pack record's payload: the prefix, the item table and, when given the archive's
+    /// chunk id rule, the content, checking everything §7.5 says a reader checks.
     ///
     /// - Parameters:
     ///   - payload: the payload, or only its prefix and stored item table when the content was
     ///     skipped (`payloadLength` is then the whole payload's length).
     ///   - chunkCount: chunks before the pack, for checking its references.
+    ///   - contentIDs: the archive's chunk id rule, by which the content's inline chunks' ids are
+    ///     computed and checked; nil: the content is not read.
     /// - Throws: `.truncated` when the item table runs past `payload`; `.corrupted` for a bad
     ///   prefix, table or section, or inline sizes that do not total the content;
     ///   `.checksumMismatch` when the content does not match its digest.
     package static func read(
-        payload: [UInt8], payloadLength: Int? = nil, offset: UInt64, chunkCount: UInt64, readingContent: Bool = true,
+        payload: [UInt8], payloadLength: Int? = nil, offset: UInt64, chunkCount: UInt64, contentIDs: ChunkIDFunction?,
         using decompressor: ChunkDecompressor
     ) throws(CairnError) -> Decoded {
         var r = ByteReader(payload, baseOffset: offset + UInt64(RecordFraming.headerLength), what: "pack record")
@@ -267,11 +270,11 @@ package enum PackContent {
                 .corrupted, "the pack's inline files hold \(inlineTotal) bytes, its content section \(prefix.contentRawLength)",
                 offset: offset)
         }
-        guard readingContent else { return Decoded(prefix: prefix, items: items, content: nil, inlineIDs: []) }
+        guard let contentIDs else { return Decoded(prefix: prefix, items: items, content: nil, inlineIDs: []) }
         let content = try section(
             payload, tableEnd..<payload.count, codec: prefix.contentCodec, rawLength: prefix.contentRawLength, what: "content",
             using: decompressor, offset: offset)
-        let ids = try inlineIDs(of: content, lengths: lengths, expected: prefix.contentDigest, offset: offset)
+        let ids = try inlineIDs(of: content, lengths: lengths, ids: contentIDs, expected: prefix.contentDigest, offset: offset)
         return Decoded(prefix: prefix, items: items, content: content, inlineIDs: ids)
     }
 }

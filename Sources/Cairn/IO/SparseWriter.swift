@@ -105,8 +105,9 @@ package struct RepeatedZeroChunk {
     /// - Parameters:
     ///   - chunks: the manifest's chunk table.
     ///   - maximum: the archive's maximum chunk length in bytes (its header's policy).
-    package init(chunks: [Manifest.ChunkRow], maximum: Int) {
-        guard let id = try? ZeroChunks.id(length: maximum) else {
+    ///   - ids: the archive's chunk id rule.
+    package init(chunks: [Manifest.ChunkRow], maximum: Int, ids: ChunkIDFunction) {
+        guard let id = try? ZeroChunks.id(length: maximum, ids: ids) else {
             index = nil
             return
         }

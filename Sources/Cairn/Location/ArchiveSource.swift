@@ -45,6 +45,9 @@ package protocol ArchiveSource: Sendable {
 package struct SequentialArchiveBytes: Sendable {
     /// The bytes, then end of file.
     package let descriptor: FileDescriptor
+    /// The keys the chunk ids of these bytes are checked under: an encrypted archive's inner
+    /// archive is keyed (`Spec/0004 §6.6`); nil for a plain archive.
+    package let keying: ChunkKeying?
     private let ending: @Sendable () throws(CairnError) -> Void
     private let stopping: @Sendable () -> Void
 
@@ -53,9 +56,10 @@ package struct SequentialArchiveBytes: Sendable {
     ///   - cancel: stops early and releases everything.
     package init(
         descriptor: FileDescriptor, finish: @escaping @Sendable () throws(CairnError) -> Void,
-        cancel: @escaping @Sendable () -> Void
+        cancel: @escaping @Sendable () -> Void, keying: ChunkKeying? = nil
     ) {
         self.descriptor = descriptor
+        self.keying = keying
         ending = finish
         stopping = cancel
     }

@@ -13,6 +13,8 @@ package final class SealedArchiveSource: ArchiveSource, PositionalInput {
     package let base: any ArchiveSource
     package let layout: SealedBlockLayout
     package let secrets: ArchiveSecrets
+    /// The inner archive's chunk id and chunker keys, from ``secrets``.
+    package let keying: ChunkKeying
     private let sealer: BlockSealer
     /// The outer bytes before block 0.
     private let prefix: [UInt8]
@@ -37,6 +39,7 @@ package final class SealedArchiveSource: ArchiveSource, PositionalInput {
     package init(base: any ArchiveSource, envelope: OpenedEnvelope, partial: Bool = false) throws(CairnError) {
         self.base = base
         self.secrets = envelope.secrets
+        keying = try envelope.secrets.chunkKeying()
         self.partial = partial
         prefix = envelope.prefix
         sealer = try BlockSealer(key: envelope.secrets.blockKey, archiveID: envelope.record.archiveID)
@@ -101,7 +104,7 @@ package final class SealedArchiveSource: ArchiveSource, PositionalInput {
         let outer = try base.openSequential()
         do throws(CairnError) {
             return try SealedBlockStream.open(
-                outer, expectedPrefix: prefix, sealer: sealer, blockSize: layout.blockSize, partial: partial, name: name)
+                outer, expectedPrefix: prefix, keying: keying, sealer: sealer, blockSize: layout.blockSize, partial: partial, name: name)
         } catch {
             outer.cancel()
             throw error

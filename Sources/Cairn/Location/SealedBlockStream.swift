@@ -14,8 +14,8 @@ package enum SealedBlockStream {
     /// - Parameter expectedPrefix: the outer bytes before block 0 as read at random; the
     ///   sequential read must see the same.
     package static func open(
-        _ outer: SequentialArchiveBytes, expectedPrefix: [UInt8], sealer: BlockSealer, blockSize: UInt64, partial: Bool,
-        name: String
+        _ outer: SequentialArchiveBytes, expectedPrefix: [UInt8], keying: ChunkKeying, sealer: BlockSealer, blockSize: UInt64,
+        partial: Bool, name: String
     ) throws(CairnError) -> SequentialArchiveBytes {
         let producer = try PipeProducer(name: name) { (writer) throws(CairnError) in
             do throws(CairnError) {
@@ -38,7 +38,7 @@ package enum SealedBlockStream {
             cancel: {
                 producer.cancel()
                 outer.cancel()
-            })
+            }, keying: keying)
     }
 
     /// The inner archive of the encrypted archive read once from `outer` (standard input, one
@@ -63,6 +63,7 @@ package enum SealedBlockStream {
             throw error.withPath(name)
         }
         let sealer = try BlockSealer(key: envelope.secrets.blockKey, archiveID: record.archiveID)
+        let keying = try envelope.secrets.chunkKeying()
         let producer = try PipeProducer(name: name) { (writer) throws(CairnError) in
             do throws(CairnError) {
                 try pump(
@@ -78,7 +79,7 @@ package enum SealedBlockStream {
             cancel: {
                 producer.cancel()
                 outer.cancel()
-            })
+            }, keying: keying)
         return (bytes, envelope)
     }
 

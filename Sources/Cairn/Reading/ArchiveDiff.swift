@@ -62,54 +62,59 @@ package enum ArchiveDiff {
     /// - Parameters:
     ///   - entries: the archive's entries, in archive order.
     ///   - chunking: the archive header's chunking policy.
+    ///   - keying: the archive's keys (`Spec/0004-trusted-archives.md §6.6–§6.7`): local files
+    ///     are cut and their chunk ids computed as its writer did; nil for a plain archive.
     ///   - root: the tree's root directory (raw path; a symlink to a directory is followed, as
     ///     for `extract -C`; nothing below it is).
     /// - Returns: one value per differing path: missing, extra, or modified with its aspects.
     /// - Throws: `CairnError` `.io` naming the path when the tree cannot be read.
     /// - Complexity: reads every local file that has a file entry of the same size once.
-    package static func compare(entries: [ArchiveEntry], chunking: ChunkingPolicy, with root: [UInt8])
+    package static func compare(entries: [ArchiveEntry], chunking: ChunkingPolicy, keying: ChunkKeying?, with root: [UInt8])
         throws(CairnError) -> [TreeDifference]
     {
         let rootDisplay = PathBytes.display(root)
         let rootFD = try FileDescriptor.open(root, flags: O_RDONLY | O_DIRECTORY)
         defer { _ = try? rootFD.close() }
-        var walker = Walker(entries: entries, chunker: Chunker(policy: chunking), rootDisplay: rootDisplay)
+        var walker = Walker(
+            entries: entries, chunker: Chunker(policy: chunking, keying: keying), ids: ChunkIDFunction(keying: keying),
+            rootDisplay: rootDisplay)
         try walker.walk(rootFD, prefix: [])
         walker.finish()
         return walker.differences.sorted { $0.path.lexicographicallyPrecedes($1.path) }
     }
 
     /// The content digest of the file open at `descriptor` stored as one chunk (as a packed
-    /// file is, `Spec/0001 §7.5`): SHA-256 over the SHA-256 of its bytes, read from offset 0.
+    /// file is, `Spec/0001 §7.5`): SHA-256 over the id (by `ids`) of its bytes, read from offset 0.
     ///
+    /// - Returns: nil when the file holds more than a chunk's 8 MiB (it cannot be one chunk).
     /// - Throws: `CairnError` `.io` naming the file when it cannot be read.
-    package static func wholeFileDigest(of descriptor: FileDescriptor) throws(CairnError) -> Digest {
-        let content = SHA256()
+    /// - Complexity: memory is the file's size, at most 8 MiB.
+    package static func wholeFileDigest(of descriptor: FileDescriptor, ids: ChunkIDFunction) throws(CairnError) -> Digest? {
+        let limit = FormatLimits.maximumChunkLength
+        var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         var offset: UInt64 = 0
-        while true {
+        while bytes.count <= limit {
             let n = try buffer.withMutableBytes { (raw) throws(CairnError) in
                 try descriptor.read(fromAbsoluteOffset: offset, into: raw)
             }
             if n == 0 { break }
-            buffer.withUnsafeBytes { content.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            bytes.append(contentsOf: buffer[0..<n])
             offset += UInt64(n)
         }
-        let id = try content.finalize()
-        let ids = SHA256()
-        id.withUnsafeBytes { ids.update($0) }
-        return try ids.finalize()
+        guard bytes.count <= limit else { return nil }
+        return try PackContent.digest(ofIDs: [try ids.id(of: bytes)])
     }
 
     /// The size and content digest of the file open at `descriptor`, as an archive with
-    /// `chunker`'s policy records it: SHA-256 over the SHA-256 ids of its chunks. As the archiver
+    /// `chunker`'s policy records it: SHA-256 over the ids (by `ids`) of its chunks. As the archiver
     /// does (`Spec/0002-chunking.md §8`), holes of at least one maximum chunk (`SEEK_HOLE`,
     /// ``HoleFinder``) are zero chunks cut by ``ZeroChunks/pieceLength(at:in:maximum:)``, never
     /// read, and each run of data between them is chunked as a file of its own.
     ///
     /// - Throws: `CairnError` `.io` naming the file when it cannot be read.
     /// - Complexity: O(size of the data); memory is two maximum chunk lengths.
-    package static func contentDigest(of descriptor: FileDescriptor, chunker: Chunker) throws(CairnError)
+    package static func contentDigest(of descriptor: FileDescriptor, chunker: Chunker, ids chunkIDs: ChunkIDFunction) throws(CairnError)
         -> (size: UInt64, digest: Digest)
     {
         let maximum = chunker.maximum
@@ -130,7 +135,7 @@ package enum ArchiveDiff {
                 var position = found.lowerBound
                 while position < found.upperBound {
                     let length = ZeroChunks.pieceLength(at: position, in: found, maximum: UInt64(maximum))
-                    try ZeroChunks.id(length: Int(length)).withUnsafeBytes { ids.update($0) }
+                    try ZeroChunks.id(length: Int(length), ids: chunkIDs).withUnsafeBytes { ids.update($0) }
                     position += length
                     size += length
                 }
@@ -169,7 +174,7 @@ package enum ArchiveDiff {
                 chunker.nextChunkLength(in: UnsafeRawBufferPointer(rebasing: raw[from..<to]), isFinal: final)
             } ?? (to - from)
             let id = try buffer.withUnsafeBytes { raw in
-                Result { () throws(CairnError) in try SHA256.hash(UnsafeRawBufferPointer(rebasing: raw[from..<from + length])) }
+                Result { () throws(CairnError) in try chunkIDs.id(of: UnsafeRawBufferPointer(rebasing: raw[from..<from + length])) }
             }.get()
             id.withUnsafeBytes { ids.update($0) }
             start += length
@@ -182,6 +187,7 @@ package enum ArchiveDiff {
     private struct Walker {
         let entries: [ArchiveEntry]
         let chunker: Chunker
+        let ids: ChunkIDFunction
         let rootDisplay: String
         /// Entry index by path in archive.
         let index: [[UInt8]: Int]
@@ -192,9 +198,10 @@ package enum ArchiveDiff {
         /// (device, inode) of the local files at hard-link targets and at hard-link entries.
         var inodes: [[UInt8]: FileStatus] = [:]
 
-        init(entries: [ArchiveEntry], chunker: Chunker, rootDisplay: String) {
+        init(entries: [ArchiveEntry], chunker: Chunker, ids: ChunkIDFunction, rootDisplay: String) {
             self.entries = entries
             self.chunker = chunker
+            self.ids = ids
             self.rootDisplay = rootDisplay
             var index: [[UInt8]: Int] = [:]
             for (position, entry) in entries.enumerated() { index[entry.pathBytes] = position }
@@ -274,13 +281,13 @@ package enum ArchiveDiff {
                     let file = try FileDescriptor.open(name, flags: O_RDONLY | O_NOFOLLOW, relativeTo: directory)
                     defer { _ = try? file.close() }
                     do {
-                        let local = try ArchiveDiff.contentDigest(of: file, chunker: chunker)
+                        let local = try ArchiveDiff.contentDigest(of: file, chunker: chunker, ids: ids)
                         same = local.size == entry.size && local.digest == digest
                         if !same, local.size == entry.size, local.size <= UInt64(FormatLimits.maximumChunkLength) {
                             // A small file in a pack (2.0) is stored as one chunk whatever the
                             // cut points: its digest is over that one id. Either digest
                             // matching means the same bytes.
-                            same = try ArchiveDiff.wholeFileDigest(of: file) == digest
+                            same = try ArchiveDiff.wholeFileDigest(of: file, ids: ids) == digest
                         }
                     } catch {
                         throw CairnError(

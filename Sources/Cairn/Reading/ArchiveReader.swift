@@ -38,6 +38,11 @@ package final class ArchiveReader {
     /// The keys the reader was opened with: every front-to-back read of this archive (extracting
     /// everything, `verify`) checks its signatures with them (`Spec/0004 §4.2`).
     package let trustedKeys: [PublicKey]
+    /// The archive's keys (`Spec/0004-trusted-archives.md §6.6–§6.7`), given by whoever opened
+    /// it: every read of its chunks checks their ids by ``idFunction``. Nil for a plain archive.
+    package let keying: ChunkKeying?
+    /// The archive's chunk id rule, from ``keying``.
+    package let idFunction: ChunkIDFunction
 
     /// Opens `path` and checks that its manifest describes the records really there.
     ///
@@ -55,10 +60,12 @@ package final class ArchiveReader {
     ///   malformed record, a manifest that disagrees with the records); `.unsupportedVersion`;
     ///   `.checksumMismatch`; `.unsafePath`; `.truncated` when the archive is incomplete (verify
     ///   it with `verify --partial`).
-    package convenience init(path: String, verifyingStructure: Bool = true, trustedKeys: [PublicKey] = []) throws(CairnError) {
+    package convenience init(
+        path: String, verifyingStructure: Bool = true, trustedKeys: [PublicKey] = [], keying: ChunkKeying? = nil
+    ) throws(CairnError) {
         let source: LocalArchiveSource
         do throws(CairnError) { source = try LocalArchiveSource(path: path) } catch { throw error.withPath(path) }
-        try self.init(source: source, verifyingStructure: verifyingStructure, trustedKeys: trustedKeys)
+        try self.init(source: source, verifyingStructure: verifyingStructure, trustedKeys: trustedKeys, keying: keying)
     }
 
     /// Opens the archive `source` serves, as ``init(path:verifyingStructure:trustedKeys:)``; the reader owns
@@ -75,12 +82,17 @@ package final class ArchiveReader {
     ///     ``manifestRegion`` (a seeded fetch appends them to what it rebuilds).
     ///   - trustedKeys: when not empty, the root signature is verified from the archive's tail
     ///     before the manifest is read (`Spec/0004 §4.3`), and the walk checks every signature.
+    ///   - keying: the archive's keys (`Spec/0004 §6.6`); nil for a plain archive. The wrong
+    ///     keys are found at the first chunk read (`.checksumMismatch`), not here.
     /// - Throws: also `.untrusted` and `.checksumMismatch` for an archive no trusted key signed.
     package init(
-        source: any ArchiveSource, verifyingStructure: Bool = true, keepingManifestRegion: Bool = false, trustedKeys: [PublicKey] = []
+        source: any ArchiveSource, verifyingStructure: Bool = true, keepingManifestRegion: Bool = false, trustedKeys: [PublicKey] = [],
+        keying given: ChunkKeying?
     ) throws(CairnError) {
         self.path = source.name
         self.source = source
+        // An encrypted archive's keys come from its key block, whatever the caller passed.
+        let keying = (source as? SealedArchiveSource)?.keying ?? given
         // A local file, or the inner archive of a local encrypted one: walked and scanned as a
         // plain local file is, its sealed blocks opened as they are read.
         let local: (any PositionalInput)? =
@@ -108,7 +120,7 @@ package final class ArchiveReader {
                     // What the stream reader says first (an earlier bad signature, an unsigned
                     // archive at the record after commit 0) is what the seekable one says too.
                     guard let local else { throw error }
-                    throw ArchiveReader.firstTrustProblem(local, rootProblem: error, trustedKeys: trustedKeys)
+                    throw ArchiveReader.firstTrustProblem(local, rootProblem: error, trustedKeys: trustedKeys, keying: keying)
                 }
             }
             let manifest: Manifest
@@ -121,15 +133,17 @@ package final class ArchiveReader {
                     source, footer: footer, bodyOffset: headerEnd, fileSize: size, version: version)
             } catch {
                 guard let local else { throw error }
-                throw ArchiveReader.fallBackToScanning(local, footerProblem: error, tail: tail, trustedKeys: trustedKeys)
+                throw ArchiveReader.fallBackToScanning(
+                    local, footerProblem: error, tail: tail, trustedKeys: trustedKeys, keying: keying)
             }
             if walking, let local {
                 do throws(CairnError) {
-                    try ArchiveReader.walk(local, fileSize: size, against: manifest, trustedKeys: trustedKeys)
+                    try ArchiveReader.walk(local, fileSize: size, against: manifest, trustedKeys: trustedKeys, keying: keying)
                 } catch {
                     // A manifest that disagrees with the records may be a forgery inside a
                     // truncated archive: scanning tells, and otherwise names the same problem.
-                    throw ArchiveReader.fallBackToScanning(local, footerProblem: error, tail: tail, trustedKeys: trustedKeys)
+                    throw ArchiveReader.fallBackToScanning(
+                        local, footerProblem: error, tail: tail, trustedKeys: trustedKeys, keying: keying)
                 }
             } else {
                 var rules = EntryRules()
@@ -146,6 +160,8 @@ package final class ArchiveReader {
             self.manifestRegion = keepingManifestRegion ? region : nil
             self.verifiedSigner = signer
             self.trustedKeys = trustedKeys
+            self.keying = keying
+            self.idFunction = ChunkIDFunction(keying: keying)
         } catch {
             source.close()
             throw error.withPath(source.name)
@@ -154,9 +170,11 @@ package final class ArchiveReader {
 
     /// The structural walk (§13.1 step 5): the records from offset 0 to the end, chunk payloads
     /// skipped, through the one checker, comparing each with `manifest`.
-    private static func walk(_ fd: any PositionalInput, fileSize: UInt64, against manifest: Manifest, trustedKeys: [PublicKey]) throws(CairnError) {
+    private static func walk(
+        _ fd: any PositionalInput, fileSize: UInt64, against manifest: Manifest, trustedKeys: [PublicKey], keying: ChunkKeying?
+    ) throws(CairnError) {
         let stream = RecordStream(skippingChunkPayloadsOf: fd, fileSize: fileSize)
-        let scanner = ArchiveScanner(verifyingChainDigests: false, checkingAgainst: manifest, trustedKeys: trustedKeys)
+        let scanner = ArchiveScanner(verifyingChainDigests: false, checkingAgainst: manifest, trustedKeys: trustedKeys, keying: keying)
         try scanner.start(stream)
         try scanner.run(over: stream, until: .atFooter { CairnError(.truncated, "the records end before the footer", offset: $0) })
     }
@@ -168,12 +186,12 @@ package final class ArchiveReader {
     /// - Parameter tail: where the manifest and footer begin; a corruption the scan finds from
     ///   there on is the footer's problem, reported as such.
     private static func fallBackToScanning(
-        _ fd: any PositionalInput, footerProblem: CairnError, tail: UInt64, trustedKeys: [PublicKey] = []
+        _ fd: any PositionalInput, footerProblem: CairnError, tail: UInt64, trustedKeys: [PublicKey], keying: ChunkKeying?
     ) -> CairnError {
         let scanned: CairnError
         var verified: UInt64 = 0
         let stream = RecordStream(input: PositionalByteInput(fd))
-        let scanner = ArchiveScanner(trustedKeys: trustedKeys)
+        let scanner = ArchiveScanner(trustedKeys: trustedKeys, keying: keying)
         do throws(CairnError) {
             try scanner.start(stream)
             try scanner.run(over: stream, until: .atFooter { CairnError(.truncated, "the records end without a footer", offset: $0) })
@@ -204,10 +222,12 @@ package final class ArchiveReader {
     /// read finds (an unsigned archive at the record after commit 0, an earlier signature that
     /// does not verify), so that the seekable and streaming readers refuse alike; `rootProblem`
     /// when that read finds nothing earlier.
-    private static func firstTrustProblem(_ fd: any PositionalInput, rootProblem: CairnError, trustedKeys: [PublicKey]) -> CairnError {
+    private static func firstTrustProblem(
+        _ fd: any PositionalInput, rootProblem: CairnError, trustedKeys: [PublicKey], keying: ChunkKeying?
+    ) -> CairnError {
         do throws(CairnError) {
             let stream = RecordStream(input: PositionalByteInput(fd))
-            let scanner = ArchiveScanner(trustedKeys: trustedKeys)
+            let scanner = ArchiveScanner(trustedKeys: trustedKeys, keying: keying)
             try scanner.start(stream)
             try scanner.run(over: stream, until: .unchecked)
         } catch {
@@ -284,8 +304,9 @@ package final class ArchiveReader {
     ///     verifier need not copy the payload out).
     ///   - range: where the payload lies in `payload`; nil: all of it.
     ///   - offset: the record's archive offset, for errors.
+    ///   - ids: the archive's chunk id rule (SHA-256, or keyed, `Spec/0004-trusted-archives.md §6.6`).
     package static func decodeChunk(
-        _ payload: [UInt8], range: Range<Int>? = nil, expected: Digest?, rawLength: Int?, offset: UInt64,
+        _ payload: [UInt8], range: Range<Int>? = nil, expected: Digest?, rawLength: Int?, offset: UInt64, ids: ChunkIDFunction,
         using decompressor: ChunkDecompressor, into destination: UnsafeMutableRawBufferPointer
     ) throws(CairnError) {
         let bounds = range ?? 0..<payload.count
@@ -305,19 +326,19 @@ package final class ArchiveReader {
         try payload.withBytes { (raw) throws(CairnError) in
             try decodeChunk(
                 prefix, stored: UnsafeRawBufferPointer(rebasing: raw[(bounds.lowerBound + ChunkRecordPrefix.length)..<bounds.upperBound]),
-                offset: offset, using: decompressor, into: destination)
+                offset: offset, ids: ids, using: decompressor, into: destination)
         }
     }
 
     /// Decodes a chunk record's stored bytes, whose prefix `prefix` has been decoded, into
-    /// `destination` and checks their SHA-256 against its id: the one content check of
-    /// ``decodeChunk(_:range:expected:rawLength:offset:using:into:)``, for a caller that holds the
-    /// record's bytes in its own memory.
+    /// `destination` and checks their id by the archive's rule `ids` against the record's: the
+    /// one content check of ``decodeChunk(_:range:expected:rawLength:offset:ids:using:into:)``,
+    /// for a caller that holds the record's bytes in its own memory.
     ///
-    /// - Throws: as ``decodeChunk(_:range:expected:rawLength:offset:using:into:)``, naming `offset`
-    ///   (the record's).
+    /// - Throws: as ``decodeChunk(_:range:expected:rawLength:offset:ids:using:into:)``, naming
+    ///   `offset` (the record's).
     package static func decodeChunk(
-        _ prefix: ChunkRecordPrefix, stored: UnsafeRawBufferPointer, offset: UInt64, using decompressor: ChunkDecompressor,
+        _ prefix: ChunkRecordPrefix, stored: UnsafeRawBufferPointer, offset: UInt64, ids: ChunkIDFunction, using decompressor: ChunkDecompressor,
         into destination: UnsafeMutableRawBufferPointer
     ) throws(CairnError) {
         guard destination.count >= prefix.rawLength else {
@@ -332,7 +353,7 @@ package final class ArchiveReader {
             e.message = "chunk \(prefix.id): \(e.message)"
             throw e
         }
-        let actual = try SHA256.hash(UnsafeRawBufferPointer(out))
+        let actual = try ids.id(of: UnsafeRawBufferPointer(out))
         guard actual == prefix.id else {
             throw CairnError(
                 .checksumMismatch, "chunk content does not match its id (expected \(prefix.id), got \(actual))",

@@ -112,7 +112,7 @@ extension ArchiveScanner {
         }
         let firstChunk = low
         let pack = try PackContent.read(
-            payload: record.payload, offset: offset, chunkCount: UInt64(firstChunk), readingContent: false, using: decompressor)
+            payload: record.payload, offset: offset, chunkCount: UInt64(firstChunk), contentIDs: nil, using: decompressor)
         guard packRow.firstEntry <= manifest.entries.count else {
             throw CairnError(.corrupted, "the manifest's rows for pack \(packIndex) disagree with its record", offset: offset)
         }

@@ -132,6 +132,13 @@ package final class ArchiveScanner {
     /// Whether ``Event/chunk(id:payload:offset:)`` carries the payload (a copy per chunk).
     private let emitsChunkPayloads: Bool
 
+    /// The archive's keys, which its chunk records' readers take from here
+    /// (`Spec/0004-trusted-archives.md §6.6`); nil for a plain archive.
+    package let keying: ChunkKeying?
+    /// The archive's chunk id rule: packs' inline chunks are checked by it here, chunk records by
+    /// the callers (``ChunkVerifier``, ``StreamExtractor``) with the same rule.
+    package let idFunction: ChunkIDFunction
+
     /// - Parameters:
     ///   - verifyingChainDigests: recompute and check every commit's and the footer's chain digest
     ///     (§10.3); off only where the bytes are not all read (the structural walk).
@@ -140,10 +147,13 @@ package final class ArchiveScanner {
     ///     it describes as soon as that record is read.
     ///   - trustedKeys: the keys a signature must verify under (`Spec/0004 §4`); empty: the
     ///     signature records' placement only is checked (§3.3).
+    ///   - keying: the archive's keys (`Spec/0004 §6.6`); nil for a plain archive.
     package init(
         verifyingChainDigests: Bool = true, emittingChunkPayloads: Bool = false, checkingAgainst reference: Manifest? = nil,
-        trustedKeys: [PublicKey] = []
+        trustedKeys: [PublicKey] = [], keying: ChunkKeying?
     ) {
+        self.keying = keying
+        idFunction = ChunkIDFunction(keying: keying)
         signatures = SignatureChecks(trustedKeys: trustedKeys)
         verifiesChainDigests = verifyingChainDigests
         emitsChunkPayloads = emittingChunkPayloads
@@ -629,7 +639,7 @@ package final class ArchiveScanner {
         let payloadLength = record.header.length
         let pack = try PackContent.read(
             payload: record.payload, payloadLength: payloadLength, offset: offset, chunkCount: UInt64(chunkCount),
-            readingContent: !record.isPayloadSkipped, using: decompressor)
+            contentIDs: record.isPayloadSkipped ? nil : idFunction, using: decompressor)
         let (prefix, items, content, inlineIDs) = (pack.prefix, pack.items, pack.content, pack.inlineIDs)
         var nextInline = 0
         let packIndex = expected.packs.count

@@ -55,6 +55,8 @@ package final class CheckedRecordStream {
     private let window: Int
     /// Chunk records that end at or before this offset are not decompressed and hashed.
     private let trustedBelow: UInt64
+    /// The archive's chunk id rule, by which chunk records' contents are checked.
+    private let idFunction: ChunkIDFunction
     /// The archive offset of the next record to cut out of the blocks.
     private var cutOffset: UInt64
     /// The end of the last record returned: where the next one starts.
@@ -78,11 +80,14 @@ package final class CheckedRecordStream {
     ///   - leading: bytes that come before the source's (read ahead by a ``RecordStream``).
     ///   - trustingContentBelow: chunk records that end at or before this offset are not
     ///     decompressed and hashed (their CRC-32 and digest still are).
+    ///   - ids: the archive's chunk id rule (`Spec/0004-trusted-archives.md §6.6`).
     ///   - window: blocks checked at once (8: both cores stay busy while one block waits for its
     ///     turn).
     package init(
-        source: any ByteBlockSource, offset: UInt64, leading: [UInt8] = [], trustingContentBelow trusted: UInt64 = 0, window: Int = 8
+        source: any ByteBlockSource, offset: UInt64, leading: [UInt8] = [], trustingContentBelow trusted: UInt64 = 0,
+        ids: ChunkIDFunction, window: Int = 8
     ) {
+        self.idFunction = ids
         self.source = source
         self.cutOffset = offset
         self.offset = offset
@@ -191,7 +196,7 @@ package final class CheckedRecordStream {
             if !batch.slices.isEmpty {
                 let slices = batch.slices
                 let trusted = trustedBelow
-                batch.task = Self.startChecks(slices, trustingContentBelow: trusted, buffers: buffers)
+                batch.task = Self.startChecks(slices, trustingContentBelow: trusted, ids: idFunction, buffers: buffers)
             }
             pending.append(batch)
         }
@@ -256,11 +261,13 @@ package final class CheckedRecordStream {
     }
 
     /// Starts a detached task that checks `slices`.
-    private static func startChecks(_ slices: [Slice], trustingContentBelow trusted: UInt64, buffers: DecodeBuffers) -> Task<[Check], Never> {
+    private static func startChecks(
+        _ slices: [Slice], trustingContentBelow trusted: UInt64, ids: ChunkIDFunction, buffers: DecodeBuffers
+    ) -> Task<[Check], Never> {
         Task.detached {
             var buffer = buffers.take()
             defer { buffers.give(buffer) }
-            return check(slices, trustingContentBelow: trusted, buffer: &buffer)
+            return check(slices, trustingContentBelow: trusted, ids: ids, buffer: &buffer)
         }
     }
 
@@ -276,7 +283,9 @@ package final class CheckedRecordStream {
 
     /// Checks `slices` (one task's share): returns one ``Check`` per record, or fewer when
     /// cancelled.
-    private static func check(_ slices: [Slice], trustingContentBelow trusted: UInt64, buffer: inout ByteBlock) -> [Check] {
+    private static func check(
+        _ slices: [Slice], trustingContentBelow trusted: UInt64, ids: ChunkIDFunction, buffer: inout ByteBlock
+    ) -> [Check] {
         var checks: [Check] = []
         checks.reserveCapacity(slices.count)
         let decompressor = ChunkDecompressor()
@@ -288,7 +297,7 @@ package final class CheckedRecordStream {
             check.digest = Result { () throws(CairnError) in try SHA256.hash(raw) }
             if slice.header.type == .chunk, check.crcFailure == nil, slice.offset + UInt64(raw.count) > trusted {
                 do throws(CairnError) {
-                    try checkContent(raw, offset: slice.offset, using: decompressor, buffer: &buffer)
+                    try checkContent(raw, offset: slice.offset, ids: ids, using: decompressor, buffer: &buffer)
                 } catch {
                     check.contentFailure = error
                 }
@@ -301,7 +310,7 @@ package final class CheckedRecordStream {
     /// Decodes the chunk record `framed` and checks its content against its id, in `buffer`
     /// (grown to the declared raw length, at most ``FormatLimits/maximumChunkLength``).
     private static func checkContent(
-        _ framed: UnsafeRawBufferPointer, offset: UInt64, using decompressor: ChunkDecompressor,
+        _ framed: UnsafeRawBufferPointer, offset: UInt64, ids: ChunkIDFunction, using decompressor: ChunkDecompressor,
         buffer: inout ByteBlock
     ) throws(CairnError) {
         let payloadEnd = framed.count - RecordFraming.trailerLength
@@ -314,7 +323,7 @@ package final class CheckedRecordStream {
         let prefix = try ChunkRecordPrefix.decode(&r, storedLength: payloadEnd - prefixEnd)
         if buffer.capacity < prefix.rawLength { buffer = ByteBlock(capacity: prefix.rawLength) }
         try ArchiveReader.decodeChunk(
-            prefix, stored: UnsafeRawBufferPointer(rebasing: framed[prefixEnd..<payloadEnd]), offset: offset, using: decompressor,
-            into: buffer.bytes)
+            prefix, stored: UnsafeRawBufferPointer(rebasing: framed[prefixEnd..<payloadEnd]), offset: offset, ids: ids,
+            using: decompressor, into: buffer.bytes)
     }
 }

@@ -123,7 +123,8 @@ extension ChunkLocations {
     ///
     /// - Parameters:
     ///   - location: the staged file (or scratch file), offset and length.
-    ///   - id: the SHA-256 the bytes must have.
+    ///   - id: the id the bytes must have.
+    ///   - ids: the archive's chunk id rule.
     ///   - staging: the staging directory the file's path is relative to.
     ///   - open: the file being written, as its path and descriptor: a location in it is read
     ///     through that descriptor.
@@ -132,7 +133,8 @@ extension ChunkLocations {
     /// - Throws: `.checksumMismatch` naming `entryPath` when the bytes read back are short or
     ///   hash to another id; `.io` when the file cannot be opened or read.
     static func readBack(
-        _ location: Location, id: Digest, staging: StagingDirectory, open: (path: [UInt8], fd: FileDescriptor), entryPath: String
+        _ location: Location, id: Digest, ids: ChunkIDFunction, staging: StagingDirectory, open: (path: [UInt8], fd: FileDescriptor),
+        entryPath: String
     ) throws(CairnError) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: location.length)
         let got: Int
@@ -152,7 +154,7 @@ extension ChunkLocations {
                 }
             }
         }
-        guard got == location.length, try SHA256.hash(bytes) == id else {
+        guard got == location.length, try ids.id(of: bytes) == id else {
             throw CairnError(
                 .checksumMismatch, "chunk \(id) read back from \(PathBytes.display(location.path)) no longer matches",
                 path: entryPath)
@@ -164,8 +166,8 @@ extension ChunkLocations {
 extension ChunkLocations {
     /// How many of a file's chunk references, from its first, the file an interrupted extraction
     /// left at `path` in the staging directory holds verified (`Spec/0003 §4`): each whole chunk
-    /// is read back with ``readBack(_:id:staging:open:entryPath:)`` and counts only if its SHA-256
-    /// is its manifest id; the count ends at the first chunk that is short, differs or is packed
+    /// is read back with ``readBack(_:id:ids:staging:open:entryPath:)`` and counts only if its id
+    /// (by `ids`) is its manifest id; the count ends at the first chunk that is short, differs or is packed
     /// (a packed chunk's row holds no id of its own). A file holding some is made writable by
     /// its owner (mode 0600), so the rest can be appended after them.
     ///
@@ -173,11 +175,12 @@ extension ChunkLocations {
     ///   - path: the staged path of the file, relative to the staging root.
     ///   - references: the file's chunk references (indices into `chunks`), in order.
     ///   - chunks: the manifest's chunk table.
+    ///   - ids: the archive's chunk id rule.
     ///   - staging: the staging directory.
     /// - Returns: the number of leading references held, 0 when there is no such file or it
     ///   cannot be read or made writable. Never throws: what cannot be verified is fetched again.
     static func verifiedPrefix(
-        of path: [UInt8], references: ArraySlice<UInt32>, chunks: [Manifest.ChunkRow], staging: StagingDirectory
+        of path: [UInt8], references: ArraySlice<UInt32>, chunks: [Manifest.ChunkRow], ids: ChunkIDFunction, staging: StagingDirectory
     ) -> Int {
         guard !references.isEmpty, let fd = try? staging.openStagedFile(path) else { return 0 }
         defer { _ = try? fd.close() }
@@ -187,7 +190,7 @@ extension ChunkLocations {
             guard Int(reference) < chunks.count, chunks[Int(reference)].pack == nil else { break }
             let row = chunks[Int(reference)]
             let location = Location(path: path, scratch: nil, offset: offset, length: Int(row.rawLength))
-            guard (try? readBack(location, id: row.id, staging: staging, open: (path, fd), entryPath: fd.path)) != nil else { break }
+            guard (try? readBack(location, id: row.id, ids: ids, staging: staging, open: (path, fd), entryPath: fd.path)) != nil else { break }
             count += 1
             offset += UInt64(row.rawLength)
         }

@@ -12,6 +12,8 @@ final class ChunkPrefetcher {
         var source: any ArchiveSource
         var path: String
         var chunks: [Manifest.ChunkRow]
+        /// The archive's chunk id rule, by which every chunk read is checked.
+        var idFunction: ChunkIDFunction
         /// Chunk records end before the manifest.
         var limit: UInt64
         /// For a remote source: where every record the manifest knows of starts (entries, chunk
@@ -27,16 +29,18 @@ final class ChunkPrefetcher {
             source = reader.source
             path = reader.path
             chunks = reader.manifest.chunks
+            idFunction = reader.idFunction
             limit = reader.footer.manifestOffset
             if reader.source.isRemote { recordStarts = ArchiveReader.recordStarts(of: reader.manifest, end: limit) }
         }
 
         /// A local archive's `chunks`, whose records all end before `limit` (no record starts
         /// are needed: a local pack record is read by its own length).
-        init(source: any ArchiveSource, path: String, chunks: [Manifest.ChunkRow], limit: UInt64) {
+        init(source: any ArchiveSource, path: String, chunks: [Manifest.ChunkRow], limit: UInt64, ids: ChunkIDFunction) {
             self.source = source
             self.path = path
             self.chunks = chunks
+            self.idFunction = ids
             self.limit = limit
         }
 
@@ -86,7 +90,7 @@ final class ChunkPrefetcher {
             var content: [UInt8]
         }
 
-        /// Reads chunk `index`, checks its record and its SHA-256 (for a packed chunk: the whole
+        /// Reads chunk `index`, checks its record and its id (for a packed chunk: the whole
         /// pack's content digest, §7.5), and returns its raw bytes.
         func decode(_ index: Int, using decompressor: ChunkDecompressor, cache: inout PackCache?) throws(CairnError) -> [UInt8] {
             let row = chunks[index]
@@ -101,7 +105,8 @@ final class ChunkPrefetcher {
                         var first = index
                         while first > 0, chunks[first - 1].pack == row.pack { first -= 1 }
                         let pack = try PackContent.read(
-                            payload: record.payload, offset: row.offset, chunkCount: UInt64(first), using: decompressor)
+                            payload: record.payload, offset: row.offset, chunkCount: UInt64(first), contentIDs: idFunction,
+                            using: decompressor)
                         cache = PackCache(offset: row.offset, content: pack.content ?? [])
                     } catch {
                         throw error.withPath(path)
@@ -122,7 +127,7 @@ final class ChunkPrefetcher {
             do {
                 try out.withMutableBytes { (raw) throws(CairnError) in
                     try ArchiveReader.decodeChunk(
-                        record.payload, expected: row.id, rawLength: Int(row.rawLength), offset: row.offset,
+                        record.payload, expected: row.id, rawLength: Int(row.rawLength), offset: row.offset, ids: idFunction,
                         using: decompressor, into: raw)
                 }
             } catch {
@@ -199,7 +204,7 @@ final class ChunkPrefetcher {
     }
 
     /// Chunk `reference` read back from the staged file a reference before wrote it to
-    /// (``ChunkLocations/readBack(_:id:staging:open:entryPath:)``), or, when that file cannot give
+    /// (``ChunkLocations/readBack(_:id:ids:staging:open:entryPath:)``), or, when that file cannot give
     /// it back verified (made unreadable by its mode, changed since), decoded from the archive
     /// again.
     func readBack(
@@ -207,7 +212,8 @@ final class ChunkPrefetcher {
         entryPath: String
     ) throws(CairnError) -> [UInt8] {
         do throws(CairnError) {
-            return try ChunkLocations.readBack(kept.location, id: kept.id, staging: staging, open: open, entryPath: entryPath)
+            return try ChunkLocations.readBack(
+                kept.location, id: kept.id, ids: source.idFunction, staging: staging, open: open, entryPath: entryPath)
         } catch {
             var cache: Source.PackCache?
             return try source.decode(Int(reference), using: ChunkDecompressor(), cache: &cache)

@@ -9,12 +9,12 @@
 /// (``recordSkipped(_:path:)``, ``kept(_:)``, ``recordDecoded(_:bytes:path:offset:)``). A reference
 /// decodes its chunk unless a location of it is kept; a location is kept for the first use of
 /// every chunk used more than once (a packed chunk only when this run wrote it: the manifest
-/// holds no id for it, so its SHA-256 is taken as it is written).
+/// holds no id for it, so its id is computed, by the archive's rule, as it is written).
 ///
 /// - Complexity: memory is one row per chunk used more than once, and one bit per distinct chunk
 ///   while the plan is made.
 struct ChunkReuse {
-    /// Where a kept chunk lies in a staged file, and the SHA-256 its bytes must have there.
+    /// Where a kept chunk lies in a staged file, and the id its bytes must have there.
     struct Kept {
         var location: ChunkLocations.Location
         var id: Digest
@@ -23,6 +23,8 @@ struct ChunkReuse {
     }
 
     private let chunks: [Manifest.ChunkRow]
+    /// The archive's chunk id rule.
+    private let idFunction: ChunkIDFunction
     /// Chunk-table indices used more than once by the files of the extraction (those to write and
     /// those an earlier run completed).
     private let repeated: Set<UInt32>
@@ -33,9 +35,11 @@ struct ChunkReuse {
 
     /// - Parameters:
     ///   - chunks: the manifest's chunk table.
+    ///   - ids: the archive's chunk id rule.
     ///   - references: the chunk references of every file of the extraction, in any order.
-    init(chunks: [Manifest.ChunkRow], references: [ArraySlice<UInt32>]) {
+    init(chunks: [Manifest.ChunkRow], ids: ChunkIDFunction, references: [ArraySlice<UInt32>]) {
         self.chunks = chunks
+        self.idFunction = ids
         var seen = Set<UInt32>()
         var repeated = Set<UInt32>()
         for file in references {
@@ -90,7 +94,7 @@ struct ChunkReuse {
     mutating func recordDecoded(_ reference: UInt32, bytes: [UInt8], path: [UInt8], offset: UInt64) throws(CairnError) {
         guard repeated.contains(reference), kept[reference] == nil else { return }
         let row = chunks[Int(reference)]
-        let id = row.pack == nil ? row.id : try SHA256.hash(bytes)
+        let id = row.pack == nil ? row.id : try idFunction.id(of: bytes)
         kept[reference] = Kept(
             location: ChunkLocations.Location(path: path, scratch: nil, offset: offset, length: bytes.count), id: id,
             isZero: SparseWriter.isZero(bytes))

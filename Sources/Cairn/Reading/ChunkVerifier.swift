@@ -1,7 +1,7 @@
 import Synchronization
 
-/// Checks chunk records' contents (decompression to exactly the declared length, SHA-256 equal
-/// to the id) on every core, for a reader that only needs to know that they are right.
+/// Checks chunk records' contents (decompression to exactly the declared length, the id by the
+/// archive's ``ChunkIDFunction`` equal to the record's) on every core, for a reader that only needs to know that they are right.
 ///
 /// Payloads are grouped into about ``groupBytes`` and each group is checked by its own detached
 /// task; at most ``window`` groups are in flight, so memory stays near `window × groupBytes`.
@@ -10,6 +10,7 @@ import Synchronization
 final class ChunkVerifier {
     private let window: Int
     private let groupBytes: Int
+    private let idFunction: ChunkIDFunction
     private var group: [(framed: [UInt8], offset: UInt64)] = []
     private var groupSize = 0
     /// The groups being checked, in archive order: each one's task, the offset of its first
@@ -25,7 +26,8 @@ final class ChunkVerifier {
     /// The most failures kept.
     let limit = 100
 
-    init(window: Int = 4, groupBytes: Int = 2 << 20) {
+    init(ids: ChunkIDFunction, window: Int = 4, groupBytes: Int = 2 << 20) {
+        self.idFunction = ids
         self.window = max(1, window)
         self.groupBytes = groupBytes
     }
@@ -53,6 +55,7 @@ final class ChunkVerifier {
         group = []
         groupSize = 0
         let ended = EndFlag()
+        let ids = idFunction
         let task = Task.detached {
             defer { ended.value.store(true, ordering: .releasing) }
             let decompressor = ChunkDecompressor()
@@ -71,7 +74,7 @@ final class ChunkVerifier {
                 do throws(CairnError) {
                     try buffer.withMutableBytes { (raw) throws(CairnError) in
                         try ArchiveReader.decodeChunk(
-                            framed, range: payload, expected: nil, rawLength: nil, offset: offset, using: decompressor, into: raw)
+                            framed, range: payload, expected: nil, rawLength: nil, offset: offset, ids: ids, using: decompressor, into: raw)
                     }
                 } catch {
                     failed.append(error)

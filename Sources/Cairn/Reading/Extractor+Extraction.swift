@@ -78,7 +78,7 @@ extension Extractor {
         do {
             extractor = try StreamExtractor(
                 staging: staging, options: options, progress: progress, expectedOutput: plan.outputBytes, manifest: reader.manifest,
-                trustedKeys: reader.trustedKeys)
+                trustedKeys: reader.trustedKeys, keying: reader.keying)
         } catch {
             input.cancel()
             throw error
@@ -147,10 +147,10 @@ extension Extractor {
         // Holes: the zero chunk is decoded once, not once per reference (see `writeFile`); and a
         // chunk used again is read back from where it was written (``ChunkReuse``), so its
         // record is read (over HTTP: fetched) once per run.
-        var zeros = RepeatedZeroChunk(chunks: reader.manifest.chunks, maximum: reader.header.chunking.maximum)
+        var zeros = RepeatedZeroChunk(chunks: reader.manifest.chunks, maximum: reader.header.chunking.maximum, ids: reader.idFunction)
         var zerosWhileWriting = zeros
         var reuse = ChunkReuse(
-            chunks: reader.manifest.chunks, references: plan.indices.compactMap(content(of:)).map(reader.references(ofEntry:)))
+            chunks: reader.manifest.chunks, ids: reader.idFunction, references: plan.indices.compactMap(content(of:)).map(reader.references(ofEntry:)))
         var reuseWhileWriting = reuse
         let held = heldPrefixes(of: plan, in: staging, skipping: skipping, options: options)
         var order: [Int] = []
@@ -245,7 +245,7 @@ extension Extractor {
 
     /// The files an interrupted run left in the staging directory at positions from `skipping` on,
     /// mapped to how many chunk references each holds verified from its start
-    /// (``ChunkLocations/verifiedPrefix(of:references:chunks:staging:)``): those chunks are not
+    /// (``ChunkLocations/verifiedPrefix(of:references:chunks:ids:staging:)``): those chunks are not
     /// read (over HTTP: fetched) again. Entries are written in plan order, so the search ends at
     /// the first file the staging directory holds nothing of.
     private func heldPrefixes(
@@ -262,7 +262,7 @@ extension Extractor {
             let references = reader.references(ofEntry: contentIndex)
             if references.isEmpty { continue }
             let count = ChunkLocations.verifiedPrefix(
-                of: entry.pathBytes, references: references, chunks: reader.manifest.chunks, staging: staging)
+                of: entry.pathBytes, references: references, chunks: reader.manifest.chunks, ids: reader.idFunction, staging: staging)
             guard count > 0 else { break }
             held[position] = count
         }

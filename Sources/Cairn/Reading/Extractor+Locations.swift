@@ -38,15 +38,25 @@ extension Extractor {
     public convenience init(
         at location: ArchiveLocation, trustedKeys: [PublicKey] = [], decryption: ArchiveDecryption = ArchiveDecryption()
     ) async throws(CairnError) {
+        try await self.init(at: location, trustedKeys: trustedKeys, decryption: decryption, keying: nil)
+    }
+
+    /// ``init(at:trustedKeys:decryption:)``, and for a keyed archive read without its envelope
+    /// (tests), the `keying` its chunk ids are checked under (`Spec/0004-trusted-archives.md
+    /// §6.6`). An encrypted archive's keying comes from its key block, never from here.
+    package convenience init(
+        at location: ArchiveLocation, trustedKeys: [PublicKey] = [], decryption: ArchiveDecryption = ArchiveDecryption(),
+        keying: ChunkKeying?
+    ) async throws(CairnError) {
         switch location {
         case .file(let path) where decryption.isEmpty:
-            try self.init(reader: ArchiveReader(path: path, trustedKeys: trustedKeys))
+            try self.init(reader: ArchiveReader(path: path, trustedKeys: trustedKeys, keying: keying))
         case .file, .http, .object:
             let outer = try await location.openRandomAccess()
             // Opening the key block reads the envelope (a range request for a remote archive).
             let source = try await DedicatedThread.run { () throws(CairnError) in try decryption.open(outer) }
             let reader = try await DedicatedThread.run { () throws(CairnError) in
-                do throws(CairnError) { return try ArchiveReader(source: source, trustedKeys: trustedKeys) } catch {
+                do throws(CairnError) { return try ArchiveReader(source: source, trustedKeys: trustedKeys, keying: keying) } catch {
                     source.close()
                     throw error
                 }
@@ -74,7 +84,15 @@ extension Extractor {
         at location: ArchiveLocation, trustedKeys: [PublicKey] = [], decryption: ArchiveDecryption = ArchiveDecryption(),
         _ body: (Extractor) async throws -> R
     ) async throws -> R {
-        let extractor = try await Extractor(at: location, trustedKeys: trustedKeys, decryption: decryption)
+        try await withExtractor(at: location, trustedKeys: trustedKeys, decryption: decryption, keying: nil, body)
+    }
+
+    /// ``withExtractor(at:trustedKeys:decryption:_:)`` of a keyed archive (`Spec/0004 §6.6`).
+    nonisolated(nonsending) package static func withExtractor<R>(
+        at location: ArchiveLocation, trustedKeys: [PublicKey] = [], decryption: ArchiveDecryption = ArchiveDecryption(),
+        keying: ChunkKeying?, _ body: (Extractor) async throws -> R
+    ) async throws -> R {
+        let extractor = try await Extractor(at: location, trustedKeys: trustedKeys, decryption: decryption, keying: keying)
         defer { extractor.close() }
         return try await body(extractor)
     }
@@ -99,18 +117,26 @@ extension Extractor {
     nonisolated(nonsending) public static func verifyArchive(
         at location: ArchiveLocation, trustedKeys: [PublicKey] = [], decryption: ArchiveDecryption = ArchiveDecryption()
     ) async throws -> VerificationReport {
+        try await verifyArchive(at: location, trustedKeys: trustedKeys, decryption: decryption, keying: nil)
+    }
+
+    /// ``verifyArchive(at:trustedKeys:decryption:)`` of a keyed archive (`Spec/0004 §6.6`).
+    nonisolated(nonsending) package static func verifyArchive(
+        at location: ArchiveLocation, trustedKeys: [PublicKey] = [], decryption: ArchiveDecryption = ArchiveDecryption(),
+        keying: ChunkKeying?
+    ) async throws -> VerificationReport {
         if !decryption.isEmpty {
             let outer = try await location.openSequential()
             let input = try await DedicatedThread.run { () throws(CairnError) in try decryption.open(outer, name: location.name) }
-            return try await verify(input, path: location.name, trustedKeys: trustedKeys)
+            return try await verify(input, path: location.name, trustedKeys: trustedKeys, keying: input.keying)
         }
         switch location {
         case .file(let path):
             let fd = try FileDescriptor.open(path, flags: O_RDONLY)
             defer { _ = try? fd.close() }
-            return try await verify(descriptor: fd, path: path, seekToStart: false, trustedKeys: trustedKeys)
+            return try await verify(descriptor: fd, path: path, seekToStart: false, trustedKeys: trustedKeys, keying: keying)
         case .http, .object:
-            return try await verify(location.openSequential(), path: location.name, trustedKeys: trustedKeys)
+            return try await verify(location.openSequential(), path: location.name, trustedKeys: trustedKeys, keying: keying)
         }
     }
 }

@@ -30,20 +30,21 @@ extension Extractor {
         progress: Progress? = nil, trustedKeys: [PublicKey] = [], checkingHeader check: (ArchiveHeader) throws -> Void
     ) async throws -> VerificationReport {
         try await extractStream(
-            from: input, to: destination, options: options, progress: progress, trustedKeys: trustedKeys,
+            from: input, to: destination, options: options, progress: progress, trustedKeys: trustedKeys, keying: nil,
             checkingSignedHeader: { header, _ in try check(header) })
     }
 
     /// ``extractStream(from:to:options:progress:trustedKeys:checkingHeader:)`` whose `check` also
-    /// gets the key id of the signature that verified (nil without trusted keys).
+    /// gets the key id of the signature that verified (nil without trusted keys), of a keyed
+    /// archive when `keying` is given (`Spec/0004-trusted-archives.md §6.6`).
     nonisolated(nonsending) package static func extractStream(
         from input: FileHandle, to destination: URL, options: ExtractionOptions = ExtractionOptions(),
-        progress: Progress? = nil, trustedKeys: [PublicKey] = [],
+        progress: Progress? = nil, trustedKeys: [PublicKey] = [], keying: ChunkKeying?,
         checkingSignedHeader check: (ArchiveHeader, SigningKeyID?) throws -> Void
     ) async throws -> VerificationReport {
         let descriptor = FileDescriptor(rawValue: input.fileDescriptor, path: "<input>")
         let stream = RecordStream(descriptor: descriptor)
-        let scanner = ArchiveScanner(emittingChunkPayloads: true, checkingAgainst: nil, trustedKeys: trustedKeys)
+        let scanner = ArchiveScanner(emittingChunkPayloads: true, checkingAgainst: nil, trustedKeys: trustedKeys, keying: keying)
         let events: [ArchiveScanner.Event]
         do {
             events = try scanner.startWithSignedHeader(stream)
@@ -56,7 +57,7 @@ extension Extractor {
         try check(header, scanner.isTrusting ? scanner.signerKeyID : nil)
         let staging = try StagingDirectory(for: PathBytes.fileSystemPath(destination), options: options)
         let extractor = try StreamExtractor(
-            staging: staging, options: options, progress: progress, startedScanner: scanner, startEvents: events)
+            staging: staging, options: options, progress: progress, startedScanner: scanner, startEvents: events, keying: keying)
         return try await extractor.run(stream)
     }
 }

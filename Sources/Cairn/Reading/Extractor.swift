@@ -44,9 +44,13 @@ public final class Extractor {
     /// and reads its manifest; the extractor owns the source and closes it in ``close()``.
     ///
     /// - Throws: as ``init(at:trustedKeys:decryption:)``, naming the source's path or URL.
-    package init(source: any ArchiveSource, trustedKeys: [PublicKey] = []) throws(CairnError) {
-        reader = try ArchiveReader(source: source, trustedKeys: trustedKeys)
+    package init(source: any ArchiveSource, trustedKeys: [PublicKey] = [], keying: ChunkKeying?) throws(CairnError) {
+        reader = try ArchiveReader(source: source, trustedKeys: trustedKeys, keying: keying)
     }
+
+    /// The archive's chunk keys, as it was opened with (`Spec/0004-trusted-archives.md §6.6`):
+    /// `diff` cuts and hashes local files with them. Nil for a plain archive.
+    package var keying: ChunkKeying? { reader.keying }
 
     /// Closes the archive file.
     public func close() {
@@ -87,7 +91,9 @@ public final class Extractor {
             let hasher = SHA256()
             for reference in reader.references(ofEntry: index) {
                 let chunk = manifest.chunks[Int(reference)]
-                let id = chunk.pack == nil ? chunk.id : try SHA256.hash(try source.decode(Int(reference), using: decompressor, cache: &cache))
+                let id =
+                    chunk.pack == nil
+                    ? chunk.id : try reader.idFunction.id(of: try source.decode(Int(reference), using: decompressor, cache: &cache))
                 id.withUnsafeBytes { hasher.update($0) }
             }
             result[index].contentDigest = try hasher.finalize()
@@ -134,17 +140,20 @@ public final class Extractor {
     /// - Returns: what was verified.
     /// - Throws: the first problem found, naming its offset.
     nonisolated(nonsending) public func verify() async throws -> VerificationReport {
-        try await Extractor.verify(reader.source.openSequential(), path: reader.path, trustedKeys: reader.trustedKeys)
+        try await Extractor.verify(
+            reader.source.openSequential(), path: reader.path, trustedKeys: reader.trustedKeys, keying: reader.keying)
     }
 
     /// Verifies the archive read once from `input` front to back, then tells a clean end of its
     /// bytes from a cut one (a remote transfer's error explains a truncation).
     nonisolated(nonsending) package static func verify(
-        _ input: SequentialArchiveBytes, path: String, trustedKeys: [PublicKey] = []
+        _ input: SequentialArchiveBytes, path: String, trustedKeys: [PublicKey] = [], keying: ChunkKeying?
     ) async throws -> VerificationReport {
         let report: VerificationReport
         do {
-            report = try await verify(descriptor: input.descriptor, path: path, seekToStart: false, trustedKeys: trustedKeys)
+            // The inner archive of an encrypted one carries its own keys.
+            report = try await verify(
+                descriptor: input.descriptor, path: path, seekToStart: false, trustedKeys: trustedKeys, keying: input.keying ?? keying)
         } catch {
             throw Extractor.ending(input, after: error, path: path)
         }
@@ -172,10 +181,10 @@ public final class Extractor {
 
     /// Verifies the archive read from `descriptor` front to back (a file or a pipe).
     nonisolated(nonsending) package static func verify(
-        descriptor: FileDescriptor, path: String, seekToStart: Bool, trustedKeys: [PublicKey] = []
+        descriptor: FileDescriptor, path: String, seekToStart: Bool, trustedKeys: [PublicKey] = [], keying: ChunkKeying?
     ) async throws -> VerificationReport {
         if seekToStart { try descriptor.seek(to: 0) }
-        return try await verify(input: descriptor, path: path, trustedKeys: trustedKeys)
+        return try await verify(input: descriptor, path: path, trustedKeys: trustedKeys, keying: keying)
     }
 
     /// Verifies the archive read from `input` front to back (a descriptor, or a fetch's
@@ -184,9 +193,9 @@ public final class Extractor {
     /// - Returns: what was verified.
     /// - Throws: the first problem found, naming `path` and its offset.
     nonisolated(nonsending) package static func verify(
-        input: any ByteInput, path: String, trustedKeys: [PublicKey] = []
+        input: any ByteInput, path: String, trustedKeys: [PublicKey] = [], keying: ChunkKeying?
     ) async throws -> VerificationReport {
-        try await StreamVerifier(path: path, trustedKeys: trustedKeys).verify(input)
+        try await StreamVerifier(path: path, trustedKeys: trustedKeys, keying: keying).verify(input)
     }
 }
 

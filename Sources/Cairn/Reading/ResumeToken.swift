@@ -111,21 +111,29 @@ extension Extractor {
     nonisolated(nonsending) public static func verifyPrefix(
         at location: ArchiveLocation, trustedKeys: [PublicKey] = []
     ) async throws -> PrefixVerification {
+        try await verifyPrefix(at: location, trustedKeys: trustedKeys, keying: nil)
+    }
+
+    /// ``verifyPrefix(at:trustedKeys:)`` of a keyed archive (`Spec/0004 §6.6`): packs' inline
+    /// chunks are checked under `keying`.
+    nonisolated(nonsending) package static func verifyPrefix(
+        at location: ArchiveLocation, trustedKeys: [PublicKey] = [], keying: ChunkKeying?
+    ) async throws -> PrefixVerification {
         let path = try location.requireFile(for: "the archive")
         let descriptor = try FileDescriptor.open(path, flags: 0)
         defer { _ = try? descriptor.close() }
-        return try await verifyPrefix(reading: descriptor, path: path, trustedKeys: trustedKeys)
+        return try await verifyPrefix(reading: descriptor, path: path, trustedKeys: trustedKeys, keying: keying)
     }
 
     /// ``verifyPrefix(at:trustedKeys:)`` of the bytes `descriptor` reads (a file, or standard input), named
     /// `path` in errors.
     nonisolated(nonsending) package static func verifyPrefix(
-        reading descriptor: FileDescriptor, path: String, trustedKeys: [PublicKey] = []
+        reading descriptor: FileDescriptor, path: String, trustedKeys: [PublicKey] = [], keying: ChunkKeying?
     ) async throws -> PrefixVerification {
         let stream = RecordStream(descriptor: descriptor)
         // The chain digests bind every byte of the prefix to its commits, which is what a
         // transfer needs; chunk contents are checked again on extraction or by `verify`.
-        let scanner = ArchiveScanner(trustedKeys: trustedKeys)
+        let scanner = ArchiveScanner(trustedKeys: trustedKeys, keying: keying)
         do {
             try scanner.start(stream)
         } catch {

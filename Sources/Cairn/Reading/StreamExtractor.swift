@@ -70,12 +70,13 @@ final class StreamExtractor {
     init(
         staging: StagingDirectory, options: ExtractionOptions, progress: Progress?, expectedOutput: UInt64? = nil,
         manifest: Manifest? = nil, startedScanner: ArchiveScanner? = nil, startEvents: [ArchiveScanner.Event] = [],
-        trustedKeys: [PublicKey] = []
+        trustedKeys: [PublicKey] = [], keying: ChunkKeying?
     ) throws(CairnError) {
         self.manifest = manifest
         self.startEvents = startEvents
         if let manifest { locations.reserveCapacity(manifest.chunks.count) }
-        self.scanner = startedScanner ?? ArchiveScanner(emittingChunkPayloads: true, checkingAgainst: manifest, trustedKeys: trustedKeys)
+        self.scanner =
+            startedScanner ?? ArchiveScanner(emittingChunkPayloads: true, checkingAgainst: manifest, trustedKeys: trustedKeys, keying: keying)
         self.staging = staging
         self.options = options
         self.progress = progress
@@ -173,12 +174,13 @@ final class StreamExtractor {
         case .chunk(let id, let payload?, let offset):
             // The scanner has checked the prefix, so this is the real raw length.
             let rawLength = ChunkRecordPrefix.declaredRawLength(inPayload: payload) ?? 1
+            let ids = scanner.idFunction
             pending[id] = Task.detached {
                 let decompressor = ChunkDecompressor()
                 var out = [UInt8](repeating: 0, count: rawLength)
                 try out.withMutableBytes { (raw) throws(CairnError) in
                     try ArchiveReader.decodeChunk(
-                        payload, expected: id, rawLength: rawLength, offset: offset, using: decompressor, into: raw)
+                        payload, expected: id, rawLength: rawLength, offset: offset, ids: ids, using: decompressor, into: raw)
                 }
                 return out
             }
@@ -392,7 +394,8 @@ final class StreamExtractor {
         guard let location = locations[id] else {
             throw CairnError(.corrupted, "reference to chunk \(id), whose bytes were not seen", path: entry.path)
         }
-        return try ChunkLocations.readBack(location, id: id, staging: staging, open: (entry.pathBytes, openFD), entryPath: entry.path)
+        return try ChunkLocations.readBack(
+            location, id: id, ids: scanner.idFunction, staging: staging, open: (entry.pathBytes, openFD), entryPath: entry.path)
     }
 
     /// Symlinks last, then directory modes and times deepest first.
@@ -437,17 +440,19 @@ extension Extractor {
     ) async throws -> VerificationReport {
         let descriptor = FileDescriptor(rawValue: input.fileDescriptor, path: "<input>")
         return try await extractStream(
-            from: descriptor, to: PathBytes.fileSystemPath(destination), options: options, progress: progress, trustedKeys: trustedKeys)
+            from: descriptor, to: PathBytes.fileSystemPath(destination), options: options, progress: progress, trustedKeys: trustedKeys,
+            keying: nil)
     }
 
     /// ``extractStream(from:to:options:progress:trustedKeys:)`` from a descriptor (a pipe: standard input,
     /// or the body of an HTTP transfer), into the file-system path `destination`.
     nonisolated(nonsending) package static func extractStream(
         from descriptor: FileDescriptor, to destination: [UInt8], options: ExtractionOptions, progress: Progress?,
-        trustedKeys: [PublicKey] = []
+        trustedKeys: [PublicKey] = [], keying: ChunkKeying?
     ) async throws -> VerificationReport {
         let staging = try StagingDirectory(for: destination, options: options)
-        let extractor = try StreamExtractor(staging: staging, options: options, progress: progress, trustedKeys: trustedKeys)
+        let extractor = try StreamExtractor(
+            staging: staging, options: options, progress: progress, trustedKeys: trustedKeys, keying: keying)
         do {
             return try await extractor.run(RecordStream(descriptor: descriptor))
         } catch let failure as CairnError where failure.offset != nil {

@@ -28,7 +28,7 @@ package final class StreamVerifier {
     private let path: String
     private let checksOnEveryCore: Bool
     private let scanner: ArchiveScanner
-    private let chunks = ChunkVerifier()
+    private let chunks: ChunkVerifier
     private var stream: RecordStream?
     private var started = false
     /// Chunk records that end at or before this offset are not decompressed and hashed.
@@ -54,14 +54,17 @@ package final class StreamVerifier {
     ///   - onCommit: see ``onCommit``.
     ///   - trustedKeys: the keys a signature must verify under (`Spec/0004-trusted-archives.md
     ///     §4.2`); the verified length is then that of the last verified signature.
+    ///   - keying: the archive's keys (`Spec/0004 §6.6`), by which every chunk id is checked;
+    ///     nil for a plain archive.
     ///   - checkingOnEveryCore: read a 2.0 archive's records after its header with a
     ///     ``CheckedRecordStream`` (their CRC-32s and digests on every core); false: one record at a
     ///     time on this thread, as a 1.x archive is (tests compare the two).
     package init(
         path: String, trustingContentBelow trusted: UInt64 = 0, onCommit: ((_ verified: UInt64, _ contentChecked: UInt64) -> Void)? = nil,
-        trustedKeys: [PublicKey] = [], checkingOnEveryCore: Bool = true
+        trustedKeys: [PublicKey] = [], keying: ChunkKeying?, checkingOnEveryCore: Bool = true
     ) {
-        self.scanner = ArchiveScanner(trustedKeys: trustedKeys)
+        self.scanner = ArchiveScanner(trustedKeys: trustedKeys, keying: keying)
+        self.chunks = ChunkVerifier(ids: scanner.idFunction)
         self.checksOnEveryCore = checkingOnEveryCore
         self.path = path
         self.trustedBelow = trusted
@@ -92,7 +95,8 @@ package final class StreamVerifier {
         self.stream = stream
         if checksOnEveryCore, !scanner.version.isVersion1 {
             let records = CheckedRecordStream(
-                source: InputBlocks(counted), offset: stream.offset, leading: stream.takeBuffered(), trustingContentBelow: trustedBelow)
+                source: InputBlocks(counted), offset: stream.offset, leading: stream.takeBuffered(), trustingContentBelow: trustedBelow,
+                ids: scanner.idFunction)
             let outcome: PrefixOutcome
             do {
                 outcome = try await readCommitted(HeldUntilCommit(records, atSignatures: scanner.isTrusting), stream: stream) { item, events in
@@ -237,7 +241,8 @@ package final class StreamVerifier {
                 }
                 if let blocks, !scanner.version.isVersion1, scanner.footer == nil {
                     let records = CheckedRecordStream(
-                        source: blocks, offset: stream.offset, leading: stream.takeBuffered(), trustingContentBelow: trustedBelow)
+                        source: blocks, offset: stream.offset, leading: stream.takeBuffered(), trustingContentBelow: trustedBelow,
+                ids: scanner.idFunction)
                     checkedRecords = records
                     try await scanner.run(over: records, until: .atFooter(missing: incomplete)) { item, events in
                         try await checked(item, events)

@@ -56,7 +56,7 @@ enum FuzzTarget: String, CaseIterable {
             FuzzScratch.blocking { _ = try? await Extractor.verifyArchive(at: .file(path: input)) }
             FuzzScratch.blocking { _ = try? await Extractor.verifyPrefix(at: .file(path: input)) }
             if let fd = try? FileDescriptor.open(input, flags: O_RDONLY) {
-                _ = try? ArchiveRecovery.scan(fd, path: input)
+                _ = try? ArchiveRecovery.scan(fd, path: input, keying: nil)
                 _ = try? fd.close()
             }
         case .manifest:
@@ -118,7 +118,8 @@ enum EntryDecoders {
             case .chunk?:
                 chunks += 1
             case .pack?:
-                if let pack = try? PackContent.read(payload: payload, offset: UInt64(offset), chunkCount: chunks, using: decompressor) {
+                if let pack = try? PackContent.read(
+                    payload: payload, offset: UInt64(offset), chunkCount: chunks, contentIDs: .sha256, using: decompressor) {
                     chunks += UInt64(pack.items.filter { $0.content == .inline }.count)
                 }
             case .manifest?:
@@ -152,7 +153,7 @@ enum EntryDecoders {
         }
         r = ByteReader(bytes, baseOffset: 0, what: "pack record")
         _ = try? PackRecordPrefix.decode(&r, payloadLength: bytes.count)
-        _ = try? PackContent.read(payload: bytes, offset: 0, chunkCount: 2, using: decompressor)
+        _ = try? PackContent.read(payload: bytes, offset: 0, chunkCount: 2, contentIDs: .sha256, using: decompressor)
         _ = try? Manifest.decodeBody(bytes, offset: 0)
         _ = try? Manifest.decodeSegment(bytes, offset: 0, decompressor: decompressor)
     }
