@@ -1,0 +1,129 @@
+import CairnTestSupport
+import Foundation
+import Glibc
+import Testing
+
+@testable import Cairn
+
+/// `cairn create --recipient` and `--identity` on the reading commands
+/// (`Spec/0004-trusted-archives.md §6`), with identities made by Debian's `age-keygen` and the key
+/// block checked by stock `age -d`: the interop oracles.
+@Suite("Encrypted archives (command line)", .serialized)
+struct EncryptedArchiveCommandLineTests {
+    /// An identity file made by `age-keygen -o` in `directory`, and its recipient (`age-keygen -y`).
+    static func identity(in directory: String, name: String) throws -> (file: String, recipient: String) {
+        let file = directory + "/\(name).txt"
+        let made = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/age-keygen"), ["-o", file], in: directory)
+        try #require(made.status == 0, "age-keygen: \(made.stderr)")
+        let shown = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/age-keygen"), ["-y", file], in: directory)
+        try #require(shown.status == 0, "age-keygen -y: \(shown.stderr)")
+        return (file, shown.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    static func source(_ work: TemporaryDirectory) throws -> String {
+        let source = work.appending("src")
+        var tree = SealedArchiveTests.tree()
+        tree.file("notes/secret-plan.txt", Array("the password is swordfish\n".utf8))
+        try tree.materialize(at: source + "/data")
+        return source
+    }
+
+    @Test("§6: create --recipient with an age-keygen recipient; list, info, verify, extract (file and standard input) with --identity give back the tree; nothing is readable without it")
+    func roundTrip() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-encrypt-cli")
+        defer { work.remove() }
+        let source = try Self.source(work)
+        let (identity, recipient) = try Self.identity(in: work.path, name: "me")
+        let archive = work.appending("e.cairn")
+        let created = try FetchCLI.run(["create", "-q", "--recipient", recipient, "-o", archive, "data"], in: source)
+        try #require(created.status == 0, "\(created.stderr)")
+        let bytes = try RawFileSystem.contents(ofFile: Array(archive.utf8))
+        #expect(Array(bytes[8..<12]) == [3, 0, 0, 0], "§6.2: an encrypted archive is format 3.0")
+        for needle in ["secret-plan", "swordfish", "data/notes"] {
+            let pattern = Array(needle.utf8)
+            #expect(!bytes.indices.dropLast(pattern.count).contains { bytes[$0..<($0 + pattern.count)].elementsEqual(pattern) }, "\(needle) readable")
+        }
+
+        let listed = try FetchCLI.run(["list", "--identity", identity, archive], in: work.path)
+        #expect(listed.status == 0 && listed.stdout.contains("data/notes/secret-plan.txt"), "\(listed.stderr)")
+        #expect(try FetchCLI.run(["info", "--identity", identity, archive], in: work.path).status == 0)
+        let verified = try FetchCLI.run(["verify", "--identity", identity, archive], in: work.path)
+        #expect(verified.status == 0 && verified.stdout.hasPrefix("OK"), "\(verified.stderr)")
+        let original = try TreeSnapshot(at: source + "/data")
+        let extracted = try FetchCLI.run(["extract", "-q", "--identity", identity, archive, "-C", work.appending("out")], in: work.path)
+        #expect(extracted.status == 0, "\(extracted.stderr)")
+        #expect(try TreeSnapshot(at: work.appending("out/data")) == original)
+        let streamed = try ChildProcess.run(
+            FetchCLI.executable, ["extract", "-q", "--identity", identity, "-", "-C", work.appending("stream")], in: work.path,
+            standardInput: archive)
+        #expect(streamed.status == 0, "\(streamed.stderr)")
+        #expect(try TreeSnapshot(at: work.appending("stream/data")) == original)
+
+        let blind = try FetchCLI.run(["list", archive], in: work.path)
+        #expect(blind.status == 1 && blind.stderr.contains("encrypted") && blind.stderr.contains("--identity"), "\(blind.stderr)")
+    }
+
+    @Test("§6.4: stock age -d opens the key block with the age-keygen identity: 97 bytes of version 1, the block key the archive was sealed with")
+    func keyBlockOpensWithStockAge() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-encrypt-cli")
+        defer { work.remove() }
+        let source = try Self.source(work)
+        let (identity, recipient) = try Self.identity(in: work.path, name: "me")
+        let archive = work.appending("e.cairn")
+        try #require(try FetchCLI.run(["create", "-q", "--recipient", recipient, "-o", archive, "data"], in: source).status == 0)
+        let bytes = try RawFileSystem.contents(ofFile: Array(archive.utf8))
+        let record = try #require(GoldenArchive.record(in: bytes, at: 12))
+        #expect(record.type == RecordType.envelope.rawValue)
+        let envelope = try EnvelopeRecord.decode(payload: Array(bytes[20..<(20 + record.length)]), offset: 12)
+        try RawFileSystem.writeFile(Array(work.appending("keyblock.age").utf8), envelope.keyBlock)
+        let opened = try ChildProcess.run(
+            URL(fileURLWithPath: "/usr/bin/age"), ["-d", "-i", identity, "-o", work.appending("secrets"), work.appending("keyblock.age")],
+            in: work.path)
+        try #require(opened.status == 0, "age -d: \(opened.stderr)")
+        let plaintext = try RawFileSystem.contents(ofFile: Array(work.appending("secrets").utf8))
+        let secrets = try ArchiveSecrets.decode(plaintext)
+        // The block key age gave back opens the archive's first block.
+        let layout = try SealedBlockLayout(dataStart: UInt64(20 + record.length + 4), blockSize: UInt64(envelope.blockSize), outerSize: UInt64(bytes.count))
+        let sealer = try BlockSealer(key: secrets.blockKey, archiveID: envelope.archiveID)
+        let first = layout.outerRange(of: 0)
+        var inner = [UInt8](repeating: 0, count: first.count - BlockSealer.overhead)
+        let ok = Array(bytes[Int(first.lowerBound)..<Int(first.upperBound)]).withUnsafeBytes { sealed in
+            inner.withUnsafeMutableBytes { sealer.open(sealed, index: 0, isFinal: layout.blockCount == 1, into: $0) }
+        }
+        #expect(ok)
+        #expect(Array(inner[0..<12]) == Prelude.magic + [2, 0, 1, 0], "the inner archive is a 2.1 archive")
+    }
+
+    @Test("§6.2, §6.4: a stranger's identity, a plain archive given --identity, a passphrase where recipients are: refused with exit 1, nothing extracted")
+    func refusals() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-encrypt-cli")
+        defer { work.remove() }
+        let source = try Self.source(work)
+        let (_, recipient) = try Self.identity(in: work.path, name: "me")
+        let (stranger, _) = try Self.identity(in: work.path, name: "stranger")
+        let archive = work.appending("e.cairn")
+        try #require(try FetchCLI.run(["create", "-q", "--recipient", recipient, "-o", archive, "data"], in: source).status == 0)
+        let foreign = try FetchCLI.run(["extract", "-q", "--identity", stranger, archive, "-C", work.appending("x")], in: work.path)
+        #expect(foreign.status == 1 && foreign.stderr.contains("no identity matches"), "\(foreign.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: work.appending("x/data")))
+        let foreignStream = try ChildProcess.run(
+            FetchCLI.executable, ["extract", "-q", "--identity", stranger, "-", "-C", work.appending("y")], in: work.path,
+            standardInput: archive)
+        #expect(foreignStream.status == 1 && foreignStream.stderr.contains("no identity matches"), "\(foreignStream.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: work.appending("y/data")))
+
+        let plain = work.appending("p.cairn")
+        try #require(try FetchCLI.run(["create", "-q", "-o", plain, "data"], in: source).status == 0)
+        let mine = work.appending("me.txt")
+        let downgraded = try FetchCLI.run(["extract", "-q", "--identity", mine, plain, "-C", work.appending("z")], in: work.path)
+        #expect(downgraded.status == 1 && downgraded.stderr.contains("not encrypted"), "\(downgraded.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: work.appending("z/data")))
+
+        try Data("correct horse\n".utf8).write(to: URL(fileURLWithPath: work.appending("pass")))
+        let both = try FetchCLI.run(
+            ["create", "-q", "--recipient", recipient, "--passphrase-file", work.appending("pass"), "-o", work.appending("b.cairn"), "data"],
+            in: source)
+        #expect(both.status == 2, "\(both.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: work.appending("b.cairn")))
+    }
+}
