@@ -86,7 +86,7 @@ extension ArchiveScanner {
     }
 
     /// Consumes `record`, its events replacing those in `events` (whose storage is reused).
-    private func consume(_ record: RecordStream.Record, collecting events: inout [Event]) throws(CairnError) {
+    func consume(_ record: RecordStream.Record, collecting events: inout [Event]) throws(CairnError) {
         events.removeAll(keepingCapacity: true)
         do {
             try consume(record) { events.append($0) }

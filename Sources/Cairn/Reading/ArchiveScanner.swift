@@ -232,6 +232,7 @@ package final class ArchiveScanner {
     ///   when the input ends first.
     package func startWithSignedHeader(_ stream: RecordStream) throws(CairnError) -> [Event] {
         try start(stream)
+        var all: [Event] = []
         var events: [Event] = []
         // Commit 0 and its prefix signature are the next two records, or the scanner refuses
         // the archive (§3.3 rules 2 and 5): the loop reads at most two.
@@ -239,15 +240,10 @@ package final class ArchiveScanner {
             guard let record = try stream.next() else {
                 throw CairnError(.truncated, "the archive ends before the signature of its header", offset: stream.offset)
             }
-            do {
-                try consume(record) { events.append($0) }
-            } catch let error as CairnError {
-                throw error
-            } catch {
-                throw CairnError(.invalidArgument, "internal error: \(error)")
-            }
+            try consume(record, collecting: &events)
+            all += events
         }
-        return events
+        return all
     }
 
     /// After the footer: the input must end there (§13.2), whatever the extra bytes look like.
