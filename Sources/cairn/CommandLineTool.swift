@@ -59,7 +59,9 @@ enum CommandLineTool {
             Output.out(usage)
             return .success
         case "--version":
-            Output.out("cairn 0.1.0 (writes format \(FormatVersion.current), reads 1.x and 2.x)")
+            Output.out(
+                "cairn 0.1.0 (writes format \(FormatVersion.current), 2.\(Prelude.signedMinorVersion) signed, "
+                    + "\(EnvelopeRecord.majorVersion).\(EnvelopeRecord.minorVersion) encrypted; reads 1.x, 2.x and 3.x)")
             return .success
         default:
             Output.err("cairn: unknown command '\(command)'\n\n\(usage)")
