@@ -1,3 +1,6 @@
+import Dispatch
+import Foundation
+
 /// Writes an encrypted archive (`Spec/0004-trusted-archives.md §6`): the prelude and envelope
 /// record first, then the inner archive's bytes sealed block by block into another sink (a file,
 /// standard output, an object).
@@ -34,17 +37,43 @@ package final class SealingSink: ArchiveSink, LocalFileWritingSink {
         var out = envelope ?? []
         envelope = nil
         pending.append(contentsOf: bytes)
-        var start = 0
         // Seal whole blocks that more bytes follow; the last block waits for finish().
-        while pending.count - start > blockSize {
-            pending.withUnsafeBytes { raw in
-                out.append(contentsOf: sealer.seal(UnsafeRawBufferPointer(rebasing: raw[start..<(start + blockSize)]), index: nextIndex, isFinal: false))
-            }
-            nextIndex += 1
-            start += blockSize
+        let count = (pending.count - 1) / blockSize
+        if count > 0 {
+            out += sealBlocks(count)
+            pending.removeSubrange(0..<(count * blockSize))
         }
-        if start > 0 { pending.removeSubrange(0..<start) }
         if !out.isEmpty { try await base.write(out) }
+    }
+
+    /// The first `count` blocks of `pending`, sealed (none of them final) and numbered from
+    /// `nextIndex`. Blocks are independent, so a run of them is sealed on every core, each thread
+    /// its own share, each block into its own place.
+    private func sealBlocks(_ count: Int) -> [UInt8] {
+        let sealedSize = blockSize + BlockSealer.overhead
+        var sealed = [UInt8](repeating: 0, count: count * sealedSize)
+        let first = nextIndex
+        let workers = count >= 8 ? min(ProcessInfo.processInfo.activeProcessorCount, count / 4) : 1
+        let (sealer, blockSize) = (self.sealer, self.blockSize)
+        pending.withUnsafeBytes { input in
+            sealed.withUnsafeMutableBytes { output in
+                // Each worker reads its own blocks of `input` and writes its own part of
+                // `output`; both outlive concurrentPerform, which returns when every worker has.
+                nonisolated(unsafe) let plaintext = input
+                nonisolated(unsafe) let out = output
+                let share = (count + workers - 1) / workers
+                DispatchQueue.concurrentPerform(iterations: workers) { worker in
+                    for block in (worker * share)..<min(count, (worker + 1) * share) {
+                        sealer.seal(
+                            UnsafeRawBufferPointer(rebasing: plaintext[(block * blockSize)..<((block + 1) * blockSize)]),
+                            index: first + UInt64(block), isFinal: false,
+                            into: UnsafeMutableRawBufferPointer(rebasing: out[(block * sealedSize)..<((block + 1) * sealedSize)]))
+                    }
+                }
+            }
+        }
+        nextIndex += UInt64(count)
+        return sealed
     }
 
     /// Seals the last block as the final one, writes it, and finishes the base sink.

@@ -51,16 +51,23 @@ package struct BlockSealer: Sendable {
     /// - Returns: `nonce ‖ ciphertext ‖ tag`, `plaintext.count + overhead` bytes.
     package func seal(_ plaintext: UnsafeRawBufferPointer, index: UInt64, isFinal: Bool) -> [UInt8] {
         var sealed = [UInt8](repeating: 0, count: plaintext.count + Self.overhead)
-        let data = associatedData(index: index, isFinal: isFinal)
-        sealed.withUnsafeMutableBytes { out in
-            guard let base = out.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
-            randombytes_buf(base, Self.nonceByteCount)
-            let message = plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self)
-            _ = crypto_aead_xchacha20poly1305_ietf_encrypt_detached(
-                base + Self.nonceByteCount, base + Self.nonceByteCount + plaintext.count, nil,
-                message, UInt64(plaintext.count), data, UInt64(data.count), nil, base, key)
-        }
+        sealed.withUnsafeMutableBytes { seal(plaintext, index: index, isFinal: isFinal, into: $0) }
         return sealed
+    }
+
+    /// Seals `plaintext` as block `index` into `sealed`, which must hold exactly
+    /// `plaintext.count + overhead` bytes (several threads may seal blocks at once, each into
+    /// its own region).
+    package func seal(_ plaintext: UnsafeRawBufferPointer, index: UInt64, isFinal: Bool, into sealed: UnsafeMutableRawBufferPointer) {
+        guard sealed.count == plaintext.count + Self.overhead, let base = sealed.baseAddress?.assumingMemoryBound(to: UInt8.self) else {
+            return
+        }
+        let data = associatedData(index: index, isFinal: isFinal)
+        randombytes_buf(base, Self.nonceByteCount)
+        let message = plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        _ = crypto_aead_xchacha20poly1305_ietf_encrypt_detached(
+            base + Self.nonceByteCount, base + Self.nonceByteCount + plaintext.count, nil,
+            message, UInt64(plaintext.count), data, UInt64(data.count), nil, base, key)
     }
 
     /// Opens a sealed block into `plaintext`, which must hold `sealed.count - overhead` bytes.
