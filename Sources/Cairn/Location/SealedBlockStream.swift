@@ -1,3 +1,5 @@
+import Synchronization
+
 /// An encrypted archive read once, front to back (standard input, one GET, a file read whole):
 /// its sealed blocks opened in order on a thread of their own, the inner archive's bytes handed
 /// to the reader through a pipe (`Spec/0004-trusted-archives.md §6.3`).
@@ -17,15 +19,16 @@ package enum SealedBlockStream {
         _ outer: SequentialArchiveBytes, expectedPrefix: [UInt8], keying: ChunkKeying, sealer: BlockSealer, blockSize: UInt64,
         partial: Bool, name: String
     ) throws(CairnError) -> SequentialArchiveBytes {
+        let outer = OuterBytes(outer)
         let producer = try PipeProducer(name: name) { (writer) throws(CairnError) in
             do throws(CairnError) {
                 var seen = [UInt8](repeating: 0, count: expectedPrefix.count)
-                let got = try seen.withMutableBytes { (raw) throws(CairnError) in try outer.descriptor.readFully(into: raw) }
+                let got = try seen.withMutableBytes { (raw) throws(CairnError) in try outer.bytes.descriptor.readFully(into: raw) }
                 guard got == seen.count, seen == expectedPrefix else {
                     throw CairnError(.sourceChanged, "the encrypted archive's envelope changed between two reads", path: name, offset: 0)
                 }
                 try pump(
-                    outer.descriptor, firstBlockAt: UInt64(expectedPrefix.count), sealer: sealer, blockSize: blockSize, partial: partial,
+                    outer.bytes.descriptor, firstBlockAt: UInt64(expectedPrefix.count), sealer: sealer, blockSize: blockSize, partial: partial,
                     name: name, into: writer)
             } catch {
                 throw ending(outer, after: error)
@@ -51,6 +54,7 @@ package enum SealedBlockStream {
         _ outer: SequentialArchiveBytes, name: String, openKeyBlock: (EnvelopeRecord) throws(CairnError) -> [UInt8]
     ) throws(CairnError) -> (bytes: SequentialArchiveBytes, envelope: OpenedEnvelope) {
         let input = outer.descriptor
+        let outer = OuterBytes(outer)
         let (record, prefix) = try OpenedEnvelope.readRecord(name: name) { (count) throws(CairnError) in
             var bytes = [UInt8](repeating: 0, count: count)
             let got = try bytes.withMutableBytes { (raw) throws(CairnError) in try input.readFully(into: raw) }
@@ -86,7 +90,7 @@ package enum SealedBlockStream {
     /// What to throw when opening `outer`'s blocks failed with `error`: after a short read (the
     /// input is at its end, so waiting for its transfer cannot block) the transfer's own failure
     /// (a cut connection) when there is one; `outer` is released either way.
-    private static func ending(_ outer: SequentialArchiveBytes, after error: CairnError) -> CairnError {
+    private static func ending(_ outer: OuterBytes, after error: CairnError) -> CairnError {
         guard error.code == .truncated else {
             outer.cancel()
             return error
@@ -185,5 +189,27 @@ package enum SealedBlockStream {
         let got = try bytes.withMutableBytes { (raw) throws(CairnError) in try input.readFully(into: raw) }
         if got < count { bytes.removeSubrange(got...) }
         return bytes
+    }
+}
+
+/// The outer bytes under a sealed stream, ended exactly once: the opening thread finishes them
+/// when it reaches their end, the reader may cancel afterwards, and a descriptor closed twice could
+/// close another file that reused its number.
+private final class OuterBytes: Sendable {
+    let bytes: SequentialArchiveBytes
+    private let ended = Atomic<Bool>(false)
+
+    init(_ bytes: SequentialArchiveBytes) { self.bytes = bytes }
+
+    var descriptor: FileDescriptor { bytes.descriptor }
+
+    func finish() throws(CairnError) {
+        guard !ended.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        try bytes.finish()
+    }
+
+    func cancel() {
+        guard !ended.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        bytes.cancel()
     }
 }
