@@ -811,11 +811,11 @@ struct HTTPBodyStreamTests {
     @Test("cancel() while the transfer waits on a full pipe ends it (EPIPE) without killing the process by SIGPIPE")
     func cancelWithFullPipe() async throws {
         try await onDedicatedThread {
-            var action = sigaction()
-            sigaction(SIGPIPE, nil, &action)
-            // The runner leaves SIGPIPE at its default (terminate), so this test would die without
-            // the transfer thread's signal mask.
-            #expect(action.__sigaction_handler.sa_handler == nil, "SIGPIPE is handled or ignored by the test runner")
+            // SIGPIPE's disposition is the process's: the runner leaves it at its default
+            // (terminate), so this test would die without the transfer thread's signal mask. It is
+            // not asserted here: another part of the process may ignore SIGPIPE for a while (CI
+            // saw it once, with suites running in parallel), and an expectation on a dedicated
+            // thread is no test's. What this test asserts is the ending itself, below.
             try withHTTPFixture { fixture in
                 var generator = SeededGenerator(seed: 77)
                 let large = generator.bytes(3 << 20)
