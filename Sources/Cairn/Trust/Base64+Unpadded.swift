@@ -7,14 +7,7 @@ extension Base64 {
     /// `bytes` as unpadded standard base64 (canonical: unused low bits of the last character
     /// are zero).
     package static func encodeUnpadded(_ bytes: [UInt8]) -> String {
-        let variant = Int32(sodium_base64_VARIANT_ORIGINAL_NO_PADDING)
-        let length = sodium_base64_encoded_len(bytes.count, variant)
-        var text = [CChar](repeating: 0, count: length)
-        _ = bytes.withUnsafeBufferPointer { source in
-            sodium_bin2base64(&text, length, source.baseAddress, source.count, variant)
-        }
-        // `length` counts the terminating NUL.
-        return String(decoding: text.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        encode(bytes, variant: Int32(sodium_base64_VARIANT_ORIGINAL_NO_PADDING))
     }
 
     /// The bytes `characters` encode, only when they are canonical unpadded standard base64

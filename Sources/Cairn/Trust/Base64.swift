@@ -5,7 +5,11 @@ internal import CSodium
 package enum Base64 {
     /// `bytes` as padded standard base64.
     package static func encode(_ bytes: [UInt8]) -> String {
-        let variant = Int32(sodium_base64_VARIANT_ORIGINAL)
+        encode(bytes, variant: Int32(sodium_base64_VARIANT_ORIGINAL))
+    }
+
+    /// `bytes` in libsodium's base64 `variant` (padded or not, standard or URL-safe alphabet).
+    static func encode(_ bytes: [UInt8], variant: Int32) -> String {
         let length = sodium_base64_encoded_len(bytes.count, variant)
         var text = [CChar](repeating: 0, count: length)
         _ = bytes.withUnsafeBufferPointer { source in
