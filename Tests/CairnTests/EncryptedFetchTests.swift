@@ -120,6 +120,36 @@ struct EncryptedFetchTests {
         #expect(result.stdout.contains("\"resumedFrom\":\(from)"), "\(result.stdout)")
     }
 
+    @Test("§6.10: the archive replaced on the server (same name, no validator): the resumed blocks do not open under the partial's keys, and the fetch starts over and gives the new archive exactly")
+    func replacedArchive() async throws { try await onDedicatedThread { try Self().replacedArchiveOnThread() } }
+
+    /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
+    func replacedArchiveOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-efetch-replaced")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        let (identity, recipient) = try EncryptedArchiveCommandLineTests.identity(in: work.path, name: "me")
+        try Self.encryptedArchive(seed: 7, at: work.appending("old.cairn"), for: recipient, work: work)
+        // The same tree encrypted again: another block key, so none of the old blocks opens.
+        try Self.encryptedArchive(seed: 7, at: served + "/e.cairn", for: recipient, work: work)
+        let old = try FetchTests.bytes(work.appending("old.cairn"))
+        let expected = try FetchTests.bytes(served + "/e.cairn")
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+        let url = server.url("e.cairn")
+        let out = work.appending("copy.cairn")
+        try RawFileSystem.writeFile(Array((out + ".partial").utf8), Array(old[0..<(old.count / 2)]))
+        try FetchState(url: url, validator: nil, length: nil).save(for: out)
+
+        let result = try FetchCLI.run(["fetch", url, "-o", out, "--identity", identity, "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        try FetchTests.expectSame(out, expected)
+        #expect(result.stdout.contains("\"restarts\":1"), "\(result.stdout)")
+        let fields = server.requestFields()
+        #expect(fields.count == 2 && fields[0].range.hasPrefix("bytes=") && fields[1].range.isEmpty, "\(fields)")
+    }
+
     @Test("§6.10: a fetch --identity killed mid-body and rerun continues with range requests; byte-identical")
     func resumeAfterKill() async throws { try await onDedicatedThread { try Self().resumeAfterKillOnThread() } }
 

@@ -33,6 +33,10 @@ import Synchronization
 ///   which the footer's chain digest proves.
 /// - Transient failures (`.network`, HTTP 408/429/5xx) are retried with exponential backoff,
 ///   up to ``FetchOptions/retries`` times per run.
+/// - An encrypted archive (``FetchOptions/decryption``, `Spec/0004-trusted-archives.md §6.10`)
+///   is written as the remote's bytes; its sealed blocks are opened as they arrive and its inner
+///   archive verified as above. A rerun continues from the sealed block holding the inner
+///   archive's last verified commit. Seeds are not read for it yet: it is downloaded whole.
 public final class ArchiveFetcher: Sendable {
     /// The remote archive: an `http(s)` URL or an object.
     public let source: ArchiveLocation
@@ -236,7 +240,8 @@ public struct FetchOptions: Sendable {
     /// What opens an encrypted archive's key block (`Spec/0004-trusted-archives.md §6.10`):
     /// when not empty, the archive must be encrypted (a plain one is refused with `.untrusted`);
     /// its blocks are opened as they arrive and the inner archive verified, and the file
-    /// written is the remote's bytes. Default empty: the archive must be plain (an encrypted
+    /// written is the remote's bytes; ``seeds`` are not read (not yet built: the archive is
+    /// downloaded whole). Default empty: the archive must be plain (an encrypted
     /// one is refused with `.untrusted`, asking for an identity).
     public var decryption = ArchiveDecryption()
 
