@@ -33,6 +33,10 @@ import Synchronization
 ///   which the footer's chain digest proves.
 /// - Transient failures (`.network`, HTTP 408/429/5xx) are retried with exponential backoff,
 ///   up to ``FetchOptions/retries`` times per run.
+/// - An encrypted archive (``FetchOptions/decryption``, `Spec/0004-trusted-archives.md §6.10`)
+///   is written as the remote's bytes; its sealed blocks are opened as they arrive and its inner
+///   archive verified as above. A rerun continues from the sealed block holding the inner
+///   archive's last verified commit. Seeds are not read for it yet: it is downloaded whole.
 public final class ArchiveFetcher: Sendable {
     /// The remote archive: an `http(s)` URL or an object.
     public let source: ArchiveLocation
@@ -74,7 +78,8 @@ public final class ArchiveFetcher: Sendable {
         }
         let seeds = SeedIndex(keying: options.keying)
         defer { seeds.close() }
-        for seed in options.seeds {
+        // An encrypted archive is fetched whole (`Spec/0004 §6.10`): seeds are not read.
+        for seed in options.decryption.isEmpty ? options.seeds : [] {
             if let remoteSeed = seed.remote(http: configuration) {
                 try seeds.add(remote: remoteSeed)
             } else if case .file(let seedPath) = seed {
@@ -82,7 +87,7 @@ public final class ArchiveFetcher: Sendable {
             }
         }
         let setAside = ArchiveLocation.setAsidePath(of: path)
-        if access(setAside, F_OK) == 0 { try? seeds.add(path: setAside) }
+        if access(setAside, F_OK) == 0, options.decryption.isEmpty { try? seeds.add(path: setAside) }
 
         var output = try FileSink(continuing: path, overwrite: options.overwrite)
         if let identity = output.writtenFileIdentity {
@@ -105,14 +110,7 @@ public final class ArchiveFetcher: Sendable {
         } catch {
             // The partial file keeps what verified (synced and unlocked), to be resumed; when
             // nothing did (a 404, a body that is not an archive), nothing is left.
-            // Measured in a task of its own: a cancelled fetch must not stop this count halfway
-            // (and discard what verified).
-            let partialPath = output.partialPath
-            let (trustedKeys, keying) = (options.trustedKeys, options.keying)
-            let verified = await Task.detached {
-                (try? await Extractor.verifyPrefix(at: .file(path: partialPath), trustedKeys: trustedKeys, keying: keying))?
-                    .resumableLength ?? 0
-            }.value
+            let verified = await resumableLength(ofPartial: output.partialPath)
             try? output.truncate(to: verified)
             if verified == 0 {
                 unlink(output.partialPath)
@@ -141,30 +139,53 @@ public final class ArchiveFetcher: Sendable {
     /// read again up to there (the file shrinks each time); one that verifies nothing (too short,
     /// not an archive, unreadable) gives a fresh verifier and offset 0.
     ///
-    /// - Returns: the verifier, the prefix's verified length, and whether that is a whole archive
-    ///   (its footer verified).
+    /// An encrypted archive's partial file (`Spec/0004-trusted-archives.md §6.10`) is read through
+    /// its opened blocks: the verified length is the inner archive's, and the partial file is cut
+    /// at the start of the sealed block that holds it (``SealedResume``), never inside a block.
+    ///
+    /// - Returns: the verifier, the prefix's verified length (outer bytes of the file), whether
+    ///   that is a whole archive (its footer verified), and for an encrypted archive where its
+    ///   inner archive continues.
     /// - Throws: `CancellationError`; `.io` when the partial file cannot be cut.
     nonisolated(nonsending) func readPartial(of output: FileSink, trustingContentBelow trusted: UInt64) async throws
-        -> (verifier: StreamVerifier, start: UInt64, complete: Bool)
+        -> (verifier: StreamVerifier, start: UInt64, complete: Bool, sealed: SealedResume?)
     {
         while true {
-            let verifier = StreamVerifier(
+            var verifier = StreamVerifier(
                 path: url, trustingContentBelow: trusted, trustedKeys: options.trustedKeys, keying: options.keying)
-            let outcome: StreamVerifier.PrefixOutcome
+            var outcome = StreamVerifier.PrefixOutcome.unusable(verifiedUpTo: 0)
+            var envelope: OpenedEnvelope?
             do {
                 let input = try FileDescriptor.open(output.partialPath, flags: O_RDONLY | O_NOFOLLOW)
                 defer { _ = try? input.close() }
-                defer { partialReads.add(verifier.prefixBytesRead, ordering: .relaxed) }
-                outcome = try await verifier.readPrefix(from: input)
+                if options.decryption.isEmpty {
+                    defer { partialReads.add(verifier.prefixBytesRead, ordering: .relaxed) }
+                    outcome = try await verifier.readPrefix(from: input)
+                } else if let read = try await readSealedPartial(input, trustingContentBelow: trusted) {
+                    (verifier, outcome, envelope) = (read.verifier, read.outcome, read.envelope)
+                }
             } catch is CairnError {
                 outcome = .unusable(verifiedUpTo: 0)
             }
+            if let envelope {
+                // An encrypted partial file never verifies whole: its last block is not opened
+                // as the final one.
+                switch outcome {
+                case .continuing(let end), .complete(let end):
+                    let resume = SealedResume(envelope: envelope, innerOffset: end)
+                    return (verifier, resume.outerOffset, false, resume)
+                case .unusable(let end):
+                    guard end > 0 else { break }
+                    try output.truncate(to: SealedResume(envelope: envelope, innerOffset: end).outerOffset)
+                    continue
+                }
+            }
             switch outcome {
-            case .continuing(let end): return (verifier, end, false)
-            case .complete(let end): return (verifier, end, true)
+            case .continuing(let end): return (verifier, end, false, nil)
+            case .complete(let end): return (verifier, end, true, nil)
             case .unusable(let end):
                 guard end > 0 else {
-                    return (StreamVerifier(path: url, trustedKeys: options.trustedKeys, keying: options.keying), 0, false)
+                    return (StreamVerifier(path: url, trustedKeys: options.trustedKeys, keying: options.keying), 0, false, nil)
                 }
                 try output.truncate(to: end)
             }
@@ -174,7 +195,7 @@ public final class ArchiveFetcher: Sendable {
     /// Bytes read from partial files by this fetcher's runs, to find where they resume (each
     /// attempt reads its partial file once).
     package var partialBytesRead: UInt64 { partialReads.load(ordering: .relaxed) }
-    private let partialReads = Atomic<UInt64>(0)
+    let partialReads = Atomic<UInt64>(0)
 
     /// Moves the partial file aside as `<path>.partial.seed` (replacing an older one), indexes
     /// it as a seed when `seeds` is given, and opens a new, empty partial file.
@@ -183,7 +204,7 @@ public final class ArchiveFetcher: Sendable {
         let seedPath = ArchiveLocation.setAsidePath(of: path)
         if try output.partialLength > 0 {
             try FileSystem.rename(Array(output.partialPath.utf8), to: Array(seedPath.utf8), display: seedPath)
-            try? seeds?.add(path: seedPath)
+            if options.decryption.isEmpty { try? seeds?.add(path: seedPath) }
         }
         await output.abandon()
         return try FileSink(continuing: path, overwrite: options.overwrite)
@@ -216,6 +237,13 @@ public struct FetchOptions: Sendable {
     /// verifies is checked, and under which seeds are read: a seed made with other keys shares
     /// no chunk id with the archive and cannot help. Nil (the default): a plain archive.
     package var keying: ChunkKeying?
+    /// What opens an encrypted archive's key block (`Spec/0004-trusted-archives.md §6.10`):
+    /// when not empty, the archive must be encrypted (a plain one is refused with `.untrusted`);
+    /// its blocks are opened as they arrive and the inner archive verified, and the file
+    /// written is the remote's bytes; ``seeds`` are not read (not yet built: the archive is
+    /// downloaded whole). Default empty: the archive must be plain (an encrypted
+    /// one is refused with `.untrusted`, asking for an identity).
+    public var decryption = ArchiveDecryption()
 
     public init(
         seeds: [ArchiveLocation] = [], retries: Int = 5, overwrite: Bool = false, connectTimeout: Double = 10, stallTimeout: Double = 30,

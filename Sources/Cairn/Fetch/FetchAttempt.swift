@@ -20,6 +20,8 @@ struct FetchAttempt {
     private var planned: DeltaPlan?
     /// Whether the writer rebuilds the archive from seeds (`ArchiveRebuilder`).
     private var rebuilding = false
+    /// Where the inner archive continues, when an encrypted archive's partial file is continued.
+    private var sealed: SealedResume?
 
     private init(_ run: FetchRun) {
         verifier = StreamVerifier(path: run.url, trustedKeys: run.fetcher.options.trustedKeys, keying: run.fetcher.options.keying)
@@ -55,6 +57,7 @@ struct FetchAttempt {
                     of: run.output, trustingContentBelow: run.distrustRecorded ? 0 : known.contentChecked ?? 0)
                 verifier = resumed.verifier
                 start = resumed.start
+                sealed = resumed.sealed
                 if resumed.complete, state?.length ?? start == start {
                     // Everything arrived and verified up to its footer before the run stopped
                     // (killed before the rename, a rename that failed): put it in place once
@@ -88,7 +91,7 @@ struct FetchAttempt {
     nonisolated(nonsending) private mutating func plan(_ run: inout FetchRun) async throws -> FetchWriter.Job? {
         validator = start > 0 ? state?.validator : nil
         let job: FetchWriter.Job
-        if run.seeds.seeds.isEmpty || !run.rangesWork {
+        if run.seeds.seeds.isEmpty || !run.rangesWork || !run.options.decryption.isEmpty {
             job = .rest(from: start)
         } else {
             guard let remote = try await readManifest(&run) else { return nil }
@@ -186,8 +189,7 @@ struct FetchAttempt {
     nonisolated(nonsending) private func transfer(_ job: FetchWriter.Job, _ run: inout FetchRun) async -> Transfer {
         let channel = FetchChannel()
         let url = run.url
-        let recorder = FetchProgressRecorder(path: run.path, state: state, start: start)
-        verifier.onCommit = { verified, checked in recorder.advance(verified: verified, contentChecked: checked) }
+        let recorder = FetchProgressRecorder(path: run.path, state: state, start: sealed?.innerOffset ?? start)
         let writer = FetchWriter(
             client: run.remote.client, url: run.remote.url, output: run.output, channel: channel, seeds: run.seeds,
             progress: run.fetcher.progress, validator: validator, expectedLength: start > 0 ? state?.length : nil,
@@ -208,8 +210,8 @@ struct FetchAttempt {
         var verifyError: Error?
         var verified: VerificationReport?
         do {
-            verified = try await withTaskCancellationHandler { [verifier] in
-                try await verifier.verify(channel)
+            verified = try await withTaskCancellationHandler { [self] in
+                try await verify(channel, recorder: recorder, run.fetcher.options, name: url)
             } onCancel: {
                 writer.cancel()
                 channel.stopReading()
@@ -222,6 +224,41 @@ struct FetchAttempt {
         run.report.seedBytes += writer.seedBytes
         run.report.rejectedCopies += writer.damagedSeedRecords
         return Transfer(verified: verified, verifyError: verifyError, writerError: writerError, writer: writer, recorder: recorder)
+    }
+
+    /// The verifier's side of ``transfer(_:_:)``: the bytes as they arrive, or for an encrypted
+    /// archive (`Spec/0004-trusted-archives.md §6.10`) the inner archive of their blocks, opened
+    /// as they arrive (its envelope read first from offset 0, or taken from the partial file).
+    /// When the opening failed, its cause is thrown rather than the inner archive's early end.
+    nonisolated(nonsending) private func verify(
+        _ channel: FetchChannel, recorder: FetchProgressRecorder, _ options: FetchOptions, name: String
+    ) async throws -> VerificationReport {
+        let onCommit: (UInt64, UInt64) -> Void = { verified, checked in recorder.advance(verified: verified, contentChecked: checked) }
+        guard !options.decryption.isEmpty else {
+            verifier.onCommit = onCommit
+            return try await verifier.verify(channel)
+        }
+        var verifier = verifier
+        let envelope: OpenedEnvelope
+        if let sealed {
+            envelope = sealed.envelope
+        } else {
+            envelope = try SealedFetchInput.readEnvelope(from: channel, decryption: options.decryption, name: name)
+            verifier = StreamVerifier(path: name, trustedKeys: options.trustedKeys, keying: try envelope.secrets.chunkKeying())
+        }
+        verifier.onCommit = onCommit
+        let input = try SealedFetchInput(
+            channel: channel, envelope: envelope, firstBlock: sealed?.blockIndex ?? 0, skipping: sealed?.skipping ?? 0, name: name)
+        do {
+            let report = try await verifier.verify(input.bytes.descriptor)
+            try input.bytes.finish()
+            return report
+        } catch {
+            let cause = input.openingFailure
+            channel.stopReading()
+            input.bytes.cancel()
+            throw cause ?? error
+        }
     }
 
     /// 4. Done, or why not: the partial file put in place, another attempt (a rebuild given up

@@ -45,10 +45,12 @@ struct FetchRun {
 
     /// The one way a fetch ends well: the partial file, verified whole, is put in place.
     nonisolated(nonsending) mutating func complete(_ verified: VerificationReport) async throws -> FetchReport {
+        // An encrypted archive's file is its outer bytes; the verifier counted the inner ones.
+        let fileBytes = options.decryption.isEmpty ? verified.archiveBytes : try output.partialLength
         try await output.finish()
         FetchState.remove(for: path)
         unlink(ArchiveLocation.setAsidePath(of: path))
-        report.archiveBytes = verified.archiveBytes
+        report.archiveBytes = fileBytes
         // Remote seeds' requests too (each seed has its own client).
         let seedClients = seeds.seeds.compactMap { $0.remote?.client }
         report.fetchedBytes = remote.client.bytesReceived + seedClients.reduce(0) { $0 + $1.bytesReceived }
@@ -56,7 +58,7 @@ struct FetchRun {
         report.restarts = restarts
         if restarts > 0 { report.resumedFrom = 0 }  // it started over: nothing was continued
         report.retries = retries
-        fetcher.progress.completedUnitCount = Int64(clamping: verified.archiveBytes)
+        fetcher.progress.completedUnitCount = Int64(clamping: fileBytes)
         return report
     }
 

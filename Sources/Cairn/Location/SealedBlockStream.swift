@@ -50,8 +50,10 @@ package enum SealedBlockStream {
     ///
     /// - Throws: what ``OpenedEnvelope/readRecord(name:_:)`` and `openKeyBlock` throw, naming
     ///   `name`.
+    ///
+    /// - Parameter partial: `outer` is a partial file (a fetch under way): no block is final.
     package static func open(
-        _ outer: SequentialArchiveBytes, name: String, openKeyBlock: (EnvelopeRecord) throws(CairnError) -> [UInt8]
+        _ outer: SequentialArchiveBytes, name: String, partial: Bool = false, openKeyBlock: (EnvelopeRecord) throws(CairnError) -> [UInt8]
     ) throws(CairnError) -> (bytes: SequentialArchiveBytes, envelope: OpenedEnvelope) {
         let input = outer.descriptor
         let outer = OuterBytes(outer)
@@ -71,7 +73,7 @@ package enum SealedBlockStream {
         let producer = try PipeProducer(name: name) { (writer) throws(CairnError) in
             do throws(CairnError) {
                 try pump(
-                    input, firstBlockAt: envelope.dataStart, sealer: sealer, blockSize: UInt64(record.blockSize), partial: false,
+                    input, firstBlockAt: envelope.dataStart, sealer: sealer, blockSize: UInt64(record.blockSize), partial: partial,
                     name: name, into: writer)
             } catch {
                 throw ending(outer, after: error)
@@ -85,6 +87,41 @@ package enum SealedBlockStream {
                 outer.cancel()
             }, keying: keying)
         return (bytes, envelope)
+    }
+
+    /// The inner archive of outer bytes arriving through `input` from the start of sealed block
+    /// `index` on (a fetch's bytes as they are appended to its partial file), opened block by
+    /// block on a thread of their own, by the same rule as every other reader; the last block
+    /// is the one the end of `input` follows.
+    ///
+    /// - Parameters:
+    ///   - envelope: the archive's opened envelope (read from `input` first, or from the partial
+    ///     file a fetch continues).
+    ///   - skipping: leading plaintext bytes of block `index` not passed on (the reader has them).
+    ///   - onFailure: told what ended the opening thread, before the inner bytes end: a reader
+    ///     that sees them end early names this cause rather than a cut inner archive.
+    /// - Throws: `.io` when the pipe or its thread cannot be made.
+    package static func open(
+        arriving input: any ByteInput & Sendable, envelope: OpenedEnvelope, firstBlock index: UInt64, skipping: Int, name: String,
+        onFailure: @escaping @Sendable (CairnError) -> Void
+    ) throws(CairnError) -> SequentialArchiveBytes {
+        let blockSize = UInt64(envelope.record.blockSize)
+        let sealer = try BlockSealer(key: envelope.secrets.blockKey, archiveID: envelope.record.archiveID)
+        let layout = SealedBlockLayout(dataStart: envelope.dataStart, blockSize: blockSize, innerSize: 0)
+        let keying = try envelope.secrets.chunkKeying()
+        let producer = try PipeProducer(name: name) { (writer) throws(CairnError) in
+            do throws(CairnError) {
+                try pump(
+                    input, firstBlockAt: envelope.dataStart + index * layout.sealedBlockSize, firstIndex: index, skipping: skipping,
+                    sealer: sealer, blockSize: blockSize, partial: false, name: name, into: writer)
+            } catch {
+                onFailure(error)
+                throw error
+            }
+        }
+        return SequentialArchiveBytes(
+            descriptor: producer.output, finish: { () throws(CairnError) in try producer.finish() }, cancel: { producer.cancel() },
+            keying: keying)
     }
 
     /// What to throw when opening `outer`'s blocks failed with `error`: after a short read (the
@@ -109,15 +146,20 @@ package enum SealedBlockStream {
     }
 
     /// Opens the blocks read from `input` in order and writes their plaintext through `writer`.
+    ///
+    /// - Parameters:
+    ///   - firstIndex: the index of the first block `input` gives (0 unless resuming).
+    ///   - skipping: leading plaintext bytes of that first block not written (the reader has them).
     private static func pump(
-        _ input: FileDescriptor, firstBlockAt start: UInt64, sealer: BlockSealer, blockSize: UInt64, partial: Bool, name: String,
-        into writer: PipeProducer.Writer
+        _ input: any ByteInput, firstBlockAt start: UInt64, firstIndex: UInt64 = 0, skipping: Int = 0, sealer: BlockSealer,
+        blockSize: UInt64, partial: Bool, name: String, into writer: PipeProducer.Writer
     ) throws(CairnError) {
         let sealedSize = Int(blockSize) + BlockSealer.overhead
         var current = try readBlock(input, sealedSize)
         var next = [UInt8](repeating: 0, count: sealedSize)
         var plaintext = [UInt8](repeating: 0, count: Int(blockSize))
-        var index: UInt64 = 0
+        var index = firstIndex
+        var skip = skipping
         var offset = start
         guard !current.isEmpty else { throw CairnError(.truncated, "the encrypted archive has no sealed block", path: name, offset: start) }
         while !writer.isCancelled {
@@ -142,7 +184,9 @@ package enum SealedBlockStream {
                 }
             }
             guard opening != .failed else { throw failure(index: index, outerOffset: offset, isFinal: atEnd && !partial, name: name) }
-            try plaintext.withBytes { (raw) throws(CairnError) in try writer.write(UnsafeRawBufferPointer(rebasing: raw[0..<length])) }
+            let from = min(skip, length)
+            skip = 0
+            try plaintext.withBytes { (raw) throws(CairnError) in try writer.write(UnsafeRawBufferPointer(rebasing: raw[from..<length])) }
             // A cut at a block boundary: the bytes before it are authentic, so the reader gets
             // them and reports the inner archive cut as it would a plain one.
             if opening == .cut { throw cutError(index: index, end: offset + UInt64(current.count), name: name) }
@@ -184,9 +228,16 @@ package enum SealedBlockStream {
     }
 
     /// Up to `count` bytes: fewer only at the end of the input.
-    private static func readBlock(_ input: FileDescriptor, _ count: Int) throws(CairnError) -> [UInt8] {
+    package static func readBlock(_ input: any ByteInput, _ count: Int) throws(CairnError) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
-        let got = try bytes.withMutableBytes { (raw) throws(CairnError) in try input.readFully(into: raw) }
+        var got = 0
+        while got < count {
+            let n = try bytes.withMutableBytes { (raw) throws(CairnError) in
+                try input.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[got...]))
+            }
+            if n == 0 { break }
+            got += n
+        }
         if got < count { bytes.removeSubrange(got...) }
         return bytes
     }
