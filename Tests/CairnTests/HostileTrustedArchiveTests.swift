@@ -167,11 +167,21 @@ struct HostileTrustedArchiveTests {
         return result
     }
 
-    /// The stream extraction of `cairn extract -`: the archive's bytes read once from a
-    /// descriptor, the sealed blocks opened on their own thread as they come.
+    /// The stream extraction of `cat ARCHIVE | cairn extract -`: the archive's bytes read once
+    /// from a pipe that `cat` writes, the sealed blocks opened on their own thread as they come.
     static func extractStream(_ path: String, to destination: String, keys: [PublicKey], decryption: ArchiveDecryption) async throws {
-        let descriptor = try FileDescriptor.open(Array(path.utf8), flags: O_RDONLY)
-        defer { _ = try? descriptor.close() }
+        let cat = Process()
+        cat.executableURL = URL(fileURLWithPath: "/bin/cat")
+        cat.arguments = [path]
+        let pipe = Pipe()
+        cat.standardOutput = pipe
+        try cat.run()
+        defer {
+            // A refusal leaves bytes unread: cat then ends on SIGPIPE.
+            try? pipe.fileHandleForReading.close()
+            cat.waitUntilExit()
+        }
+        let descriptor = FileDescriptor(rawValue: pipe.fileHandleForReading.fileDescriptor, path: "<input>")
         let input = try decryption.open(SequentialArchiveBytes(descriptor: descriptor, finish: {}, cancel: {}), name: "<input>")
         do {
             _ = try await Extractor.extractStream(
@@ -232,16 +242,13 @@ struct HostileTrustedArchiveTests {
 
     // MARK: - Outer bytes
 
-    @Test("§6.3 rule 1: a flipped byte in a seeded sample of sealed blocks (first, middle, last and others; nonce, ciphertext or tag) is checksumMismatch at that block's outer offset, alike by every reader")
+    @Test("§6.3 rule 1: a flipped byte in every sealed block (at a seeded place: nonce, ciphertext or tag) is checksumMismatch at that block's outer offset, alike by every reader")
     func flippedByteInSealedBlocks() async throws {
         let c = try await Self.context(prefix: "cairn-hostile-flip")
         defer { c.directory.remove() }
         try #require(c.layout.blockCount >= 8)
         var generator = SeededGenerator(seed: 2511)
-        let last = c.layout.blockCount - 1
-        var blocks: Set<UInt64> = [0, 1, last / 2, last - 1, last]
-        while blocks.count < 9 { blocks.insert(UInt64.random(in: 0...last, using: &generator)) }
-        for block in blocks.sorted() {
+        for block in 0..<c.layout.blockCount {
             let range = c.layout.outerRange(of: block)
             let at = Int(UInt64.random(in: range, using: &generator))
             var bytes = c.outer
