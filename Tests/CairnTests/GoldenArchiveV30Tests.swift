@@ -130,6 +130,33 @@ struct GoldenArchiveV30Tests {
         #expect(digest.map { String(format: "%02x", $0) }.joined() == Self.pinnedChainDigest)
     }
 
+    @Test("Spec/0003, Spec/0004 §6: the cairn command reads the fixture with --identity and --trusted-key (list, verify, extract, and extract - from standard input), and without --identity refuses it, exit 1, nothing extracted")
+    func commandLine() throws {
+        let cairn = try ChildProcess.cairnExecutable(besideBundle: Bundle.module.bundleURL)
+        let (archive, identity, key) = (try Self.fixture("golden-v3.0.cairn"), try Self.fixture("golden-v3.0.identity"), try Self.fixture("golden-v3.0.pub"))
+        let directory = try TemporaryDirectory(prefix: "cairn-golden3-cli")
+        defer { directory.remove() }
+        let keys = ["--identity", identity, "--trusted-key", key]
+        let listed = try ChildProcess.run(cairn, ["list"] + keys + [archive], in: directory.path)
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(listed.stdout.contains("golden3/sub/4.txt") && listed.stdout.contains("golden3/data.bin"), "\(listed.stdout)")
+        let verified = try ChildProcess.run(cairn, ["verify"] + keys + [archive], in: directory.path)
+        #expect(verified.status == 0, "\(verified.stderr)")
+        let extracted = try ChildProcess.run(cairn, ["extract"] + keys + [archive, "-C", "out"], in: directory.path)
+        #expect(extracted.status == 0, "\(extracted.stderr)")
+        let piped = try ChildProcess.run(
+            URL(fileURLWithPath: "/bin/sh"), ["-c", "\"$0\" extract --identity \"$1\" --trusted-key \"$2\" - -C piped < \"$3\"", cairn.path, identity, key, archive],
+            in: directory.path)
+        #expect(piped.status == 0, "\(piped.stderr)")
+        try Self.tree().materialize(at: directory.appending("expected"))
+        let expected = try TreeSnapshot(at: directory.appending("expected/golden3"))
+        #expect(try TreeSnapshot(at: directory.appending("out/golden3")) == expected)
+        #expect(try TreeSnapshot(at: directory.appending("piped/golden3")) == expected)
+        let blind = try ChildProcess.run(cairn, ["extract", "--trusted-key", key, archive, "-C", "blind"], in: directory.path)
+        #expect(blind.status == 1 && blind.stderr.contains("encrypted"), "\(blind.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: directory.appending("blind/golden3")))
+    }
+
     @Test("Spec/0004 §6.2 rule 1: without an identity the fixture is refused as untrusted at offset 8 (its major version), by the seekable and the stream reader")
     func refusedWithoutIdentity() async throws {
         let path = try Self.fixture("golden-v3.0.cairn")
