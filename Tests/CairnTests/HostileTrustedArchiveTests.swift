@@ -377,12 +377,14 @@ struct HostileTrustedArchiveTests {
             var bytes = c.outer
             bytes.replaceSubrange(Int(range.lowerBound)..<Int(range.upperBound), with: other[Int(range.lowerBound)..<Int(range.upperBound)])
             let r = try await c.refusals(bytes, name: "swap-\(block)")
-            // The block itself opens: the refusal is the inner archive's, at an inner offset no
-            // later than the end of the swapped block (or the root signature's check of the tail).
+            // The block itself opens: the refusal is the inner archive's (a record's CRC or
+            // framing, a keyed chunk id), at the inner offset of the first record the swapped
+            // bytes break, which the stream readers meet before the swapped block ends.
             Self.expectRefused(r, nil, "block \(block) of another archive of the same secrets")
             for (reader, error) in r.all {
                 #expect(error?.message.contains("sealed block") == false, "\(reader): \(String(describing: error))")
             }
+            #expect((r.verify?.offset ?? .max) < inner.upperBound, "\(r)")
             swappedAny += 1
         }
         #expect(swappedAny >= 2, "the two archives differ in the blocks tried")
