@@ -161,7 +161,11 @@ struct HostileTrustedArchiveTests {
         }
         for (destination, error) in [(seekableDestination, result.seekable), (streamDestination, result.stream)] {
             let left = try FileManager.default.contentsOfDirectory(atPath: destination)
-            if error != nil { #expect(left.isEmpty, "\(name): nothing is released on refusal, found \(left)") }
+            if error != nil {
+                #expect(left.isEmpty, "\(name): nothing is released on refusal, found \(left)")
+            } else {
+                #expect(!left.isEmpty, "\(name): read, and extracted")
+            }
             try? FileManager.default.removeItem(atPath: destination)
         }
         return result
