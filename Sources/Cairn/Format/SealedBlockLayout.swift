@@ -31,14 +31,17 @@ package struct SealedBlockLayout: Sendable, Equatable {
     /// - Parameter partial: a file still being written (or cut): a torn last block (fewer than
     ///   `blockSize + 40` bytes) is left out instead of refused, since no reader releases it.
     /// - Throws: `.truncated` naming the offset of a last block too short to hold a nonce, a tag
-    ///   and one byte.
+    ///   and one byte, or, for a complete file, the offset where the bytes end when there is no
+    ///   block at all (an inner archive has at least one byte, `Spec/0004 §6.3`).
     package init(dataStart: UInt64, blockSize: UInt64, outerSize: UInt64, partial: Bool = false) throws(CairnError) {
         self.dataStart = dataStart
         self.blockSize = blockSize
         let sealed = outerSize >= dataStart ? outerSize - dataStart : 0
         let full = sealed / (blockSize + UInt64(BlockSealer.overhead))
         let rest = sealed % (blockSize + UInt64(BlockSealer.overhead))
-        if rest == 0 || partial {
+        if sealed == 0 && !partial {
+            throw CairnError(.truncated, "the archive ends after its envelope record: it has no sealed block", offset: outerSize)
+        } else if rest == 0 || partial {
             innerSize = full * blockSize
         } else if rest > UInt64(BlockSealer.overhead) {
             innerSize = full * blockSize + rest - UInt64(BlockSealer.overhead)

@@ -13,13 +13,26 @@ package struct OpenedEnvelope: Sendable {
     package let secrets: ArchiveSecrets
 
     /// Opens the key block of `record` with `openKeyBlock` (an identity's decryption).
+    ///
+    /// - Throws: what `openKeyBlock` throws, its offset made an offset in the archive: the age
+    ///   layer names offsets in the key block (`Spec/0004 §6.4.1`), which are moved by where the
+    ///   key block starts; an error without one (no identity matches) names the key block's
+    ///   first byte. Both readers open the envelope here, so both name the same offset.
     package init(
         record: EnvelopeRecord, prefix: [UInt8], openKeyBlock: (EnvelopeRecord) throws(CairnError) -> [UInt8]
     ) throws(CairnError) {
         self.record = record
         self.prefix = prefix
         dataStart = UInt64(prefix.count)
-        secrets = try ArchiveSecrets.decode(try openKeyBlock(record))
+        // The key block is the end of the envelope's payload, before the record's CRC.
+        let keyBlockStart = dataStart - UInt64(RecordFraming.trailerLength) - UInt64(record.keyBlock.count)
+        do throws(CairnError) {
+            secrets = try ArchiveSecrets.decode(try openKeyBlock(record))
+        } catch {
+            var moved = error
+            moved.offset = keyBlockStart + (error.offset ?? 0)
+            throw moved
+        }
     }
 
     /// Whether `prelude` (the first 12 bytes of a file) is an encrypted archive's.

@@ -55,11 +55,9 @@ extension Extractor {
             let outer = try await location.openRandomAccess()
             // Opening the key block reads the envelope (a range request for a remote archive).
             let source = try await DedicatedThread.run { () throws(CairnError) in try decryption.open(outer) }
+            // The reader owns the source, and closes it when opening fails.
             let reader = try await DedicatedThread.run { () throws(CairnError) in
-                do throws(CairnError) { return try ArchiveReader(source: source, trustedKeys: trustedKeys, keying: keying) } catch {
-                    source.close()
-                    throw error
-                }
+                try ArchiveReader(source: source, trustedKeys: trustedKeys, keying: keying)
             }
             self.init(reader: reader)
         }

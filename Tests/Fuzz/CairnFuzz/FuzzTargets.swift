@@ -34,6 +34,10 @@ enum FuzzTarget: String, CaseIterable {
     /// payload; decrypted with a fixed identity and, under small work factors, a passphrase),
     /// an identity file, a recipients file and a Bech32 string (see `AgeDecoders`).
     case age
+    /// The outer layer of an encrypted archive (`Spec/0004-trusted-archives.md §6.2`-§6.3): the
+    /// envelope record, the key block (a fixed identity, or the keys in clear), the sealed blocks
+    /// through the seekable and the stream reader (see `SealedDecoders`).
+    case sealed
 
     func run(_ data: UnsafeRawBufferPointer) {
         if self == .entries {
@@ -52,6 +56,8 @@ enum FuzzTarget: String, CaseIterable {
         switch self {
         case .entries, .keys, .age:
             return
+        case .sealed:
+            SealedDecoders.run(path: input)
         case .records:
             FuzzScratch.blocking { _ = try? await Extractor.verifyArchive(at: .file(path: input)) }
             FuzzScratch.blocking { _ = try? await Extractor.verifyPrefix(at: .file(path: input)) }

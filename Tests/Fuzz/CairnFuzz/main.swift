@@ -7,7 +7,7 @@ import CFuzzer
 
 // cairn-fuzz: libFuzzer targets for Cairn's parsers (see Tests/Fuzz/README.md).
 //
-//   CAIRN_FUZZ_TARGET=records|manifest|extract|entries|keys|age cairn-fuzz [libFuzzer options] [CORPUS_DIR...]
+//   CAIRN_FUZZ_TARGET=records|manifest|extract|entries|keys|age|sealed cairn-fuzz [libFuzzer options] [CORPUS_DIR...]
 //
 // Built with -sanitize=fuzzer and -DFUZZING it runs libFuzzer's driver. Built normally, it
 // replays the files and directories named on the command line through the same target, so the
@@ -18,7 +18,7 @@ nonisolated(unsafe) var selectedTarget = FuzzTarget.records
 let environment = ProcessInfo.processInfo.environment
 if let name = environment["CAIRN_FUZZ_TARGET"] {
     guard let target = FuzzTarget(rawValue: name) else {
-        FileHandle.standardError.write(Data("cairn-fuzz: unknown target \(name); use records, manifest, extract, entries, keys or age\n".utf8))
+        FileHandle.standardError.write(Data("cairn-fuzz: unknown target \(name); use records, manifest, extract, entries, keys, age or sealed\n".utf8))
         exit(2)
     }
     selectedTarget = target
