@@ -13,6 +13,8 @@ package final class SealedArchiveSource: ArchiveSource, PositionalInput {
     package let base: any ArchiveSource
     package let layout: SealedBlockLayout
     package let secrets: ArchiveSecrets
+    /// The envelope record (block size, archive id, key block), as read.
+    package let envelope: EnvelopeRecord
     /// The inner archive's chunk id and chunker keys, from ``secrets``.
     package let keying: ChunkKeying
     private let sealer: BlockSealer
@@ -39,6 +41,7 @@ package final class SealedArchiveSource: ArchiveSource, PositionalInput {
     package init(base: any ArchiveSource, envelope: OpenedEnvelope, partial: Bool = false) throws(CairnError) {
         self.base = base
         self.secrets = envelope.secrets
+        self.envelope = envelope.record
         keying = try envelope.secrets.chunkKeying()
         self.partial = partial
         prefix = envelope.prefix
@@ -72,6 +75,15 @@ package final class SealedArchiveSource: ArchiveSource, PositionalInput {
         } catch {
             throw error.withPath(base.name)
         }
+    }
+
+    /// The same file read as a complete archive, its last block final: for a partial file
+    /// that may have been finished before it was renamed into place. Shares ``base``: close only
+    /// one of the two.
+    package func completed() throws(CairnError) -> SealedArchiveSource {
+        let secrets = self.secrets
+        let opened = try OpenedEnvelope(record: envelope, prefix: prefix) { _ in secrets.encoded() }
+        return try SealedArchiveSource(base: base, envelope: opened, partial: false)
     }
 
     package func read(fromAbsoluteOffset offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws(CairnError) -> Int {
