@@ -80,11 +80,10 @@ package struct PartialArchive {
     private static func readSealed(
         _ local: LocalArchiveSource, path: String, signingKey: SigningKey?, decryption: ArchiveDecryption
     ) throws -> PartialArchive {
-        var inner = try SealedArchiveSource.open(local, partial: true) { (record) throws(CairnError) in
-            try decryption.openKeyBlock(record)
-        }
         // A write finished but not renamed into place: its last block opens only as the final one.
-        if let complete = try? inner.completed(), complete.size > 0, Self.opens(complete, at: complete.size - 1) { inner = complete }
+        let inner = try SealedArchiveSource.open(local, partial: true) { (record) throws(CairnError) in
+            try decryption.openKeyBlock(record)
+        }.completedIfFinal()
         let blocks = FailureKeepingInput(PositionalByteInput(inner))
         let recovery: ArchiveRecovery
         do {
@@ -117,13 +116,6 @@ package struct PartialArchive {
             sealing: ArchiveSealing(envelope: inner.envelope, secrets: inner.secrets), blockIndex: index,
             outerCut: inner.layout.dataStart + index * inner.layout.sealedBlockSize, pending: pending)
         return PartialArchive(recovery: recovery, point: point, state: state, sealed: continuation)
-    }
-
-    /// Whether the byte at `offset` of `source` can be read (its block opens).
-    private static func opens(_ source: SealedArchiveSource, at offset: UInt64) -> Bool {
-        var byte: [UInt8] = [0]
-        let read = try? byte.withUnsafeMutableBytes { (raw) throws(CairnError) in try source.read(fromAbsoluteOffset: offset, into: raw) }
-        return read == 1
     }
 }
 

@@ -77,13 +77,20 @@ package final class SealedArchiveSource: ArchiveSource, PositionalInput {
         }
     }
 
-    /// The same file read as a complete archive, its last block final: for a partial file
-    /// that may have been finished before it was renamed into place. Shares ``base``: close only
-    /// one of the two.
-    package func completed() throws(CairnError) -> SealedArchiveSource {
+    /// A partial file read as a complete archive when its last block opens as the final one (a
+    /// write finished but not yet renamed into place, a copy that reached the end); else itself
+    /// (`Spec/0004-trusted-archives.md §6.9`). The result shares ``base``: close only one.
+    package func completedIfFinal() -> SealedArchiveSource {
+        guard partial else { return self }
         let secrets = self.secrets
-        let opened = try OpenedEnvelope(record: envelope, prefix: prefix) { _ in secrets.encoded() }
-        return try SealedArchiveSource(base: base, envelope: opened, partial: false)
+        guard let opened = try? OpenedEnvelope(record: envelope, prefix: prefix, openKeyBlock: { _ in secrets.encoded() }),
+            let complete = try? SealedArchiveSource(base: base, envelope: opened, partial: false), complete.size > 0
+        else { return self }
+        var byte: [UInt8] = [0]
+        let read = try? byte.withUnsafeMutableBytes { (raw) throws(CairnError) in
+            try complete.read(fromAbsoluteOffset: complete.size - 1, into: raw)
+        }
+        return read == 1 ? complete : self
     }
 
     package func read(fromAbsoluteOffset offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws(CairnError) -> Int {
