@@ -436,6 +436,15 @@ enum CreateCommand {
                         + "use --resume --force, or remove \(statePath) to give the upload up (it is kept)",
                     path: output)
             case .resumable, .objectInTheWay:
+                // An encrypted upload is cut at any offset (its blocks seal with new nonces, so a
+                // run made again cannot match its parts): never continued as a plain one.
+                if try MultipartUploadState.load(from: statePath)?.envelope != nil {
+                    throw CairnError(
+                        .notResumable,
+                        "the interrupted upload is an encrypted archive, which --resume does not continue (Spec/0003 §3.3): "
+                            + "upload it again with its recipients and --force, without --resume (the interrupted upload is then given up)",
+                        path: output)
+                }
                 // The interrupted run's header: name what differs, and take what is not given.
                 if let payload = try MultipartUploadState.load(from: statePath)?.header,
                     let header = try? ArchiveHeader.decode(payload, offset: UInt64(Prelude.length + RecordFraming.headerLength))

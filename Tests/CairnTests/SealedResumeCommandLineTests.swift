@@ -154,4 +154,51 @@ struct SealedResumeCommandLineTests {
         let fetched = try TreeSnapshot(at: remote + "/data")
         #expect(fetched == expected, "\(fetched.diff(expected))")
     }
+
+    @Test(
+        "Spec/0003 §3.3, Spec/0004 §6.9: create --recipient -o s3:// uploads an archive that verifies and extracts with --identity; a killed encrypted upload is refused by --resume (with or without --identity), never continued as a plain one"
+    )
+    func objectStore() async throws { try await onDedicatedThread { try Self().objectStoreOnThread() } }
+
+    func objectStoreOnThread() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-sealed-s3")
+        defer { work.remove() }
+        let server = try RcloneS3Server()
+        defer { server.stop() }
+        let (source, _) = try ObjectStoreTests.source(work, seed: 25, count: 20)
+        let (identity, recipient) = try EncryptedArchiveCommandLineTests.identity(in: work.path, name: "me")
+        let uploaded = try ObjectStoreTests.cli(["create", "-q", "--recipient", recipient, "-o", "s3://cairn/e.cairn", "data"], in: source, server)
+        try #require(uploaded.status == 0, "\(uploaded.stderr)")
+        let object = try RawFileSystem.contents(ofFile: Array(server.objectPath(key: "e.cairn").utf8))
+        #expect(Array(object[8..<12]) == [3, 0, 0, 0])
+        let verified = try ObjectStoreTests.cli(["verify", "--identity", identity, "s3://cairn/e.cairn"], in: work.path, server)
+        #expect(verified.status == 0 && verified.stdout.hasPrefix("OK"), "\(verified.stderr)")
+        let extracted = try ObjectStoreTests.cli(
+            ["extract", "-q", "--identity", identity, "s3://cairn/e.cairn", "-C", work.appending("out")], in: work.path, server)
+        #expect(extracted.status == 0, "\(extracted.stderr)")
+        let a = try TreeSnapshot(at: work.appending("out/data"))
+        let b = try TreeSnapshot(at: source + "/data")
+        #expect(a == b, "\(a.diff(b))")
+
+        // Killed once a part is recorded: the state names the upload as encrypted.
+        let state = try ObjectStoreTests.statePath(server, "s3://cairn/k.cairn")
+        let child = try ChildProcess.start(
+            FetchCLI.executable, ["create", "-q", "--recipient", recipient, "-o", "s3://cairn/k.cairn", "data"], in: source,
+            environment: ObjectStoreTests.environment(server))
+        try Await.until("the upload state records a part") { ObjectStoreTests.recordedParts(state) >= 1 || !child.process.isRunning }
+        kill(child.pid, SIGKILL)
+        _ = child.wait()
+        #expect(try MultipartUploadState.load(from: state)?.envelope != nil, "the state records the envelope")
+        let plain = try ObjectStoreTests.cli(["create", "-q", "--resume", "-o", "s3://cairn/k.cairn", "data"], in: source, server)
+        #expect(plain.status == 1 && plain.stderr.contains("encrypted"), "\(plain.stderr)")
+        let opened = try ObjectStoreTests.cli(
+            ["create", "-q", "--resume", "--identity", identity, "-o", "s3://cairn/k.cairn", "data"], in: source, server)
+        #expect(opened.status == 2 && opened.stderr.contains("s3://"), "\(opened.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: server.objectPath(key: "k.cairn")), "nothing completed at the key")
+        let again = try ObjectStoreTests.cli(
+            ["create", "-q", "--force", "--recipient", recipient, "-o", "s3://cairn/k.cairn", "data"], in: source, server)
+        #expect(again.status == 0, "\(again.stderr)")
+        let redone = try ObjectStoreTests.cli(["verify", "--identity", identity, "s3://cairn/k.cairn"], in: work.path, server)
+        #expect(redone.status == 0, "\(redone.stderr)")
+    }
 }
