@@ -109,7 +109,11 @@ enum VerifyCommand {
             Output.out("verified length: \(result.verifiedLength)")
             Output.out("resume token: \(result.resumeToken)")
             Output.out(
-                result.isComplete
+                !decryption.isEmpty
+                    ? (result.isComplete
+                        ? "complete: the archive inside the sealed blocks verifies to its footer (\(result.fileBytes) bytes)"
+                        : "\(result.stopReason.map { $0.code != .truncated } == true ? "damaged" : "incomplete"): \(result.fileBytes - result.verifiedLength) of the \(result.fileBytes) bytes of the archive inside the sealed blocks are after the last valid commit (lengths are inner offsets, Spec/0004 §6.9)")
+                    : result.isComplete
                     ? "complete: the archive verifies to its footer (\(result.fileBytes) bytes)"
                     : result.stopReason.map { $0.code != .truncated } == true
                         ? "damaged: the \(result.fileBytes - result.verifiedLength) of \(result.fileBytes) bytes after the last valid commit do not verify (not merely missing); cut the copy to \(result.verifiedLength) bytes and ask the sender for the rest from offset \(result.verifiedLength)"

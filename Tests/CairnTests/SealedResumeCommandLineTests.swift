@@ -100,7 +100,7 @@ struct SealedResumeCommandLineTests {
         #expect(lengths[0] > 0 && lengths[0] < lengths[1], "\(lengths)")
         try RawFileSystem.writeFile(Array(copy.utf8), bytes)
         let whole = try FetchCLI.run(["verify", "--partial", "--identity", identity, copy], in: work.path)
-        #expect(whole.status == 0 && whole.stdout.contains("complete: the archive verifies"), "\(whole.stdout) \(whole.stderr)")
+        #expect(whole.status == 0 && whole.stdout.contains("complete: the archive inside the sealed blocks verifies"), "\(whole.stdout) \(whole.stderr)")
         var tampered = Array(bytes[0..<(bytes.count * 3 / 4)])
         tampered[bytes.count / 4] ^= 0x01
         try RawFileSystem.writeFile(Array(copy.utf8), tampered)

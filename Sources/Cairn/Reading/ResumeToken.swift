@@ -121,8 +121,11 @@ extension Extractor {
     /// archive they hold is verified as a plain one. Lengths and offsets are the inner archive's;
     /// a block that fails authentication ends the prefix (``PrefixVerification/stopReason``).
     ///
-    /// - Parameter decryption: identities or the passphrase; empty: as
-    ///   ``verifyPrefix(at:trustedKeys:)``.
+    /// - Parameters:
+    ///   - location: a local file (the copy being received).
+    ///   - trustedKeys: as in ``verifyPrefix(at:trustedKeys:)``, for the inner archive's signatures.
+    ///   - decryption: identities or the passphrase; empty: as ``verifyPrefix(at:trustedKeys:)``.
+    /// - Returns: the inner archive's verified length and the resume token naming it.
     /// - Throws: as ``verifyPrefix(at:trustedKeys:)``, and `.untrusted` when no identity opens the
     ///   key block or the archive is not encrypted.
     nonisolated(nonsending) public static func verifyPrefix(
