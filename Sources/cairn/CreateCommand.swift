@@ -58,7 +58,12 @@ enum CreateCommand {
                                     already committed are not read again; a file cut in the
                                     middle continues after its last committed chunk; for
                                     s3://, the recorded upload: parts the store holds are
-                                    made again but not sent
+                                    made again but not sent. An encrypted ARCHIVE.partial
+                                    continues with its own keys: give --identity FILE or the
+                                    passphrase (--passphrase, --passphrase-file) that opens
+                                    it; --recipient and --recipients-file are refused
+          --identity FILE           with --resume: an age identity that opens the encrypted
+                                    ARCHIVE.partial's key block (repeatable)
           --json                    print the export properties as JSON
           -q, --quiet               print nothing on success
           --progress, --no-progress force or hide the progress bar (default: on a terminal)
@@ -71,7 +76,7 @@ enum CreateCommand {
                 "-o", "--output", "--compression", "--chunking", "--resources-version", "--app-id", "--size-estimate", "--meta",
                 "--exclude", "--exclude-from", "--files-from", "-T", "--threads", ArchiveOperand.endpointOption, "--upload-state",
                 "--sign", EncryptionOptions.recipientOption, EncryptionOptions.recipientsFileOption,
-                EncryptionOptions.passphraseFileOption,
+                EncryptionOptions.passphraseFileOption, EncryptionOptions.identityOption,
             ],
             flags: [
                 "--not-compressible", "--json", "-q", "--quiet", "--progress", "--no-progress", "--resume", "-f", "--force",
@@ -163,9 +168,18 @@ enum CreateCommand {
         var configuration = Archiver.Configuration()
         configuration.sourcePaths = sources
         if let path = args.value("--sign") { configuration.signingKey = try KeyOptions.signingKey(atPath: path) }
-        configuration.encryption = try EncryptionOptions.encryption(args)
-        if configuration.encryption != nil, args.flag("--resume") {
-            throw UsageError("--resume does not continue an encrypted archive yet: create it again")
+        if args.flag("--resume") {
+            // An encrypted archive resumes with its own key block (Spec/0004 §6.9): the
+            // passphrase options then open it, and no new recipients are given.
+            if !args.allValues(EncryptionOptions.recipientOption).isEmpty || !args.allValues(EncryptionOptions.recipientsFileOption).isEmpty {
+                throw UsageError(
+                    "--resume continues an encrypted archive with its own key block: give --identity or the passphrase that opens it, not --recipient or --recipients-file")
+            }
+        } else {
+            if !args.allValues(EncryptionOptions.identityOption).isEmpty {
+                throw UsageError("--identity is for --resume of an encrypted archive; --recipient encrypts a new one")
+            }
+            configuration.encryption = try EncryptionOptions.encryption(args)
         }
         if let name = args.value("--compression") {
             guard let method = CompressionMethod(name: name) else { throw UsageError("unknown compression '\(name)'") }
@@ -231,6 +245,13 @@ enum CreateCommand {
         scanned: UInt64?
     ) async throws -> Target? {
         let force = args.flag("-f", "--force")
+        if toStore, args.flag("--resume"),
+            !args.allValues(EncryptionOptions.identityOption).isEmpty || args.value(EncryptionOptions.passphraseFileOption) != nil
+                || args.flag(EncryptionOptions.passphraseFlag)
+        {
+            throw UsageError(
+                "--resume does not continue an encrypted upload to s3:// yet: its parts are cut at any offset, not where a resume could restart; upload it again with --force (without --resume)")
+        }
         if toStore {
             guard
                 let upload = try Self.makeObjectStoreSink(
@@ -257,11 +278,19 @@ enum CreateCommand {
         _ output: String, _ args: Arguments, configuration: Archiver.Configuration, sources: [[UInt8]], force: Bool
     ) async throws -> Target? {
         let partial = ArchiveLocation.partialPath(of: output)
+        let decryption = try EncryptionOptions.decryption(args)
+        if !decryption.isEmpty, !FileManager.default.fileExists(atPath: partial), !FileManager.default.fileExists(atPath: output) {
+            throw CairnError(
+                .notFound,
+                "no interrupted encrypted archive to resume at \(partial): create it with --recipient or --passphrase (without --resume)",
+                path: output)
+        }
         if FileManager.default.fileExists(atPath: partial) {
             do {
                 let resumed = try Archiver(
                     resuming: .file(path: output), configuration: configuration,
-                    expecting: Self.expectation(args, configuration: configuration, sources: sources), overwrite: force)
+                    expecting: Self.expectation(args, configuration: configuration, sources: sources), overwrite: force,
+                    decryption: decryption)
                 if !args.flag("-q", "--quiet") { Output.err("cairn: resuming \(partial)") }
                 return Target(archiver: resumed, sink: nil)
             } catch where error.code == .unsupportedVersion {
@@ -291,7 +320,7 @@ enum CreateCommand {
         if FileManager.default.fileExists(atPath: output) {
             // Complete already, but only "nothing to resume" if it is the archive of these
             // sources and options: the same rule as for a partial one.
-            let finished = try await Extractor(at: .file(path: output))
+            let finished = try await Extractor(at: .file(path: output), decryption: decryption)
             defer { finished.close() }
             let header = finished.header
             let differences = Self.expectation(args, configuration: configuration, sources: sources).differences(from: header)
@@ -407,6 +436,15 @@ enum CreateCommand {
                         + "use --resume --force, or remove \(statePath) to give the upload up (it is kept)",
                     path: output)
             case .resumable, .objectInTheWay:
+                // An encrypted upload is cut at any offset (its blocks seal with new nonces, so a
+                // run made again cannot match its parts): never continued as a plain one.
+                if try MultipartUploadState.load(from: statePath)?.envelope != nil {
+                    throw CairnError(
+                        .notResumable,
+                        "the interrupted upload is an encrypted archive, which --resume does not continue (Spec/0003 §3.3): "
+                            + "upload it again with its recipients and --force, without --resume (the interrupted upload is then given up)",
+                        path: output)
+                }
                 // The interrupted run's header: name what differs, and take what is not given.
                 if let payload = try MultipartUploadState.load(from: statePath)?.header,
                     let header = try? ArchiveHeader.decode(payload, offset: UInt64(Prelude.length + RecordFraming.headerLength))

@@ -19,7 +19,10 @@ enum VerifyCommand {
                     valid commit) and a resume token; exit 0 whenever the header is readable.
                     Give both to the sender: cairn cat ARCHIVE --from-offset N --expect-token T
                     With --trusted-key, the verified length ends at the last commit a verified
-                    signature covers.
+                    signature covers. With --identity (or the passphrase), an encrypted copy's
+                    whole sealed blocks are opened as a partial archive's (Spec/0004 §6.9) and
+                    the lengths are those of the archive inside them; a block that fails
+                    authentication ends the verified prefix
 
         \(KeyOptions.trustedKeyHelp)
 
@@ -41,11 +44,10 @@ enum VerifyCommand {
         let trustedKeys = try KeyOptions.trustedKeys(args)
         let decryption = try EncryptionOptions.decryption(args)
         if args.flag("--partial") {
-            guard decryption.isEmpty else { throw UsageError("--partial does not read an encrypted archive yet") }
             guard ArchiveLocation.kind(of: archive) == .file else {
                 throw UsageError("--partial reads a local copy; 'cairn verify URL' checks the archive at a URL, 'cairn fetch' downloads it")
             }
-            return try await partial(archive, json: args.flag("--json"), trustedKeys: trustedKeys)
+            return try await partial(archive, json: args.flag("--json"), trustedKeys: trustedKeys, decryption: decryption)
         }
         let started = monotonicSeconds()
         let report =
@@ -87,11 +89,14 @@ enum VerifyCommand {
         return .success
     }
 
-    static func partial(_ archive: String, json: Bool, trustedKeys: [PublicKey]) async throws -> ExitStatus {
+    static func partial(_ archive: String, json: Bool, trustedKeys: [PublicKey], decryption: ArchiveDecryption) async throws -> ExitStatus {
+        if archive == "-", !decryption.isEmpty {
+            throw UsageError("--partial with --identity reads a local copy (its sealed blocks are read at random), not -")
+        }
         let result =
             archive == "-"
-            ? try await Extractor.verifyPrefix(reading: .standardInput, path: archive, trustedKeys: trustedKeys, keying: nil)
-            : try await Extractor.verifyPrefix(at: .file(path: archive), trustedKeys: trustedKeys)
+            ? try await Extractor.verifyPrefix(reading: FileDescriptor.standardInput, path: archive, trustedKeys: trustedKeys, keying: nil)
+            : try await Extractor.verifyPrefix(at: .file(path: archive), trustedKeys: trustedKeys, decryption: decryption)
         if json {
             var object: [String: Any] = [
                 "verifiedLength": result.verifiedLength, "resumeToken": result.resumeToken.description,
@@ -104,7 +109,11 @@ enum VerifyCommand {
             Output.out("verified length: \(result.verifiedLength)")
             Output.out("resume token: \(result.resumeToken)")
             Output.out(
-                result.isComplete
+                !decryption.isEmpty
+                    ? (result.isComplete
+                        ? "complete: the archive inside the sealed blocks verifies to its footer (\(result.fileBytes) bytes)"
+                        : "\(result.stopReason.map { $0.code != .truncated } == true ? "damaged" : "incomplete"): \(result.fileBytes - result.verifiedLength) of the \(result.fileBytes) bytes of the archive inside the sealed blocks are after the last valid commit (lengths are inner offsets, Spec/0004 §6.9)")
+                    : result.isComplete
                     ? "complete: the archive verifies to its footer (\(result.fileBytes) bytes)"
                     : result.stopReason.map { $0.code != .truncated } == true
                         ? "damaged: the \(result.fileBytes - result.verifiedLength) of \(result.fileBytes) bytes after the last valid commit do not verify (not merely missing); cut the copy to \(result.verifiedLength) bytes and ask the sender for the rest from offset \(result.verifiedLength)"

@@ -51,7 +51,8 @@ package struct ArchiveRecovery {
     /// The resuming writer's chunk id rule (its `keying`), by which chunks read back are checked.
     package var idFunction: ChunkIDFunction
 
-    /// Scans the archive readable from `descriptor` (positioned at its start).
+    /// Scans the archive readable from `input` (a file positioned at its start, or the inner
+    /// archive of an encrypted partial file, `Spec/0004 §6.9`).
     ///
     /// A signed archive (format 2.2) is resumed only at a commit followed by a prefix signature
     /// that verifies under `signingKey` (`Spec/0004-trusted-archives.md §3.5`): the other
@@ -68,9 +69,9 @@ package struct ArchiveRecovery {
     ///   the key does not fit the archive (naming both key ids); `.unsupportedVersion` for an
     ///   archive of another version than this writer writes (2.1, or 2.2 signed).
     package static func scan(
-        _ descriptor: FileDescriptor, path: String, signingKey: SigningKey? = nil, keying: ChunkKeying?
+        _ input: any ByteInput, path: String, signingKey: SigningKey? = nil, keying: ChunkKeying?
     ) throws -> ArchiveRecovery {
-        let stream = RecordStream(descriptor: descriptor)
+        let stream = RecordStream(input: input)
         let scanner = ArchiveScanner(keying: keying)
         do throws(CairnError) {
             try scanner.start(stream)

@@ -116,29 +116,42 @@ public final class Archiver {
     ///   - configuration: settings that do not shape the header.
     ///   - expected: the sources and the options given explicitly, compared with the archive's.
     ///   - overwrite: whether ``finish()`` may replace an existing file at `path`.
-    /// - Throws: `.invalidArgument` naming a location that is not a local file; `.notFound`
+    ///   - decryption: for an encrypted archive (`Spec/0004-trusted-archives.md §6.9`), the
+    ///     identity or passphrase that opens the partial file's own key block, which holds the
+    ///     archive's keys: the write continues sealed with them, from the block holding the
+    ///     resume point (sealed again under a new nonce). Empty (the default) for a plain archive.
+    ///     `configuration` must then name no ``Configuration/encryption``.
+    /// - Throws: `.invalidArgument` naming a location that is not a local file, or an
+    ///   ``Configuration/encryption`` given; `.notFound`
     ///   when there is no `<path>.partial`; `.notResumable` when it has no
     ///   valid commit, or when something in `expected` differs (the message names each
     ///   difference, which are also in ``CairnError/additionalErrors``); `.unsupportedVersion`
-    ///   when it is of another format version than this library writes (2.0, say); `.busy`; `.io`.
+    ///   when it is of another format version than this library writes (2.0, say); `.untrusted`
+    ///   for an encrypted partial file without a `decryption` that opens it, or a plain one with
+    ///   one; `.checksumMismatch` naming a sealed block that fails authentication; `.busy`; `.io`.
+    ///   On every refusal the partial file is left as it was.
     public convenience init(
         resuming location: ArchiveLocation, configuration: Configuration = Configuration(),
-        expecting expected: ResumeExpectation = ResumeExpectation(), overwrite: Bool = false
+        expecting expected: ResumeExpectation = ResumeExpectation(), overwrite: Bool = false,
+        decryption: ArchiveDecryption = ArchiveDecryption()
     ) throws(CairnError) {
         let path = try location.requireFile(for: "an archive resumed here")
         let partial = ArchiveLocation.partialPath(of: path)
-        let input = try FileDescriptor.open(partial, flags: O_RDONLY | O_NOFOLLOW)
-        let recovery: ArchiveRecovery
-        let point: ArchiveRecovery.Checkpoint
+        if configuration.encryption != nil || configuration.sealing != nil {
+            throw CairnError(
+                .invalidArgument,
+                "an encrypted archive resumes with its own key block: give the identity or passphrase that opens it (decryption), not recipients",
+                path: partial)
+        }
+        let found: PartialArchive
         do {
-            recovery = try ArchiveRecovery.scan(input, path: partial, signingKey: configuration.signingKey, keying: configuration.keying)
             // Not inside a database and its -wal (`Spec/0003 §3.2` item 6).
-            point = recovery.resumePoint(reading: LocalArchiveSource(descriptor: input, size: try input.status().size))
+            found = try PartialArchive.read(
+                partial, signingKey: configuration.signingKey, keying: configuration.keying, decryption: decryption)
         } catch {
-            _ = try? input.close()
             throw (error as? CairnError) ?? CairnError(.io, "cannot read the archive", path: partial)
         }
-        _ = try? input.close()
+        let recovery = found.recovery
         let differences = expected.differences(from: recovery.header)
         if !differences.isEmpty {
             var error = CairnError(
@@ -161,8 +174,16 @@ public final class Archiver {
         resumed.staysOnOneFileSystem = selection.staysOnOneFileSystem
         resumed.collectsExtendedAttributes = selection.collectsExtendedAttributes
         resumed.snapshotsSQLiteDatabases = selection.snapshotsSQLiteDatabases
-        let state = recovery.writerState(at: point)
-        let sink = try FileSink(resuming: path, at: state.offset, writingFrom: state.writerStart, overwrite: overwrite)
+        let state = found.state
+        let file = try FileSink(resuming: path, at: found.cut, writingFrom: found.writingFrom, overwrite: overwrite)
+        var sink: any ArchiveSink = file
+        if let sealed = found.sealed {
+            // The archive's own keys, from its key block (`Spec/0004 §6.9`).
+            resumed.keying = try sealed.sealing.secrets.chunkKeying()
+            sink = try SealingSink(
+                base: file, continuing: sealed.sealing.envelope, secrets: sealed.sealing.secrets, atBlock: sealed.blockIndex,
+                pending: sealed.pending)
+        }
         try self.init(sink: sink, configuration: resumed)
         try adoptRecovery(recovery, state: state)
         isResumed = true

@@ -30,11 +30,13 @@ public struct ArchiveDecryption: Sendable {
 
     /// `source` itself for a plain reader; its inner archive when identities are given.
     ///
-    /// - Parameter partial: `source` is a partial file (no block is final).
+    /// - Parameter partial: `source` is a partial file (no block is final, `Spec/0004 §6.3`
+    ///   item 3), unless its last block opens as the final one: then it is read as complete.
     package func open(_ source: any ArchiveSource, partial: Bool = false) throws(CairnError) -> any ArchiveSource {
         guard !isEmpty else { return source }
         do throws(CairnError) {
             return try SealedArchiveSource.open(source, partial: partial) { (record) throws(CairnError) in try openKeyBlock(record) }
+                .completedIfFinal()
         } catch {
             source.close()
             throw error

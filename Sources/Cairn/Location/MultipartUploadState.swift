@@ -43,6 +43,10 @@ package struct MultipartUploadState: Codable, Sendable, Equatable {
     /// The payload of the archive's header record (base64 in the file), recorded from the
     /// first bytes uploaded: what a resume compares its options with, naming each difference.
     package var header: [UInt8]?
+    /// An encrypted archive's envelope record payload (`Spec/0004-trusted-archives.md §6.2`,
+    /// clear in the archive too), recorded instead of a header: such an upload is cut at any
+    /// offset and is not continued by a resume (`Spec/0003-command-line.md §3.3`).
+    package var envelope: [UInt8]?
 
     package init(endpoint: String, bucket: String, key: String, uploadID: String, partSize: UInt64, rule: PartSizeRule = .s3) {
         self.endpoint = endpoint
@@ -114,6 +118,8 @@ package struct MultipartUploadState: Codable, Sendable, Equatable {
                 state?.record(part)
             } else if let header = entry.header, state != nil {
                 state?.header = Data(base64Encoded: header).map { Array($0) }
+            } else if let envelope = entry.envelope, state != nil {
+                state?.envelope = Data(base64Encoded: envelope).map { Array($0) }
             }
         }
         guard let state else { throw CairnError(.corrupted, "not an upload state file of cairn (no upload recorded)" + remove, path: path) }
@@ -135,6 +141,8 @@ package final class UploadJournal: Sendable {
         var part: MultipartUploadState.Part?
         /// The header record's payload, base64.
         var header: String?
+        /// An encrypted archive's envelope record payload, base64.
+        var envelope: String?
     }
 
     /// The largest journal read back.
@@ -192,6 +200,7 @@ package final class UploadJournal: Sendable {
     package func begin(_ upload: MultipartUploadState) throws(CairnError) {
         var lines = [Line(version: 1, upload: upload, part: nil)]
         if let header = upload.header { lines.append(Line(header: Data(header).base64EncodedString())) }
+        if let envelope = upload.envelope { lines.append(Line(envelope: Data(envelope).base64EncodedString())) }
         lines += upload.parts.map { Line(version: nil, upload: nil, part: $0) }
         try append(lines)
     }
@@ -208,6 +217,13 @@ package final class UploadJournal: Sendable {
     /// - Throws: `.io` naming the file.
     package func record(header: [UInt8]) throws(CairnError) {
         try append([Line(header: Data(header).base64EncodedString())])
+    }
+
+    /// Appends a line recording an encrypted archive's envelope record payload and syncs it.
+    ///
+    /// - Throws: `.io` naming the file.
+    package func record(envelope: [UInt8]) throws(CairnError) {
+        try append([Line(envelope: Data(envelope).base64EncodedString())])
     }
 
     private func append(_ lines: [Line]) throws(CairnError) {

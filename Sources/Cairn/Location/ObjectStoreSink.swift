@@ -300,7 +300,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
         let header = try filling.withBytes { (raw) throws(CairnError) in
             try RecordCodec.parseHeader(UnsafeRawBufferPointer(rebasing: raw[Prelude.length...]), offset: UInt64(Prelude.length))
         }
-        guard header.type == .header else {
+        guard header.type == .header || header.type == .envelope else {
             headerRecorded = true
             return
         }
@@ -308,6 +308,12 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
         guard filling.count >= start + header.length else { return }
         headerRecorded = true
         let payload = Array(filling[start..<(start + header.length)])
+        if header.type == .envelope {
+            // An encrypted archive: its upload is refused by a resume (`Spec/0003 §3.3`).
+            ledger.state.withLock { $0.envelope = payload }
+            try ledger.journal.record(envelope: payload)
+            return
+        }
         ledger.state.withLock { $0.header = payload }
         try ledger.journal.record(header: payload)
     }

@@ -13,6 +13,8 @@ package final class SealedArchiveSource: ArchiveSource, PositionalInput {
     package let base: any ArchiveSource
     package let layout: SealedBlockLayout
     package let secrets: ArchiveSecrets
+    /// The envelope record (block size, archive id, key block), as read.
+    package let envelope: EnvelopeRecord
     /// The inner archive's chunk id and chunker keys, from ``secrets``.
     package let keying: ChunkKeying
     private let sealer: BlockSealer
@@ -39,6 +41,7 @@ package final class SealedArchiveSource: ArchiveSource, PositionalInput {
     package init(base: any ArchiveSource, envelope: OpenedEnvelope, partial: Bool = false) throws(CairnError) {
         self.base = base
         self.secrets = envelope.secrets
+        self.envelope = envelope.record
         keying = try envelope.secrets.chunkKeying()
         self.partial = partial
         prefix = envelope.prefix
@@ -72,6 +75,22 @@ package final class SealedArchiveSource: ArchiveSource, PositionalInput {
         } catch {
             throw error.withPath(base.name)
         }
+    }
+
+    /// A partial file read as a complete archive when its last block opens as the final one (a
+    /// write finished but not yet renamed into place, a copy that reached the end); else itself
+    /// (`Spec/0004-trusted-archives.md §6.9`). The result shares ``base``: close only one.
+    package func completedIfFinal() -> SealedArchiveSource {
+        guard partial else { return self }
+        let secrets = self.secrets
+        guard let opened = try? OpenedEnvelope(record: envelope, prefix: prefix, openKeyBlock: { _ in secrets.encoded() }),
+            let complete = try? SealedArchiveSource(base: base, envelope: opened, partial: false), complete.size > 0
+        else { return self }
+        var byte: [UInt8] = [0]
+        let read = try? byte.withUnsafeMutableBytes { (raw) throws(CairnError) in
+            try complete.read(fromAbsoluteOffset: complete.size - 1, into: raw)
+        }
+        return read == 1 ? complete : self
     }
 
     package func read(fromAbsoluteOffset offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws(CairnError) -> Int {

@@ -29,6 +29,29 @@ package final class SealingSink: ArchiveSink, LocalFileWritingSink {
         pending.reserveCapacity(blockSize * 2)
     }
 
+    /// Continues sealing a partial archive (`Spec/0004-trusted-archives.md §6.9`) whose outer
+    /// file `base` was cut back to the start of block `index`: the envelope and blocks
+    /// `0..<index` are already there, and `pending`, the plaintext of block `index` before the
+    /// resume point (fewer than `blockSize` bytes), is sealed again with the bytes that follow,
+    /// under a fresh nonce (§6.3's nonce rule).
+    ///
+    /// - Throws: `.invalidArgument` for keys of the wrong length, or `pending` of a whole block
+    ///   or more.
+    package init(
+        base: any ArchiveSink, continuing envelope: EnvelopeRecord, secrets: ArchiveSecrets, atBlock index: UInt64, pending: [UInt8]
+    ) throws(CairnError) {
+        guard pending.count < Int(envelope.blockSize) else {
+            throw CairnError(.invalidArgument, "a resumed block holds fewer than \(envelope.blockSize) bytes, not \(pending.count)")
+        }
+        self.base = base
+        sealer = try BlockSealer(key: secrets.blockKey, archiveID: envelope.archiveID)
+        blockSize = Int(envelope.blockSize)
+        self.envelope = nil
+        nextIndex = index
+        self.pending = pending
+        self.pending.reserveCapacity(blockSize * 2)
+    }
+
     package var writtenFileIdentity: (device: UInt64, inode: UInt64)? {
         (base as? any LocalFileWritingSink)?.writtenFileIdentity
     }

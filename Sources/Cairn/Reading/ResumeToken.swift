@@ -114,6 +114,33 @@ extension Extractor {
         try await verifyPrefix(at: location, trustedKeys: trustedKeys, keying: nil)
     }
 
+    /// ``verifyPrefix(at:trustedKeys:)`` of a possibly incomplete encrypted archive
+    /// (`Spec/0004-trusted-archives.md §6.9`): its key block is opened with `decryption`, its
+    /// whole sealed blocks are opened as a partial archive's (none final, a torn last block left
+    /// out; a file whose last block opens as the final one is read as complete), and the inner
+    /// archive they hold is verified as a plain one. Lengths and offsets are the inner archive's;
+    /// a block that fails authentication ends the prefix (``PrefixVerification/stopReason``).
+    ///
+    /// - Parameters:
+    ///   - location: a local file (the copy being received).
+    ///   - trustedKeys: as in ``verifyPrefix(at:trustedKeys:)``, for the inner archive's signatures.
+    ///   - decryption: identities or the passphrase; empty: as ``verifyPrefix(at:trustedKeys:)``.
+    /// - Returns: the inner archive's verified length and the resume token naming it.
+    /// - Throws: as ``verifyPrefix(at:trustedKeys:)``, and `.untrusted` when no identity opens the
+    ///   key block or the archive is not encrypted.
+    nonisolated(nonsending) public static func verifyPrefix(
+        at location: ArchiveLocation, trustedKeys: [PublicKey] = [], decryption: ArchiveDecryption
+    ) async throws -> PrefixVerification {
+        guard !decryption.isEmpty else { return try await verifyPrefix(at: location, trustedKeys: trustedKeys, keying: nil) }
+        let path = try location.requireFile(for: "the archive")
+        let inner = try await DedicatedThread.run { () throws(CairnError) in
+            try decryption.open(try LocalArchiveSource(path: path), partial: true)
+        }
+        defer { inner.close() }
+        guard let sealed = inner as? SealedArchiveSource else { throw CairnError(.untrusted, "the archive is not encrypted", path: path) }
+        return try await verifyPrefix(reading: PositionalByteInput(sealed), path: path, trustedKeys: trustedKeys, keying: sealed.keying)
+    }
+
     /// ``verifyPrefix(at:trustedKeys:)`` of a keyed archive (`Spec/0004 §6.6`): packs' inline
     /// chunks are checked under `keying`.
     nonisolated(nonsending) package static func verifyPrefix(
@@ -125,12 +152,13 @@ extension Extractor {
         return try await verifyPrefix(reading: descriptor, path: path, trustedKeys: trustedKeys, keying: keying)
     }
 
-    /// ``verifyPrefix(at:trustedKeys:)`` of the bytes `descriptor` reads (a file, or standard input), named
+    /// ``verifyPrefix(at:trustedKeys:)`` of the bytes `input` reads (a file, standard input, an
+    /// encrypted archive's inner bytes), named
     /// `path` in errors.
     nonisolated(nonsending) package static func verifyPrefix(
-        reading descriptor: FileDescriptor, path: String, trustedKeys: [PublicKey] = [], keying: ChunkKeying?
+        reading input: any ByteInput, path: String, trustedKeys: [PublicKey] = [], keying: ChunkKeying?
     ) async throws -> PrefixVerification {
-        let stream = RecordStream(descriptor: descriptor)
+        let stream = RecordStream(input: input)
         // The chain digests bind every byte of the prefix to its commits, which is what a
         // transfer needs; chunk contents are checked again on extraction or by `verify`.
         let scanner = ArchiveScanner(trustedKeys: trustedKeys, keying: keying)
@@ -163,8 +191,16 @@ extension Extractor {
             }
             stopReason = error.withPath(path)
         }
-        // Read to the end so the file size is known even for a pipe.
-        while (try? stream.isAtEnd()) == false { _ = try stream.readBytes(1 << 20) }
+        // Read to the end so the file size is known even for a pipe (an encrypted copy's
+        // reading ends at a block that does not open: the stop reason names it).
+        while (try? stream.isAtEnd()) == false {
+            do {
+                _ = try stream.readBytes(1 << 20)
+            } catch {
+                guard stopReason != nil else { throw error }
+                break
+            }
+        }
         let total = stream.offset
         let complete = scanner.footer != nil && stopReason == nil
         if let footer = scanner.footer {
