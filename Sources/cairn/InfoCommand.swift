@@ -4,7 +4,7 @@ import Foundation
 /// `cairn info ARCHIVE [--json]`
 enum InfoCommand {
     static let usage = """
-        usage: cairn info ARCHIVE [--json] [--trusted-key PUBFILE]...
+        usage: cairn info ARCHIVE [--json] [--trusted-key PUBFILE]... [--identity FILE]...
 
         Prints the header (format, chunking, codec, the creator's metadata) and the totals
         (entries, chunks, content, stored and archive bytes, deduplication savings).
@@ -27,6 +27,8 @@ enum InfoCommand {
         envelope, and that the contents need an identity (exit 0; --json: contentsReadable false).
 
         \(KeyOptions.trustedKeyHelp)
+
+        \(EncryptionOptions.readingHelp)
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
