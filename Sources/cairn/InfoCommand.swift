@@ -41,7 +41,10 @@ enum InfoCommand {
             extractor = try await ArchiveOperand.open(archive, args)
         } catch {
             // Encrypted, read without an identity: what the envelope shows (`Spec/0004 §6.1`).
-            if error.code == .untrusted, decryption.isEmpty, let envelope = try? await Self.envelope(archive, args) {
+            // Not with --trusted-key: a signature inside cannot be checked, so that is refused.
+            if error.code == .untrusted, decryption.isEmpty, trustedKeys.isEmpty,
+                let envelope = try? await Self.envelope(archive, args)
+            {
                 Self.printEnvelopeOnly(envelope, archive: archive, json: args.flag("--json"))
                 return .success
             }

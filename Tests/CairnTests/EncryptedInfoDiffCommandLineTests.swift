@@ -60,9 +60,14 @@ struct EncryptedInfoDiffCommandLineTests {
         #expect(text.stdout.contains("archive id:        \(Self.hex(record.archiveID))"), "\(text.stdout)")
         #expect(text.stdout.contains("--identity"), "\(text.stdout)")
         #expect(!text.stdout.contains("secret-plan") && !text.stdout.contains("data/"), "\(text.stdout)")
-        // The other reading commands still refuse.
+        // The other reading commands still refuse, and so does info asked to check a signature.
         let listed = try FetchCLI.run(["list", archive], in: work.path)
         #expect(listed.status == 1 && listed.stderr.contains("--identity"), "\(listed.stderr)")
+        let pub = work.appending("k.pub")
+        try #require(
+            try FetchCLI.run(["key", "generate", "-W", "-p", pub, "-s", work.appending("k.key")], in: work.path).status == 0)
+        let trusting = try FetchCLI.run(["info", "--trusted-key", pub, archive], in: work.path)
+        #expect(trusting.status == 1 && trusting.stderr.contains("--identity"), "\(trusting.stderr)")
 
         let opened = try FetchCLI.run(["info", "--json", "--identity", identity, archive], in: work.path)
         try #require(opened.status == 0, "\(opened.stderr)")
