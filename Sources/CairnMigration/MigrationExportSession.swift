@@ -35,7 +35,7 @@ public struct MigrationExportSession<Exporter: ResourcesExportingWithOptions> {
     /// ``MigrationImportSession/trustedSigners``. Encrypting the export for the destination is
     /// ``recipients``.
     public var signingKey: SigningKey?
-    /// The destination device's age X25519 recipients (`age1…`, ``AgeRecipient``): when not
+    /// The destination device's age X25519 recipients (`age1…`, `AgeRecipient`): when not
     /// empty, the export is encrypted for them (`Spec/0004-trusted-archives.md §7.4`, format
     /// 3.0; it becomes the archiver's `Archiver.Configuration.encryption`, replacing the
     /// configuration's own). Signed and encrypted together, the signature is inside the

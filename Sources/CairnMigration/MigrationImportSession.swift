@@ -62,7 +62,7 @@ public final class MigrationImportSession<Importer: ResourcesImporting> {
     /// the last import: created X, last imported Y". Applies only with ``trustedSigners``.
     public var allowOlder = false
     /// The identities that open an encrypted archive (`Spec/0004-trusted-archives.md §7.4`):
-    /// the destination device's age X25519 identities (``AgeIdentity``), or the passphrase of an
+    /// the destination device's age X25519 identities (`AgeIdentity`), or the passphrase of an
     /// archive made with one. Empty (the default): only a plain archive is imported.
     ///
     /// Every import (a file, a URL, a stream) reads the archive with it, as
