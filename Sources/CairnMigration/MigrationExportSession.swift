@@ -32,10 +32,20 @@ public struct MigrationExportSession<Exporter: ResourcesExportingWithOptions> {
     /// configuration's own `signingKey`, usually none.
     ///
     /// The importing device trusts the matching public key through
-    /// ``MigrationImportSession/trustedSigners``. Encrypting the export for the destination's
-    /// recipient is not specified yet (`Spec/0004` will add it); it will be a sibling of this
-    /// property.
+    /// ``MigrationImportSession/trustedSigners``. Encrypting the export for the destination is
+    /// ``recipients``.
     public var signingKey: SigningKey?
+    /// The destination device's age X25519 recipients (`age1…`, `AgeRecipient`): when not
+    /// empty, the export is encrypted for them (`Spec/0004-trusted-archives.md §7.4`, format
+    /// 3.0; it becomes the archiver's `Archiver.Configuration.encryption`, replacing the
+    /// configuration's own). Signed and encrypted together, the signature is inside the
+    /// sealed blocks, and the chunk id and chunker keys are derived from ``signingKey``, so two
+    /// exports of one maker share chunk ids (`Spec/0004 §6.5`). Empty (the default): the
+    /// configuration's own `encryption`, usually none.
+    ///
+    /// The importing device opens the export with the matching identity through
+    /// ``MigrationImportSession/decryption``.
+    public var recipients: [AgeRecipient] = []
     /// The creation time a signed export records, in nanoseconds since 1970; nil: the clock when
     /// ``archiverConfiguration`` is read (for tests).
     package var creationTime: UInt64?
@@ -48,11 +58,12 @@ public struct MigrationExportSession<Exporter: ResourcesExportingWithOptions> {
     }
 
     /// The configuration the archiver gets: ``configuration`` with the exporter's header fields,
-    /// and, when signing, ``signingKey`` and the creation time (`cairn.created`, taken from the
+    /// ``recipients`` when given, and, when signing, ``signingKey`` and the creation time (`cairn.created`, taken from the
     /// clock each time this is read).
     public var archiverConfiguration: Archiver.Configuration {
         var configuration = self.configuration
         if let signingKey { configuration.signingKey = signingKey }
+        if !recipients.isEmpty { configuration.encryption = ArchiveEncryption(recipients: recipients) }
         if configuration.signingKey != nil {
             configuration.metadata[ExportCreationTime.metadataKey] = String(creationTime ?? ExportCreationTime.now())
         }

@@ -61,6 +61,19 @@ public final class MigrationImportSession<Importer: ResourcesImporting> {
     /// or one of that key without a creation time, is refused with `.untrusted` "… is older than
     /// the last import: created X, last imported Y". Applies only with ``trustedSigners``.
     public var allowOlder = false
+    /// The identities that open an encrypted archive (`Spec/0004-trusted-archives.md §7.4`):
+    /// the destination device's age X25519 identities (`AgeIdentity`), or the passphrase of an
+    /// archive made with one. Empty (the default): only a plain archive is imported.
+    ///
+    /// Every import (a file, a URL, a stream) reads the archive with it, as
+    /// `Extractor(at:trustedKeys:decryption:)` does: an encrypted archive without identities,
+    /// one that no identity given opens, and a plain archive when identities are given (what
+    /// stripping the encryption would leave, `Spec/0004 §6.2`) are refused with `CairnError`
+    /// `.untrusted`; a sealed block that does not open with `.checksumMismatch`. Refused,
+    /// nothing is extracted and the container is untouched (only the failure status is
+    /// recorded). With ``trustedSigners`` too, the signature is checked inside the sealed
+    /// blocks, as for a plain archive.
+    public var decryption = ArchiveDecryption()
 
     /// A session importing into `container`.
     public init(importer: Importer, container: MigrationDataContainer) {
@@ -80,7 +93,9 @@ public final class MigrationImportSession<Importer: ResourcesImporting> {
     ///   `.limitExceeded`; `.io`; `.network` and `.httpStatus` for a remote one; what
     ///   ``acceptRequest`` or the importer throws; `CancellationError`. With ``trustedSigners``:
     ///   `.untrusted` for an archive not signed by one of them, or older than the last import
-    ///   (``allowOlder``); `.checksumMismatch` for a signature that does not verify.
+    ///   (``allowOlder``); `.checksumMismatch` for a signature that does not verify. With or
+    ///   without ``decryption``: `.untrusted` for an encrypted archive it does not open, or a
+    ///   plain one when it is not empty; `.checksumMismatch` for a damaged sealed block.
     @discardableResult
     nonisolated(nonsending) public func importResources(fromArchiveAt location: ArchiveLocation, progress: Progress? = nil)
         async throws -> ResourcesImportRequest
@@ -89,7 +104,7 @@ public final class MigrationImportSession<Importer: ResourcesImporting> {
         return try await perform(archive: name, progress: progress) { destination, extraction, check in
             // With trusted keys the reader verified the root signature before it returns, so
             // the header and the signer below are the signed ones (`Spec/0004 §4.3`).
-            let extractor = try await Extractor(at: location, trustedKeys: self.trustedSigners)
+            let extractor = try await Extractor(at: location, trustedKeys: self.trustedSigners, decryption: self.decryption)
             defer { extractor.close() }
             try check(extractor.header, self.trustedSigners.isEmpty ? nil : try extractor.signingKeyID())
             extraction.addChild(extractor.progress, withPendingUnitCount: 1)
@@ -123,9 +138,21 @@ public final class MigrationImportSession<Importer: ResourcesImporting> {
         try await perform(archive: name, progress: progress) { destination, extraction, check in
             let streamProgress = Progress(totalUnitCount: 0)
             extraction.addChild(streamProgress, withPendingUnitCount: 1)
-            _ = try await Extractor.extractStream(
-                from: input, to: destination, options: self.effectiveOptions, progress: streamProgress,
-                trustedKeys: self.trustedSigners, keying: nil, checkingSignedHeader: check)
+            // An encrypted stream is opened (its envelope and key block read) on a thread of its
+            // own, which then delivers the inner archive through a pipe; a plain one is `input`.
+            let decryption = self.decryption
+            let outer = SequentialArchiveBytes(
+                descriptor: FileDescriptor(rawValue: input.fileDescriptor, path: name), finish: {}, cancel: {})
+            let inner = try await DedicatedThread.run { () throws(CairnError) in try decryption.open(outer, name: name) }
+            do {
+                _ = try await Extractor.extractStream(
+                    from: FileHandle(fileDescriptor: inner.descriptor.rawValue, closeOnDealloc: false), to: destination,
+                    options: self.effectiveOptions, progress: streamProgress, trustedKeys: self.trustedSigners,
+                    keying: inner.keying, checkingSignedHeader: check)
+                try inner.finish()
+            } catch {
+                throw Extractor.ending(inner, after: error, path: name)
+            }
         }
     }
 

@@ -23,6 +23,11 @@ import Synchronization
 /// ``CairnMigration/MigrationImportSession/trustedSigners`` does. A tampered archive (the
 /// `.flipByte(atOffset:)` fault, or an export of a tester signing with another key) must then
 /// be refused with the container untouched.
+///
+/// Encrypted exports (`Spec/0004 §7.4`): give `recipients` to encrypt every export for them,
+/// and `decryption` (their identities) with which the tester reads its own exports back and
+/// every import opens them, as ``CairnMigration/MigrationImportSession/decryption`` does. A
+/// sealed block with a flipped byte must then be refused with the container untouched.
 public final class MigrationTester<Exporter: ResourcesExportingWithOptions & Sendable, Importer: ResourcesImporting & Sendable>: Sendable {
     /// Runs the exporter.
     public let exportController: AppExportController
@@ -34,14 +39,15 @@ public final class MigrationTester<Exporter: ResourcesExportingWithOptions & Sen
     public init(
         exporter: Exporter, importer: Importer, appIdentifier: MigrationAppIdentifier, container: MigrationDataContainer,
         workDirectory: URL, configuration: Archiver.Configuration = Archiver.Configuration(), signingKey: SigningKey? = nil,
-        trustedSigners: [PublicKey] = []
+        trustedSigners: [PublicKey] = [], recipients: [AgeRecipient] = [], decryption: ArchiveDecryption = ArchiveDecryption()
     ) {
         let counter = Counter()
         exportController = AppExportController(
             exporter: exporter, appIdentifier: appIdentifier, workDirectory: workDirectory, configuration: configuration,
-            signingKey: signingKey, counter: counter)
+            signingKey: signingKey, recipients: recipients, decryption: decryption, counter: counter)
         importController = AppImportController(
-            importer: importer, container: container, workDirectory: workDirectory, trustedSigners: trustedSigners, counter: counter)
+            importer: importer, container: container, workDirectory: workDirectory, trustedSigners: trustedSigners,
+            decryption: decryption, counter: counter)
     }
 
     /// What an export produced.
@@ -66,12 +72,16 @@ public final class MigrationTester<Exporter: ResourcesExportingWithOptions & Sen
         let workDirectory: URL
         let configuration: Archiver.Configuration
         let signingKey: SigningKey?
+        let recipients: [AgeRecipient]
+        let decryption: ArchiveDecryption
         let counter: Counter
 
         init(
             exporter: Exporter, appIdentifier: MigrationAppIdentifier, workDirectory: URL, configuration: Archiver.Configuration,
-            signingKey: SigningKey?, counter: Counter
+            signingKey: SigningKey?, recipients: [AgeRecipient], decryption: ArchiveDecryption, counter: Counter
         ) {
+            self.recipients = recipients
+            self.decryption = decryption
             self.exporter = exporter
             self.appIdentifier = appIdentifier
             self.workDirectory = workDirectory
@@ -98,6 +108,7 @@ public final class MigrationTester<Exporter: ResourcesExportingWithOptions & Sen
             let extracted = workDirectory.appending(path: "export-\(number)-extracted", directoryHint: .isDirectory)
             var session = MigrationExportSession(exporter: exporter, appIdentifier: appIdentifier, configuration: configuration)
             session.signingKey = signingKey
+            session.recipients = recipients
             let request = request ?? MigrationRequestWithOptions()
             let properties: ExportProperties
             switch fault?.kind {
@@ -115,7 +126,7 @@ public final class MigrationTester<Exporter: ResourcesExportingWithOptions & Sen
                 properties = try await session.exportResources(to: archive, request: request, progress: progress)
             }
             let trusted = signingKey.map { [$0.publicKey] } ?? []
-            try await Extractor.withExtractor(at: .file(path: archive.path(percentEncoded: false)), trustedKeys: trusted) { extractor in
+            try await Extractor.withExtractor(at: .file(path: archive.path(percentEncoded: false)), trustedKeys: trusted, decryption: decryption) { extractor in
                 try await extractor.extractAll(to: extracted)
             }
             if case .flipByte(let offset)? = fault?.kind {
@@ -131,10 +142,15 @@ public final class MigrationTester<Exporter: ResourcesExportingWithOptions & Sen
         let container: MigrationDataContainer
         let workDirectory: URL
         let trustedSigners: [PublicKey]
+        let decryption: ArchiveDecryption
         let counter: Counter
         private let completions = Mutex<[@Sendable (MigrationStatus) -> Void]>([])
 
-        init(importer: Importer, container: MigrationDataContainer, workDirectory: URL, trustedSigners: [PublicKey], counter: Counter) {
+        init(
+            importer: Importer, container: MigrationDataContainer, workDirectory: URL, trustedSigners: [PublicKey],
+            decryption: ArchiveDecryption, counter: Counter
+        ) {
+            self.decryption = decryption
             self.importer = importer
             self.container = container
             self.workDirectory = workDirectory
@@ -165,6 +181,7 @@ public final class MigrationTester<Exporter: ResourcesExportingWithOptions & Sen
             let session = MigrationImportSession(importer: importer, container: container)
             session.requestOverride = importRequest
             session.trustedSigners = trustedSigners
+            session.decryption = decryption
             let handle = TaskHandle()
             switch fault?.kind {
             case .flipByte(let offset)?:

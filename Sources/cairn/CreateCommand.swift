@@ -27,6 +27,10 @@ enum CreateCommand {
           --passphrase, --passphrase-file FILE
                                     encrypt with a passphrase (Argon2id) instead, typed twice
                                     or the file's first line
+          --maker-key FILE          derive the encrypted archive's chunk id and chunker keys from
+                                    this maker key file (cairn key generate --maker FILE), so
+                                    the maker's archives share chunk ids; used even with --sign
+                                    (without it, --sign's key is used, else random keys)
                                     (format 2.2; its password from the file CAIRN_KEY_PASSWORD_FILE
                                     names, else asked on the terminal); --resume of a signed
                                     archive needs the same key
@@ -76,7 +80,7 @@ enum CreateCommand {
                 "-o", "--output", "--compression", "--chunking", "--resources-version", "--app-id", "--size-estimate", "--meta",
                 "--exclude", "--exclude-from", "--files-from", "-T", "--threads", ArchiveOperand.endpointOption, "--upload-state",
                 "--sign", EncryptionOptions.recipientOption, EncryptionOptions.recipientsFileOption,
-                EncryptionOptions.passphraseFileOption, EncryptionOptions.identityOption,
+                EncryptionOptions.passphraseFileOption, EncryptionOptions.identityOption, EncryptionOptions.makerKeyOption,
             ],
             flags: [
                 "--not-compressible", "--json", "-q", "--quiet", "--progress", "--no-progress", "--resume", "-f", "--force",

@@ -4,7 +4,7 @@ import Foundation
 /// `cairn diff ARCHIVE DIR [--json]`
 enum DiffCommand {
     static let usage = """
-        usage: cairn diff ARCHIVE DIR [--json] [--trusted-key PUBFILE]...
+        usage: cairn diff ARCHIVE DIR [--json] [--trusted-key PUBFILE]... [--identity FILE]...
 
         Compares the archive's entries with the tree at DIR (entry paths are taken relative to
         DIR, as 'cairn extract ARCHIVE -C DIR' writes them) without extracting anything. File
@@ -25,14 +25,21 @@ enum DiffCommand {
           -q, --quiet   print nothing; only the exit status tells
 
         \(KeyOptions.trustedKeyHelp)
+
+        \(EncryptionOptions.readingHelp)
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
-        let args = try Arguments(raw, valued: [KeyOptions.trustedKeyOption], flags: ["--json", "-q", "--quiet"])
+        let args = try Arguments(
+            raw, valued: Set([KeyOptions.trustedKeyOption]).union(EncryptionOptions.readingOptions),
+            flags: [EncryptionOptions.passphraseFlag, "--json", "-q", "--quiet"])
         guard args.operands.count == 2 else { throw UsageError("diff takes ARCHIVE and DIR") }
         let archive = String(decoding: args.operands[0], as: UTF8.self)
         guard archive != "-" else { throw UsageError("diff needs a seekable ARCHIVE, not -") }
-        let extractor = try await Extractor(at: .file(path: archive), trustedKeys: KeyOptions.trustedKeys(args))
+        // An encrypted archive's entries are compared with its keyed chunker and ids, which
+        // `keying` carries from the key block (`Spec/0004 §6.6–§6.7`).
+        let extractor = try await Extractor(
+            at: .file(path: archive), trustedKeys: KeyOptions.trustedKeys(args), decryption: EncryptionOptions.decryption(args))
         defer { extractor.close() }
         let differences = try ArchiveDiff.compare(
             entries: try extractor.entriesWithContentDigests(), chunking: extractor.header.chunking, keying: extractor.keying,

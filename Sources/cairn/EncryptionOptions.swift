@@ -12,7 +12,10 @@ enum EncryptionOptions {
     /// The valued options of a reading command.
     static let readingOptions: Set<String> = [identityOption, passphraseFileOption]
     /// The valued options of `create`.
-    static let writingOptions: Set<String> = [recipientOption, recipientsFileOption, passphraseFileOption]
+    static let writingOptions: Set<String> = [recipientOption, recipientsFileOption, passphraseFileOption, makerKeyOption]
+    /// `create --maker-key FILE`: the maker key file the chunk id and chunker keys are derived
+    /// from (`Spec/0004 §6.5`).
+    static let makerKeyOption = "--maker-key"
 
     /// What `create` encrypts for: `--recipient age1…` (repeatable), `--recipients-file FILE`
     /// (repeatable), or a passphrase (`--passphrase-file FILE`, or `--passphrase` to type it
@@ -28,8 +31,14 @@ enum EncryptionOptions {
         if passphrase != nil, !recipients.isEmpty {
             throw UsageError("a passphrase cannot be combined with recipients (age's rule: a passphrase is the only way in)")
         }
-        guard passphrase != nil || !recipients.isEmpty else { return nil }
-        return ArchiveEncryption(recipients: recipients, passphrase: passphrase)
+        let makerKey = try args.value(makerKeyOption).map { (path) throws(CairnError) in try MakerKey.read(fromFile: path) }
+        guard passphrase != nil || !recipients.isEmpty else {
+            if makerKey != nil {
+                throw UsageError("--maker-key keys an encrypted archive's chunk ids: give --recipient, --recipients-file or --passphrase")
+            }
+            return nil
+        }
+        return ArchiveEncryption(recipients: recipients, passphrase: passphrase, makerKey: makerKey)
     }
 
     /// What a reading command opens an encrypted archive with: `--identity FILE` (repeatable,

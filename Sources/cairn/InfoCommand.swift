@@ -4,7 +4,7 @@ import Foundation
 /// `cairn info ARCHIVE [--json]`
 enum InfoCommand {
     static let usage = """
-        usage: cairn info ARCHIVE [--json] [--trusted-key PUBFILE]...
+        usage: cairn info ARCHIVE [--json] [--trusted-key PUBFILE]... [--identity FILE]...
 
         Prints the header (format, chunking, codec, the creator's metadata) and the totals
         (entries, chunks, content, stored and archive bytes, deduplication savings).
@@ -21,17 +21,33 @@ enum InfoCommand {
         key X (not checked: no trusted key given)", or "not signed" (--json: signedBy, the key
         id or null, and signatureVerified).
 
+        An encrypted archive (format 3.0) with --identity: its header and totals, and what its
+        envelope shows: block size, recipients (how many, of which kinds), archive id, inner
+        size (--json: encrypted, innerFormatVersion, encryption). Without --identity: only that
+        envelope, and that the contents need an identity (exit 0; --json: contentsReadable false).
+
         \(KeyOptions.trustedKeyHelp)
+
+        \(EncryptionOptions.readingHelp)
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(raw, valued: Set([ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption]).union(EncryptionOptions.readingOptions), flags: [EncryptionOptions.passphraseFlag, "--json", "-q", "--quiet"])
         let trustedKeys = try KeyOptions.trustedKeys(args)
         let archive = try CommandLineTool.archiveOperand(args)
+        let decryption = try EncryptionOptions.decryption(args)
         let extractor: Extractor
         do {
             extractor = try await ArchiveOperand.open(archive, args)
         } catch {
+            // Encrypted, read without an identity: what the envelope shows (`Spec/0004 §6.1`).
+            // Not with --trusted-key: a signature inside cannot be checked, so that is refused.
+            if error.code == .untrusted, decryption.isEmpty, trustedKeys.isEmpty,
+                let envelope = try? await Self.envelope(archive, args)
+            {
+                Self.printEnvelopeOnly(envelope, archive: archive, json: args.flag("--json"))
+                return .success
+            }
             // Incomplete (no valid footer): say what is committed, if it is a Cairn archive at all.
             // A corrupt archive fails here as it does for every other reading command.
             guard error.code == .truncated, ArchiveLocation.kind(of: archive) == .file,
@@ -44,6 +60,7 @@ enum InfoCommand {
             return .success
         }
         defer { extractor.close() }
+        let envelope = decryption.isEmpty ? nil : try await Self.envelope(archive, args)
         let h = extractor.header
         let s = extractor.summary
         var object: [String: Any] = [
@@ -59,13 +76,21 @@ enum InfoCommand {
         object["signatureVerified"] = signer != nil && !trustedKeys.isEmpty
         object["sizeEstimate"] = h.sizeEstimate.map { $0 as Any } ?? NSNull()
         object["compressedBytes"] = h.isCompressible ? s.storedBytes as Any : NSNull()
+        object["encrypted"] = envelope != nil
+        object["encryption"] = envelope.map { Self.json($0) as Any } ?? NSNull()
+        if let envelope {
+            // The outer file's format and size; `innerFormatVersion` is the sealed 2.x archive's.
+            object["formatVersion"] = envelope.formatVersion.description
+            object["innerFormatVersion"] = extractor.formatVersion.description
+            object["archiveBytes"] = envelope.outerSize
+        }
         if args.flag("--json") {
             Output.out(Output.json(object))
             return .success
         }
         var lines = [
-            "archive:           \(CairnError.hidingPassword(in: archive)) (\(Output.bytes(s.archiveBytes)))",
-            "format:            Cairn \(extractor.formatVersion)",
+            "archive:           \(CairnError.hidingPassword(in: archive)) (\(Output.bytes(envelope?.outerSize ?? s.archiveBytes)))",
+            "format:            Cairn \(envelope.map { "\($0.formatVersion) (encrypted; inner archive \(extractor.formatVersion))" } ?? extractor.formatVersion.description)",
             "chunking:          \(h.chunking)",
             "compression:       \(h.compression)\(h.isCompressible ? "" : " (not compressible)")",
             "resources version: \(h.resourcesVersion.isEmpty ? "-" : h.resourcesVersion)",
@@ -84,9 +109,59 @@ enum InfoCommand {
                 + (signer.map { "signed by key \($0)" + (trustedKeys.isEmpty ? " (not checked: no trusted key given)" : " (verified)") }
                     ?? "not signed"),
         ]
+        if let envelope { lines.insert(contentsOf: Self.envelopeLines(envelope), at: 2) }
         Output.out(lines.joined(separator: "\n"))
         return .success
     }
+
+    /// The envelope of the encrypted archive `archive` (`Spec/0004-trusted-archives.md §6.1`),
+    /// read without opening its key block.
+    static func envelope(_ archive: String, _ args: Arguments) async throws(CairnError) -> EnvelopeSummary {
+        let source = try await ArchiveOperand.location(archive, args).openRandomAccess()
+        defer { source.close() }
+        return try await DedicatedThread.run { () throws(CairnError) in try EnvelopeSummary.read(source) }
+    }
+
+    /// `encryption:` and `inner archive:` lines, shared by both outputs.
+    static func envelopeLines(_ envelope: EnvelopeSummary) -> [String] {
+        [
+            "encryption:        XChaCha20-Poly1305, blocks of \(Output.bytes(UInt64(envelope.blockSize))) (\(Output.count(Int(clamping: envelope.blockCount), "block")))",
+            "recipients:        \(envelope.recipientKinds.count) (\(envelope.recipientsDescription))",
+            "archive id:        \(Self.hex(envelope.archiveID))",
+            "inner archive:     \(Output.bytes(envelope.innerSize)) (\(envelope.innerSize) bytes)",
+        ]
+    }
+
+    /// `encryption` in `--json`.
+    static func json(_ envelope: EnvelopeSummary) -> [String: Any] {
+        [
+            "formatVersion": envelope.formatVersion.description, "blockSize": envelope.blockSize, "blockCount": envelope.blockCount,
+            "archiveID": Self.hex(envelope.archiveID), "recipientCount": envelope.recipientKinds.count,
+            "recipientKinds": envelope.recipientKinds, "innerBytes": envelope.innerSize,
+        ]
+    }
+
+    /// `cairn info` of an encrypted archive without `--identity`: what anyone who can read it sees
+    /// (`Spec/0003-command-line.md`, `Spec/0004 §6.1`), and that the contents need an identity.
+    static func printEnvelopeOnly(_ envelope: EnvelopeSummary, archive: String, json: Bool) {
+        if json {
+            let object: [String: Any] = [
+                "formatVersion": envelope.formatVersion.description, "encrypted": true, "contentsReadable": false,
+                "archiveBytes": envelope.outerSize, "encryption": Self.json(envelope),
+            ]
+            Output.out(Output.json(object))
+            return
+        }
+        var lines = [
+            "archive:           \(CairnError.hidingPassword(in: archive)) (\(Output.bytes(envelope.outerSize)))",
+            "format:            Cairn \(envelope.formatVersion) (encrypted)",
+        ]
+        lines += Self.envelopeLines(envelope)
+        lines.append("contents:          encrypted: give --identity FILE (or --passphrase) to read them; the envelope is not authenticated without one")
+        Output.out(lines.joined(separator: "\n"))
+    }
+
+    private static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 
     /// What an incomplete archive has committed (`Spec/0003-command-line.md §6`), from
     /// `Extractor.verifyPrefix(at:)`.

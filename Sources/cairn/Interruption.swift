@@ -59,6 +59,8 @@ enum Interruption {
                     continuation.yield(.interrupted(signal: received.withLock { $0 }))
                     return
                 }
+                // A password prompt's thread may be blocked: give the terminal its echo back now.
+                TerminalPassword.restoreEcho()
                 work.cancel()
                 DispatchQueue.global().asyncAfter(deadline: .now() + grace) {
                     continuation.yield(.interrupted(signal: number))

@@ -1,10 +1,12 @@
 import Cairn
 import Glibc
 
-/// `cairn key generate -p PUBFILE -s SECFILE [-W] [-f]` (`Spec/0003-command-line.md §14.1`).
+/// `cairn key generate -p PUBFILE -s SECFILE [-W] [-f]` and `cairn key generate --maker FILE
+/// [-f]` (`Spec/0003-command-line.md §14.1`).
 enum KeyCommand {
     static let usage = """
         usage: cairn key generate -p PUBFILE -s SECFILE [-W] [-f]
+               cairn key generate --maker FILE [-f]
 
         Generates an Ed25519 key pair in minisign's formats (Spec/0004 §2): the secret key file
         (mode 0600) to sign with (cairn sign, cairn create --sign), and the public key file to
@@ -18,12 +20,29 @@ enum KeyCommand {
                      1 GiB of memory and a few seconds).
         -f, --force  replace existing key files; without it an existing file is an error and
                      nothing is written
+
+        --maker FILE instead writes a maker key file (mode 0600; Spec/0004 §6.5): one line,
+                     'cairn-maker-key-v1 ' and 32 random bytes in base64. Give it to
+                     'cairn create --maker-key FILE' so that a maker's encrypted archives share
+                     chunk ids and chunk boundaries without signing them. Keep it secret.
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
-        let args = try Arguments(raw, valued: ["-p", "-s"], flags: ["-W", "-f", "--force"])
+        let args = try Arguments(raw, valued: ["-p", "-s", "--maker"], flags: ["-W", "-f", "--force"])
         guard args.operands.map({ String(decoding: $0, as: UTF8.self) }) == ["generate"] else {
             throw UsageError("the only key subcommand is 'generate'")
+        }
+        if let makerPath = args.value("--maker") {
+            guard args.value("-p") == nil, args.value("-s") == nil, !args.flag("-W") else {
+                throw UsageError("--maker writes a maker key alone: not with -p, -s or -W")
+            }
+            let replacing = args.flag("-f", "--force")
+            if !replacing, access(makerPath, F_OK) == 0 {
+                throw CairnError(.alreadyExists, "already exists; give -f to replace the maker key (nothing was written)", path: makerPath)
+            }
+            try MakerKey.generate().write(toFile: makerPath, replacing: replacing)
+            Output.out("The maker key was saved as \(makerPath) - keep it secret; give it to cairn create --maker-key.")
+            return .success
         }
         guard let publicPath = args.value("-p"), let secretPath = args.value("-s") else {
             throw UsageError("key generate needs -p PUBFILE and -s SECFILE")

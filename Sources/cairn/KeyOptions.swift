@@ -1,5 +1,6 @@
 import Cairn
 import Glibc
+import Synchronization
 
 /// Signing keys and trusted public keys named on the command line, and their passwords
 /// (`Spec/0003-command-line.md §14`): one place for every command that signs or checks.
@@ -77,11 +78,27 @@ enum KeyOptions {
 }
 
 /// A password typed on the controlling terminal with echo turned off.
+///
+/// Ctrl-C at the prompt (SIGINT, or SIGTERM) restores the echo at once (``restoreEcho()``,
+/// called by ``Interruption``, whose handler gets the signal, not this thread), and the read
+/// ends within 0.1 s, so the terminal is never left silent, even by the forced exit.
 enum TerminalPassword {
+    /// The terminal a prompt silenced and its settings before, while a prompt is open.
+    private static let silenced = Mutex<(descriptor: Int32, saved: termios)?>(nil)
+
+    /// Puts back the echo a prompt turned off, if one is open; harmless otherwise.
+    static func restoreEcho() {
+        silenced.withLock { open in
+            guard var open else { return }
+            _ = tcsetattr(open.descriptor, TCSANOW, &open.saved)
+        }
+    }
+
     /// Prints `prompt` on `/dev/tty`, reads one line without echo, and restores the terminal.
     ///
     /// - Throws: `CairnError` `.invalidArgument` when the process has no terminal (set
-    ///   `CAIRN_KEY_PASSWORD_FILE` then), `.limitExceeded` for a line over 1024 bytes.
+    ///   `CAIRN_KEY_PASSWORD_FILE` then), or when a signal interrupted the prompt;
+    ///   `.limitExceeded` for a line over 1024 bytes.
     static func read(prompt: String) throws(CairnError) -> [UInt8] {
         let tty = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)
         guard tty >= 0, isatty(tty) == 1 else {
@@ -96,16 +113,29 @@ enum TerminalPassword {
         if canSilence {
             var silent = saved
             silent.c_lflag &= ~tcflag_t(ECHO)
+            silenced.withLock { $0 = (tty, saved) }
             _ = tcsetattr(tty, TCSANOW, &silent)
         }
         defer {
-            if canSilence { _ = tcsetattr(tty, TCSANOW, &saved) }
+            if canSilence {
+                silenced.withLock { $0 = nil }
+                _ = tcsetattr(tty, TCSANOW, &saved)
+            }
             _ = write(tty, "\n", 1)
         }
         _ = prompt.utf8CString.withUnsafeBufferPointer { write(tty, $0.baseAddress, $0.count - 1) }
         var line: [UInt8] = []
         var byte: UInt8 = 0
         while true {
+            // Wait at most 0.1 s at a time, so that a signal (which Interruption handles on
+            // another thread) ends the prompt instead of leaving it blocked.
+            var ready = pollfd(fd: tty, events: Int16(POLLIN), revents: 0)
+            let polled = poll(&ready, 1, 100)
+            if Interruption.isInterrupted {
+                line.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) }
+                throw CairnError(.invalidArgument, "interrupted at the password prompt")
+            }
+            if polled == 0 || (polled < 0 && errno == EINTR) { continue }
             let count = Glibc.read(tty, &byte, 1)
             if count < 0, errno == EINTR { continue }
             if count <= 0 || byte == UInt8(ascii: "\n") { break }

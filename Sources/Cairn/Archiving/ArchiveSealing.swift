@@ -12,19 +12,24 @@ package struct ArchiveSealing: Sendable {
 
     /// The sealing of a new archive for `recipients`, or for `passphrase` (age's rule: a
     /// passphrase is the only way in when there is one), with a random archive id and block key,
-    /// and the id and chunker keys of `maker` (`Spec/0004 §6.5`).
+    /// and the id and chunker keys of the maker (`Spec/0004 §6.5`).
     ///
-    /// - Parameter maker: the maker's signing key, from which the id and chunker keys are
-    ///   derived, so that its exports share chunk ids and boundaries; nil: keys random for this
-    ///   archive alone.
+    /// - Parameters:
+    ///   - maker: the maker's signing key, from which the id and chunker keys are derived, so
+    ///     that its exports share chunk ids and boundaries.
+    ///   - makerKey: the maker's key file, used instead of `maker` when given. With neither:
+    ///     keys random for this archive alone.
     /// - Throws: `.invalidArgument` with neither recipients nor a passphrase, or both.
-    package init(recipients: [AgeRecipient], passphrase: AgePassphrase?, maker: SigningKey?) throws(CairnError) {
+    package init(
+        recipients: [AgeRecipient], passphrase: AgePassphrase?, maker: SigningKey?, makerKey: MakerKey? = nil
+    ) throws(CairnError) {
         guard recipients.isEmpty != (passphrase == nil) else {
             throw CairnError(
                 .invalidArgument,
                 recipients.isEmpty ? "an encrypted archive needs a recipient or a passphrase" : "a passphrase cannot be combined with recipients")
         }
-        let (idKey, chunkerKey) = try Self.makerKeys(maker)
+        let (idKey, chunkerKey) = try Self.makerKeys(
+            from: makerKey?.secretBytes ?? maker.map { Array($0.secretKey[0..<SigningKey.seedByteCount]) })
         let secrets = ArchiveSecrets(blockKey: try Sodium.randomBytes(32), idKey: idKey, chunkerKey: chunkerKey)
         let keyBlock =
             if let passphrase { try AgeFile.encrypt(secrets.encoded(), with: passphrase) } else {
@@ -36,11 +41,11 @@ package struct ArchiveSealing: Sendable {
     /// The domain of the maker's derived keys.
     package static let makerSalt: [UInt8] = Array("cairn-maker-v1".utf8)
 
-    /// `idKey` and `chunkerKey` of `maker` (`Spec/0004 §6.5`): HKDF-SHA-256 of its Ed25519 seed
-    /// with salt "cairn-maker-v1" and info "chunk id key" or "chunker key"; random without one.
-    package static func makerKeys(_ maker: SigningKey?) throws(CairnError) -> (idKey: [UInt8], chunkerKey: [UInt8]) {
-        guard let maker else { return (try Sodium.randomBytes(32), try Sodium.randomBytes(32)) }
-        let seed = Array(maker.secretKey[0..<SigningKey.seedByteCount])
+    /// `idKey` and `chunkerKey` of a maker (`Spec/0004 §6.5`): HKDF-SHA-256 of its 32 secret
+    /// bytes (a maker key's, or its signing key's Ed25519 seed) with salt "cairn-maker-v1" and
+    /// info "chunk id key" or "chunker key"; random without them. The one derivation of both.
+    package static func makerKeys(from seed: [UInt8]?) throws(CairnError) -> (idKey: [UInt8], chunkerKey: [UInt8]) {
+        guard let seed else { return (try Sodium.randomBytes(32), try Sodium.randomBytes(32)) }
         return (
             try HKDF.sha256(inputKeyMaterial: seed, salt: makerSalt, info: Array("chunk id key".utf8)),
             try HKDF.sha256(inputKeyMaterial: seed, salt: makerSalt, info: Array("chunker key".utf8))

@@ -70,7 +70,8 @@ public final class Archiver {
         }
         if configuration.sealing == nil, let encryption = configuration.encryption {
             configuration.sealing = try ArchiveSealing(
-                recipients: encryption.recipients, passphrase: encryption.passphrase, maker: configuration.signingKey)
+                recipients: encryption.recipients, passphrase: encryption.passphrase, maker: configuration.signingKey,
+                makerKey: encryption.makerKey)
         }
         // The inner archive of an encrypted one is keyed with the keys its key block carries
         // (`Spec/0004 §6.6`).

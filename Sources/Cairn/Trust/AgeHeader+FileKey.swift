@@ -46,7 +46,7 @@ extension AgeHeader {
     }
 
     /// `1 X25519 recipient`, `2 X25519 recipients and 1 stanza of type scrypt`.
-    private var stanzaCounts: String {
+    package var stanzaCounts: String {
         var counts: [(type: String, count: Int)] = []
         for stanza in stanzas {
             if let index = counts.firstIndex(where: { $0.type == stanza.type }) {

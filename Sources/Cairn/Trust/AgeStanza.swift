@@ -9,6 +9,14 @@ package struct AgeStanza: Hashable, Sendable {
 
     /// The stanza's type: its first argument.
     package var type: String { arguments.first ?? "" }
+    /// The recipient kind `cairn info` names: `X25519`, `passphrase`, or the type itself.
+    package var kind: String {
+        switch type {
+        case AgeRecipient.stanzaType: "X25519"
+        case AgePassphrase.stanzaType: "passphrase"
+        default: type
+        }
+    }
 
     /// A stanza from its arguments and body.
     ///
