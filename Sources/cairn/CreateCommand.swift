@@ -175,9 +175,11 @@ enum CreateCommand {
         if args.flag("--resume") {
             // An encrypted archive resumes with its own key block (Spec/0004 §6.9): the
             // passphrase options then open it, and no new recipients are given.
-            if !args.allValues(EncryptionOptions.recipientOption).isEmpty || !args.allValues(EncryptionOptions.recipientsFileOption).isEmpty {
+            if !args.allValues(EncryptionOptions.recipientOption).isEmpty || !args.allValues(EncryptionOptions.recipientsFileOption).isEmpty
+                || args.value(EncryptionOptions.makerKeyOption) != nil
+            {
                 throw UsageError(
-                    "--resume continues an encrypted archive with its own key block: give --identity or the passphrase that opens it, not --recipient or --recipients-file")
+                    "--resume continues an encrypted archive with its own key block: give --identity or the passphrase that opens it, not --recipient, --recipients-file or --maker-key")
             }
         } else {
             if !args.allValues(EncryptionOptions.identityOption).isEmpty {
