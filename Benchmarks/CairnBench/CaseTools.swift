@@ -229,7 +229,7 @@ struct CaseTools {
     }
 
     /// `tar | lz4 -1 | age -R` (the recipients file of ``TrustKeys``: the same one recipient as
-    /// `age -r`) and `age -d -i ID | lz4 -d | tar -x`.
+    /// `age -r`), the same followed by `sync` of its archive, and `age -d -i ID | lz4 -d | tar -x`.
     func tarLZ4Age() -> Tool {
         let ad = dir("tar-lz4-age")
         let archive = "\(ad)/x.tar.lz4.age"
@@ -249,6 +249,14 @@ struct CaseTools {
                     arguments: [
                         "/bin/bash", "-c",
                         "set -o pipefail; tar -cf - -C \(c) . | lz4 -1 -q -c | age -R \(shellQuoted(keys.recipients)) > \(a)",
+                    ],
+                    inspect: sizeOf(archive)),
+                // Cairn syncs its archive before renaming it into place; this row costs that in.
+                .init(
+                    operation: "create + fsync", kind: .create, prepare: clean(archive),
+                    arguments: [
+                        "/bin/bash", "-c",
+                        "set -o pipefail; tar -cf - -C \(c) . | lz4 -1 -q -c | age -R \(shellQuoted(keys.recipients)) > \(a) && sync \(a)",
                     ],
                     inspect: sizeOf(archive)),
                 .init(

@@ -82,6 +82,7 @@ struct RatioPair: Equatable, Sendable {
             wall(ToolName.cairnEncrypted, "extract", lz4, "extract"),
             size(ToolName.cairnEncrypted, lz4),
             wall(ToolName.cairnEncrypted, "create", ToolName.tarLZ4Age, "create"),
+            wall(ToolName.cairnEncrypted, "create", ToolName.tarLZ4Age, "create + fsync"),
             wall(ToolName.cairnEncrypted, "extract", ToolName.tarLZ4Age, "extract"),
             size(ToolName.cairnEncrypted, ToolName.tarLZ4Age),
         ]
