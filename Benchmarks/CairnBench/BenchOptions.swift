@@ -10,13 +10,18 @@ struct BenchOptions {
         case upload
         /// Issue 23's checkpoint case alone (``CheckpointStallBenchmark``); never part of `all`.
         case checkpoint
+        /// Issue 25's trusted archives: the corpus and the small files with the plain, signed and
+        /// signed+encrypted archives and `tar | lz4 -1 | age` (``Peer/trusted``), then the transfer
+        /// case's seeded delta only, plain against encrypted; never part of `all`.
+        case trusted
     }
 
     static let usage = """
         usage: cairn-bench [--targets] [--size-mib N] [--seed S] [--corpus DIR] [--small-files N]
                            [--tree PATH]... [--random-mib N] [--large-file] [--large-file-mib N]
                            [--profile] [--peers LIST] [--runs R] [--pause S] [--work DIR] [--out DIR]
-                           [--only stages|end-to-end|transfer|upload|checkpoint] [--transfer-mib N]
+                           [--only stages|end-to-end|transfer|upload|checkpoint|trusted]
+                           [--transfer-mib N]
                            [--upload-mib N] [--checkpoint-mib N]
                            [--cairn PATH] [--keep] [--realtime]
 
@@ -38,7 +43,8 @@ struct BenchOptions {
           --large-file-mib N  size of that file in MiB (default 4096; implies --large-file)
           --profile        perf record / perf report of cairn create and extract of the
                            small-files case, top symbols saved in the results
-          --peers LIST     comma-separated peers: tar-lz4, tar-zstd, casync, borg, restic, cairn-signed, all
+          --peers LIST     comma-separated peers: tar-lz4, tar-zstd, casync, borg, restic, cairn-signed,
+                           cairn-encrypted, tar-lz4-age, all
                            or none (default: every installed peer on the corpus, tar-lz4 and
                            tar-zstd on the other trees; --targets: tar-lz4 and tar-zstd
                            everywhere; never on the random-data and large-file cases)
@@ -57,7 +63,11 @@ struct BenchOptions {
                            create + rclone copyto, resume, remote extract; rclone serve s3 on
                            127.0.0.1), which no other selection includes either;
                            or checkpoint: issue 23's case alone (an app's checkpoint
-                           during cairn create, see --checkpoint-mib)
+                           during cairn create, see --checkpoint-mib);
+                           or trusted: issue 25's case (the corpus and the small files, plain,
+                           signed, signed+encrypted and tar | lz4 -1 | age, 5 rounds, then the
+                           seeded delta of two encrypted exports against two plain ones on the
+                           --transfer-mib corpus); --small-files N makes a quick run smaller
           --transfer-mib N size of the transfer case's generated corpus in MiB (default 512)
           --upload-mib N   size of the upload case's generated corpus in MiB (default 512)
           --checkpoint-mib N  size of the checkpoint case's -wal in MiB (default 270): how long
@@ -161,7 +171,7 @@ struct BenchOptions {
             case "--only":
                 let text = try take()
                 guard let s = Selection(rawValue: text), s != .all else {
-                    throw UsageError(description: "--only takes stages, end-to-end, transfer, upload or checkpoint")
+                    throw UsageError(description: "--only takes stages, end-to-end, transfer, upload, checkpoint or trusted")
                 }
                 selection = s
             case "--transfer-mib":
@@ -211,19 +221,24 @@ struct BenchOptions {
 
     /// Interleaved rounds: `--runs`, else 5 with `--targets` (issue 9 asks for the median of at
     /// least 5), else 3.
-    var runs: Int { runsGiven ?? (targets ? TargetSpec.issue9Rounds : 3) }
+    var runs: Int { runsGiven ?? (targets || selection == .trusted ? TargetSpec.issue9Rounds : 3) }
 
     /// MiB of the random-data tree, 0 for none: `--random-mib`, else 512 with `--targets`.
     var randomMiB: Int { randomMiBGiven ?? (targets ? Self.defaultTargetsRandomMiB : 0) }
 
     /// Whether the corpus also gets `cairn list`, `verify` and the resume steps (not with
     /// `--targets`, which measures only what issue 9's targets need).
-    var corpusExtras: Bool { !targets }
+    var corpusExtras: Bool { !targets && selection != .trusted }
+
+    /// The peers of every case: `--peers`, else issue 25's with `--only trusted`, else nil (each
+    /// case's defaults).
+    var peerChoice: [Peer]? { peers ?? (selection == .trusted ? Peer.trusted : nil) }
 
     var runsStages: Bool { selection == .all || selection == .stages }
-    var runsEndToEnd: Bool { selection == .all || selection == .endToEnd }
-    /// Only `--only transfer` runs the transfer case, so every other run stays as it was.
-    var runsTransfer: Bool { selection == .transfer }
+    var runsEndToEnd: Bool { selection == .all || selection == .endToEnd || selection == .trusted }
+    /// Only `--only transfer` runs the transfer case (and `--only trusted` its seeded delta), so
+    /// every other run stays as it was.
+    var runsTransfer: Bool { selection == .transfer || selection == .trusted }
     /// Only `--only upload` runs the upload case.
     var runsUpload: Bool { selection == .upload }
     /// Only `--only checkpoint` runs the checkpoint case.
@@ -250,13 +265,25 @@ enum Peer: String, CaseIterable {
     /// Cairn itself with a signing key (issue 25): `create --sign` and `extract --trusted-key`,
     /// against the plain archive of the same run.
     case cairnSigned = "cairn-signed"
+    /// Cairn signed and encrypted (issue 25): `create --sign --recipient` for an identity made by
+    /// `age-keygen`, `extract --trusted-key --identity`, against the plain archive of the same run.
+    case cairnEncrypted = "cairn-encrypted"
+    /// `tar | lz4 -1 | age -r R` and `age -d -i ID | lz4 -d | tar -x`: the pipeline an encrypted
+    /// archive replaces (issue 25's create target).
+    case tarLZ4Age = "tar-lz4-age"
 
-    /// The peers of a case: none on the random-data and large-file cases (their targets compare
-    /// Cairn with itself or with a limit); else `chosen` (`--peers`) when given; else all of
-    /// them on the main corpus and the two tar pipelines elsewhere, or the two tar pipelines
-    /// everywhere with `--targets` (to keep the run short).
+    /// Issue 25's side-by-side set (`--only trusted`): the plain archive is always there; `tar |
+    /// lz4 -1` beside `tar | lz4 -1 | age` shows what age adds to the pipeline.
+    static let trusted: [Peer] = [.tarLZ4, .cairnSigned, .cairnEncrypted, .tarLZ4Age]
+
+    /// The peers of a case: none on the random-data case and only Cairn encrypted (when chosen)
+    /// on the large-file one (their targets compare Cairn with itself or with a limit); else
+    /// `chosen` (`--peers`) when given; else all of them on the main corpus and the two tar
+    /// pipelines elsewhere, or the two tar pipelines everywhere with `--targets` (to keep the
+    /// run short).
     static func forCase(_ kind: BenchCase.Kind, chosen: [Peer]?, targets: Bool) -> [Peer] {
-        if kind == .randomData || kind == .largeFile { return [] }
+        if kind == .largeFile { return (chosen ?? []).filter { $0 == .cairnEncrypted } }
+        if kind == .randomData { return [] }
         if let chosen { return chosen }
         return kind == .corpus && !targets ? allCases : [.tarLZ4, .tarZstd]
     }

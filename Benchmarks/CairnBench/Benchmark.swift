@@ -22,7 +22,7 @@ func runBenchmark(options: BenchOptions, arguments: [String]) throws -> Int32 {
         let cases = try BenchCase.prepareAll(options: options, notes: &report.caseNotes)
         var e2e = EndToEnd(
             cairn: cairn, work: options.work, runs: options.runs, keep: options.keep, pauseSeconds: options.pauseSeconds,
-            peerChoice: options.peers)
+            peerChoice: options.peerChoice)
         e2e.targets = options.targets
         e2e.corpusExtras = options.corpusExtras
         e2e.profile = options.profile
@@ -42,8 +42,9 @@ func runBenchmark(options: BenchOptions, arguments: [String]) throws -> Int32 {
         var corpusOptions = options
         corpusOptions.sizeMiB = options.transferMiB
         let corpus = try BenchCase.prepareCorpus(options: corpusOptions)
-        let benchmark = TransferBenchmark(
+        var benchmark = TransferBenchmark(
             cairn: cairn, work: options.work, runs: options.runs, pauseSeconds: options.pauseSeconds, seed: options.seed, keep: options.keep)
+        benchmark.seededOnly = options.selection == .trusted
         report.transfer = try benchmark.run(corpus: corpus)
     }
     if options.runsUpload {

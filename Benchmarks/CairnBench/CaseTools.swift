@@ -160,6 +160,115 @@ struct CaseTools {
         return Tool(name: ToolName.cairnSigned, executables: [cairn], versionCommand: [cairn, "--version"], steps: steps)
     }
 
+    /// The keys of the trusted-archive tools, made once per case under `<case>/keys` (untimed):
+    /// a signing key pair by `cairn key generate -W`, an identity by `age-keygen`, and its
+    /// recipient alone in a recipients file (what `--recipients-file` and `age -R` read).
+    struct TrustKeys {
+        var directory: String
+        var secretKey: String { "\(directory)/bench.key" }
+        var publicKey: String { "\(directory)/bench.pub" }
+        var identity: String { "\(directory)/identity.txt" }
+        var recipients: String { "\(directory)/recipients.txt" }
+
+        /// Makes the keys that are missing.
+        ///
+        /// - Throws: ``BenchError`` when a key tool fails.
+        func make(cairn: String, runner: ProcessRunner) throws {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            if !FileManager.default.fileExists(atPath: secretKey) {
+                let made = try runner.run([cairn, "key", "generate", "-W", "-p", publicKey, "-s", secretKey], label: "key-generate")
+                guard made.succeeded else { throw BenchError("cairn key generate failed: \(made.standardError.suffix(300))") }
+            }
+            if !FileManager.default.fileExists(atPath: recipients) {
+                try? removeTree(identity)
+                let made = try runner.run(["age-keygen", "-o", identity], label: "age-keygen")
+                guard made.succeeded else { throw BenchError("age-keygen failed: \(made.standardError.suffix(300))") }
+                let shown = try runner.run(["age-keygen", "-y", identity], label: "age-keygen-y")
+                let recipient = shown.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+                guard shown.succeeded, recipient.hasPrefix("age1") else { throw BenchError("age-keygen -y gave no recipient") }
+                guard FileManager.default.createFile(atPath: recipients, contents: Data((recipient + "\n").utf8)) else {
+                    throw BenchError("cannot write \(recipients)")
+                }
+            }
+        }
+    }
+
+    private var trustKeys: TrustKeys { TrustKeys(directory: "\(caseDirectory)/keys") }
+
+    /// Cairn lz4 signed and encrypted for one age recipient (issue 25): create with `--sign`
+    /// and `--recipients-file`, extract with `--trusted-key` and `--identity` (every signature
+    /// checked, every block opened).
+    func cairnEncrypted() -> Tool {
+        let cd = dir("cairn-encrypted")
+        let archive = "\(cd)/bench.cairn"
+        let cout = "\(cd)/\(out)"
+        let keys = trustKeys
+        let (cairn, runner) = (cairn, runner)
+        let steps: [Tool.Step] = [
+            .init(
+                operation: "create", kind: .create,
+                prepare: {
+                    try keys.make(cairn: cairn, runner: runner)
+                    try removeTree(archive)
+                },
+                arguments: [
+                    cairn, "create", "-o", archive, "--compression", "lz4", "--sign", keys.secretKey, "--recipients-file", keys.recipients,
+                    "--json", "--no-progress", benchCase.path,
+                ],
+                inspect: sizeOf(archive)),
+            .init(
+                operation: "extract", kind: .extract, prepare: clean(cout),
+                arguments: [
+                    cairn, "extract", archive, "-C", cout, "--trusted-key", keys.publicKey, "--identity", keys.identity, "--json", "--no-progress",
+                ],
+                inspect: extracted(cout), cleanUp: removeAfterwards(cout)),
+        ]
+        return Tool(
+            name: ToolName.cairnEncrypted, executables: [cairn, "age-keygen"], versionCommand: [cairn, "--version"], steps: steps,
+            note: "create --sign --recipients-file (one age-keygen recipient), extract --trusted-key --identity")
+    }
+
+    /// `tar | lz4 -1 | age -R` (the recipients file of ``TrustKeys``: the same one recipient as
+    /// `age -r`), the same followed by `sync` of its archive, and `age -d -i ID | lz4 -d | tar -x`.
+    func tarLZ4Age() -> Tool {
+        let ad = dir("tar-lz4-age")
+        let archive = "\(ad)/x.tar.lz4.age"
+        let a = shellQuoted(archive)
+        let o = "\(ad)/\(out)"
+        let keys = trustKeys
+        let (cairn, runner) = (cairn, runner)
+        return Tool(
+            name: ToolName.tarLZ4Age, executables: ["tar", "lz4", "age", "age-keygen"], versionCommand: ["age", "--version"],
+            steps: [
+                .init(
+                    operation: "create", kind: .create,
+                    prepare: {
+                        try keys.make(cairn: cairn, runner: runner)
+                        try removeTree(archive)
+                    },
+                    arguments: [
+                        "/bin/bash", "-c",
+                        "set -o pipefail; tar -cf - -C \(c) . | lz4 -1 -q -c | age -R \(shellQuoted(keys.recipients)) > \(a)",
+                    ],
+                    inspect: sizeOf(archive)),
+                // Cairn syncs its archive before renaming it into place; this row costs that in.
+                .init(
+                    operation: "create + fsync", kind: .create, prepare: clean(archive),
+                    arguments: [
+                        "/bin/bash", "-c",
+                        "set -o pipefail; tar -cf - -C \(c) . | lz4 -1 -q -c | age -R \(shellQuoted(keys.recipients)) > \(a) && sync \(a)",
+                    ],
+                    inspect: sizeOf(archive)),
+                .init(
+                    operation: "extract", kind: .extract, prepare: clean(o),
+                    arguments: [
+                        "/bin/bash", "-c",
+                        "set -o pipefail; mkdir -p \(shellQuoted(o)) && age -d -i \(shellQuoted(keys.identity)) \(a) | lz4 -dc -q "
+                            + "| tar -xf - -C \(shellQuoted(o))",
+                    ], inspect: extracted(o), cleanUp: removeAfterwards(o)),
+            ], note: "age -R: the recipients file holds the one recipient of age-keygen -y, as age -r would take it")
+    }
+
     /// `tar | lz4 -1`: create, create + fsync, extract.
     func tarLZ4() -> Tool {
         let ld = dir("tar-lz4")

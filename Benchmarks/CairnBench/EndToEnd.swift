@@ -107,6 +107,8 @@ enum ToolName {
     static let borg = "borg"
     static let restic = "restic"
     static let cairnSigned = "cairn (lz4, signed)"
+    static let cairnEncrypted = "cairn (lz4, signed+encrypted)"
+    static let tarLZ4Age = "tar | lz4 -1 | age"
 
     static func of(_ peer: Peer) -> String {
         switch peer {
@@ -116,6 +118,8 @@ enum ToolName {
         case .borg: borg
         case .restic: restic
         case .cairnSigned: cairnSigned
+        case .cairnEncrypted: cairnEncrypted
+        case .tarLZ4Age: tarLZ4Age
         }
     }
 }
@@ -162,6 +166,8 @@ struct EndToEnd {
         case .largeFile:
             // Issue 9: peak RSS of the default compression's create and extract.
             list.append(make.cairnTool(name: ToolName.cairnLZ4, directory: "cairn-lz4", compression: "lz4", withResume: false))
+            if peers.contains(.cairnEncrypted) { list.append(make.cairnEncrypted()) }
+            return list
         case .corpus, .smallFiles, .tree:
             list.append(
                 make.cairnTool(
@@ -174,6 +180,8 @@ struct EndToEnd {
         if peers.contains(.borg) { list.append(make.borg()) }
         if peers.contains(.restic) { list.append(make.restic()) }
         if peers.contains(.cairnSigned) { list.append(make.cairnSigned()) }
+        if peers.contains(.cairnEncrypted) { list.append(make.cairnEncrypted()) }
+        if peers.contains(.tarLZ4Age) { list.append(make.tarLZ4Age()) }
         return list
     }
 
@@ -324,6 +332,9 @@ func dirName(_ tool: String) -> String {
     case ToolName.tarLZ4: "tar-lz4"
     case ToolName.tarZstd: "tar-zstd"
     case ToolName.read: "read"
+    case ToolName.cairnSigned: "cairn-signed"
+    case ToolName.cairnEncrypted: "cairn-encrypted"
+    case ToolName.tarLZ4Age: "tar-lz4-age"
     default: tool
     }
 }

@@ -78,6 +78,13 @@ struct RatioPair: Equatable, Sendable {
             wall(ToolName.cairnSigned, "create", lz4, "create"),
             wall(ToolName.cairnSigned, "extract", lz4, "extract"),
             size(ToolName.cairnSigned, lz4),
+            wall(ToolName.cairnEncrypted, "create", lz4, "create"),
+            wall(ToolName.cairnEncrypted, "extract", lz4, "extract"),
+            size(ToolName.cairnEncrypted, lz4),
+            wall(ToolName.cairnEncrypted, "create", ToolName.tarLZ4Age, "create"),
+            wall(ToolName.cairnEncrypted, "create", ToolName.tarLZ4Age, "create + fsync"),
+            wall(ToolName.cairnEncrypted, "extract", ToolName.tarLZ4Age, "extract"),
+            size(ToolName.cairnEncrypted, ToolName.tarLZ4Age),
         ]
     }()
 
@@ -215,6 +222,7 @@ struct Report {
         if let checkpoint { lines += checkpointSection(checkpoint) }
         if !stages.isEmpty { lines += stageTable() }
         if cases.contains(where: { !$0.profiles.isEmpty }) { lines += profileSection() }
+        if !cases.isEmpty { lines += trustedSection() }
         if !cases.isEmpty { lines += verdictTable() }
         return lines.joined(separator: "\n")
     }
@@ -317,18 +325,7 @@ struct Report {
     func verdictTable() -> [String] {
         let rows = VerdictRow.rows(for: cases, runs: runs)
         var lines = ["## Issue 9 targets: verdicts", ""]
-        lines.append("| case | target | median | spread (min–max) | rounds | threshold | verdict |")
-        lines.append("|---|---|--:|--:|--:|--:|---|")
-        for row in rows {
-            let s = row.spread
-            let format = row.spec.unit == "MiB" ? "%.0f" : "%.2f"
-            let median = s.map { String(format: format, $0.median) + " " + row.spec.unit } ?? "–"
-            let spread = s.map { String(format: "\(format)–\(format)", $0.minimum, $0.maximum) } ?? "–"
-            let threshold = row.spec.target.formatted(format, unit: row.spec.unit)
-            lines.append(
-                "| \(markdownEscaped(row.caseTitle ?? row.spec.kind.rawValue)) | \(markdownEscaped(row.spec.title)) | \(median) | \(spread) | "
-                    + "\(row.values.count) | \(threshold) | \(markdownEscaped(row.verdict.text)) |")
-        }
+        lines += Self.verdictLines(rows)
         let counts = Dictionary(grouping: rows, by: { $0.verdict.status }).mapValues(\.count)
         let summary = ["pass", "fail", "indicative-pass", "indicative-fail", "not-measured"].compactMap { key in
             counts[key].map { "\($0) \(key)" }
@@ -340,6 +337,33 @@ struct Report {
                 + "MiB. PASS and FAIL need \(TargetSpec.issue9Rounds) successful rounds.")
         lines.append("")
         lines += floorTable()
+        return lines
+    }
+
+    /// One verdict row as the JSON has it.
+    func verdictJSON(_ row: VerdictRow) -> [String: Any] {
+        [
+            "case": row.caseTitle.map { $0 as Any } ?? NSNull(), "caseKind": row.spec.kind.rawValue, "target": row.spec.title,
+            "unit": row.spec.unit, "perRound": row.values, "measured": Self.spreadJSON(row.spread), "limit": row.spec.target.limit,
+            "comparison": row.spec.target.comparison.rawValue, "source": row.spec.target.source,
+            "minimumRounds": row.spec.target.minimumRounds, "verdict": row.verdict.text, "status": row.verdict.status,
+        ]
+    }
+
+    /// The table of `rows`: case, target, median, spread, rounds, threshold, verdict.
+    static func verdictLines(_ rows: [VerdictRow]) -> [String] {
+        var lines = ["| case | target | median | spread (min–max) | rounds | threshold | verdict |"]
+        lines.append("|---|---|--:|--:|--:|--:|---|")
+        for row in rows {
+            let s = row.spread
+            let format = row.spec.unit == "MiB" ? "%.0f" : "%.2f"
+            let median = s.map { String(format: format, $0.median) + " " + row.spec.unit } ?? "–"
+            let spread = s.map { String(format: "\(format)–\(format)", $0.minimum, $0.maximum) } ?? "–"
+            let threshold = row.spec.target.formatted(format, unit: row.spec.unit)
+            lines.append(
+                "| \(markdownEscaped(row.caseTitle ?? row.spec.kind.rawValue)) | \(markdownEscaped(row.spec.title)) | \(median) | \(spread) | "
+                    + "\(row.values.count) | \(threshold) | \(markdownEscaped(row.verdict.text)) |")
+        }
         return lines
     }
 
@@ -437,11 +461,14 @@ struct Report {
         return lines
     }
 
+    /// A spread as the JSON has it: median, min, max, count; null when nothing was measured.
+    static func spreadJSON(_ s: Spread?) -> Any {
+        guard let s else { return NSNull() }
+        return ["median": s.median, "min": s.minimum, "max": s.maximum, "count": s.count] as [String: Any]
+    }
+
     func json() -> [String: Any] {
-        func spread(_ s: Spread?) -> Any {
-            guard let s else { return NSNull() }
-            return ["median": s.median, "min": s.minimum, "max": s.maximum, "count": s.count] as [String: Any]
-        }
+        func spread(_ s: Spread?) -> Any { Self.spreadJSON(s) }
         var object: [String: Any] = [
             "date": timestampString, "command": command, "runs": runs, "reported": "median and min-max over interleaved rounds",
             "verdictFromRounds": ["issue 9": TargetSpec.issue9Rounds, "issue 3": 3], "caseNotes": caseNotes, "cache": "warm cache: each tree read once before timing; page cache not dropped",
@@ -505,15 +532,9 @@ struct Report {
             ]
         }
         if !cases.isEmpty {
-            object["verdicts"] = VerdictRow.rows(for: cases, runs: runs).map { row -> [String: Any] in
-                [
-                    "case": row.caseTitle.map { $0 as Any } ?? NSNull(), "caseKind": row.spec.kind.rawValue, "target": row.spec.title,
-                    "unit": row.spec.unit, "perRound": row.values, "measured": spread(row.spread), "limit": row.spec.target.limit,
-                    "comparison": row.spec.target.comparison.rawValue, "source": row.spec.target.source,
-                    "minimumRounds": row.spec.target.minimumRounds, "verdict": row.verdict.text, "status": row.verdict.status,
-                ]
-            }
+            object["verdicts"] = VerdictRow.rows(for: cases, runs: runs).map(verdictJSON)
         }
+        if hasTrustedTools { object["trustedVerdicts"] = trustedVerdictRows().map(verdictJSON) }
         if let transfer { object["transfer"] = transferJSON(transfer) }
         if let upload { object["upload"] = uploadJSON(upload) }
         object["stages"] = stages.map { s -> [String: Any] in

@@ -96,6 +96,7 @@ struct TargetSpec {
         // the ratio's limit is the 0.5%, the KiB is below a ratio's digits at these sizes).
         func twentyFive(_ limit: Double) -> Target { Target(limit: limit, source: issue25, minimumRounds: issue9Rounds) }
         let signed = ToolName.cairnSigned
+        let encrypted = ToolName.cairnEncrypted
         for kind in [BenchCase.Kind.corpus, .smallFiles] {
             list += [
                 TargetSpec(
@@ -105,7 +106,29 @@ struct TargetSpec {
                     title: "signed extract wall time vs plain", kind: kind, quantity: .ratio(.wall(signed, "extract", lz4, "extract")),
                     target: twentyFive(1.15)),
                 TargetSpec(title: "signed archive size vs plain", kind: kind, quantity: .ratio(.size(signed, lz4)), target: twentyFive(1.005)),
+                TargetSpec(
+                    title: "signed+encrypted create wall time vs plain", kind: kind,
+                    quantity: .ratio(.wall(encrypted, "create", lz4, "create")), target: twentyFive(1.15)),
+                TargetSpec(
+                    title: "signed+encrypted extract wall time vs plain", kind: kind,
+                    quantity: .ratio(.wall(encrypted, "extract", lz4, "extract")), target: twentyFive(1.15)),
+                TargetSpec(
+                    title: "signed+encrypted create wall time vs tar | lz4 -1 | age", kind: kind,
+                    quantity: .ratio(.wall(encrypted, "create", ToolName.tarLZ4Age, "create")), target: twentyFive(0.8)),
+                TargetSpec(
+                    title: "signed+encrypted archive size vs plain", kind: kind, quantity: .ratio(.size(encrypted, lz4)),
+                    target: twentyFive(1.005)),
             ]
+        }
+        // Peak RSS within the plain archive's limits (issue 9's: 80 MiB for 100,000 files, 64
+        // MiB for a 4 GiB file).
+        for (kind, limit) in [(BenchCase.Kind.smallFiles, 80.0), (.largeFile, 64)] {
+            for operation in ["create", "extract"] {
+                list.append(
+                    TargetSpec(
+                        title: "peak RSS, signed+encrypted \(operation)", kind: kind, quantity: .peakRSS(tool: encrypted, operation: operation),
+                        target: twentyFive(limit)))
+            }
         }
         return list
     }()

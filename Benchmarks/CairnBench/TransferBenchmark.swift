@@ -36,6 +36,9 @@ enum TransferTool {
     static let curlSync = "curl -o + sync"
     static let curlResume = "curl -C -"
     static let zsync = "zsync -i old.cairn"
+    /// Issue 25: the seeded fetch of an encrypted export with the previous encrypted export of
+    /// the same maker as the seed, opened with `--identity`.
+    static let cairnSeededEncrypted = "cairn fetch --seed old-encrypted.cairn --identity"
 }
 
 /// One round of one transfer step.
@@ -109,6 +112,8 @@ struct TransferBenchmark {
     var pauseSeconds: Double
     var seed: UInt64
     var keep: Bool
+    /// Only the seeded-delta steps (`--only trusted`): plain, encrypted and zsync.
+    var seededOnly = false
     /// `/slow/`'s rate (the resume steps), bytes per second: 64 MiB/s, or less for an archive
     /// smaller than 64 MiB, which then takes 1 s. The cut is made by polling the file being
     /// written every millisecond, so the rate bounds how far past the mark the kill lands.
@@ -141,12 +146,17 @@ struct TransferBenchmark {
         recordVersions(in: &result, runner: runner)
         let zsyncMissing = try zsyncProblem(nginx: nginx, serve: serve, newArchive: newArchive, runner: runner)
 
-        let steps = self.steps(nginx: nginx, trees: trees, serve: serve, runner: runner)
+        let steps = self.steps(nginx: nginx, trees: trees, serve: serve, runner: runner).filter { !seededOnly || $0.measure == .seeded }
         var operations: [TransferOperation] = steps.map {
             TransferOperation(tool: $0.tool, measure: $0.measure, command: $0.command, archiveBytes: $0.archiveBytes ?? archiveBytes)
         }
         for index in operations.indices where operations[index].tool == TransferTool.zsync {
             operations[index].notMeasured = zsyncMissing
+        }
+        for index in operations.indices where operations[index].tool == TransferTool.cairnSeededEncrypted {
+            if !FileManager.default.fileExists(atPath: "\(serve)/\(Self.newEncryptedName)") {
+                operations[index].notMeasured = "age-keygen is not installed (Debian age)"
+            }
         }
         if findExecutable("curl") == nil {
             for index in operations.indices where operations[index].tool.hasPrefix("curl") {
@@ -191,12 +201,52 @@ struct TransferBenchmark {
             createSeconds[(archive as NSString).lastPathComponent] = r.wallSeconds
             log(String(format: "transfer: created %@ (%@) in %.1f s", archive, formatMiB(TreeTally.size(of: archive)), r.wallSeconds))
         }
+        createSeconds.merge(try createEncryptedArchives(trees: trees, runner: runner)) { a, _ in a }
         if !keep {
             try? removeTree(trees.old)
             try? removeTree(trees.new)
         }
         try Self.makeDeduplicatedArchive(at: "\(serve)/\(Self.deduplicatedArchiveName)", tree: "\(base)/trees/copies", seed: seed, cairn: cairn, runner: runner)
         return (trees, createSeconds)
+    }
+
+    /// The keys of the encrypted exports: one maker's signing key (which the id and chunker
+    /// keys derive from) and one age recipient.
+    var trustKeys: CaseTools.TrustKeys { CaseTools.TrustKeys(directory: "\(base)/keys") }
+    static let oldEncryptedName = "old-encrypted.cairn"
+    static let newEncryptedName = "new-encrypted.cairn"
+
+    /// Archives the old and new trees again, signed by one key and encrypted for one recipient
+    /// (issue 25): `serve/old-encrypted.cairn` and `serve/new-encrypted.cairn`. Nothing is made
+    /// when age-keygen is missing; the encrypted step then says so.
+    ///
+    /// - Returns: each `cairn create`'s wall seconds by archive name.
+    /// - Throws: ``BenchError`` when a key tool or a create fails.
+    private func createEncryptedArchives(trees: TransferTrees, runner: ProcessRunner) throws -> [String: Double] {
+        guard findExecutable("age-keygen") != nil else { return [:] }
+        let keys = trustKeys
+        try keys.make(cairn: cairn, runner: runner)
+        var createSeconds: [String: Double] = [:]
+        for (tree, name) in [(trees.old, Self.oldEncryptedName), (trees.new, Self.newEncryptedName)] {
+            let archive = "\(base)/serve/\(name)"
+            let r = try runner.run(
+                [cairn, "create", "-o", archive, "--no-progress", "--sign", keys.secretKey, "--recipients-file", keys.recipients, tree],
+                label: "transfer-create-encrypted")
+            guard r.succeeded else { throw BenchError("cairn create \(archive) failed: \(r.standardError.suffix(300))") }
+            createSeconds[name] = r.wallSeconds
+            log(String(format: "transfer: created %@ (%@) in %.1f s", archive, formatMiB(TreeTally.size(of: archive)), r.wallSeconds))
+        }
+        return createSeconds
+    }
+
+    /// Why `cairn fetch` of an encrypted archive cannot be measured, from its first failed run:
+    /// a cairn whose fetch refuses `--identity` (a usage error, exit 2) or names it in its
+    /// refusal (an encrypted archive it cannot fetch yet).
+    static func encryptedFetchUnavailable(_ result: ProcessResult) -> String? {
+        let text = result.standardError
+        guard result.exitStatus == 2 || text.contains("--identity") else { return nil }
+        let tail = text.split(separator: "\n").suffix(2).joined(separator: " / ")
+        return "not available: this cairn's fetch refuses --identity or an encrypted archive (exit \(result.exitStatus): \(tail))"
     }
 
     /// The first line of each installed tool's version output, in `result.versions`.
@@ -249,6 +299,11 @@ struct TransferBenchmark {
                 if step.tool == TransferTool.cairnExtract, round == 1, Self.lacksURLSupport(run.result) {
                     operation.notMeasured = "extract URL not supported by this cairn (exit \(run.result.exitStatus): \(tail))"
                     log("transfer: \(operation.notMeasured ?? "")")
+                    return false
+                }
+                if step.tool == TransferTool.cairnSeededEncrypted, round == 1, let why = Self.encryptedFetchUnavailable(run.result) {
+                    operation.notMeasured = why
+                    log("transfer: \(step.tool): \(why)")
                     return false
                 }
                 operation.failure = "round \(round), exit \(run.result.exitStatus): \(tail)"
@@ -412,6 +467,21 @@ struct TransferBenchmark {
                     "/bin/bash", "-c",
                     "cd \(shellQuoted(out)) && exec zsync -q -i \(shellQuoted(oldArchive)) -o \(shellQuoted(seededZ)) \(shellQuoted(nginx.url("new.cairn.zsync")))",
                 ], clean: cleaning(seededZ), check: same(seededZ)))
+        let newEncrypted = "\(serve)/\(Self.newEncryptedName)"
+        let seededE = "\(out)/seeded-encrypted.cairn"
+        let keys = trustKeys
+        list.append(
+            Step(
+                tool: TransferTool.cairnSeededEncrypted, measure: .seeded,
+                arguments: [
+                    cairn, "fetch", nginx.url(Self.newEncryptedName), "-o", seededE, "--seed", "\(serve)/\(Self.oldEncryptedName)",
+                    "--identity", keys.identity, "--trusted-key", keys.publicKey, "--json",
+                ],
+                clean: cleaning(seededE),
+                check: {
+                    let r = try? runner.run(["cmp", "-s", seededE, newEncrypted], label: "transfer-cmp")
+                    return r?.succeeded == true ? nil : "\(seededE) differs from \(Self.newEncryptedName)"
+                }, archiveBytes: TreeTally.size(of: newEncrypted)))
         let destination = "\(out)/extract"
         list.append(
             Step(

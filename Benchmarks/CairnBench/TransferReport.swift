@@ -12,6 +12,7 @@ struct TransferTarget {
 
     static let issue10 = "issue 10"
     static let issue23 = "issue 23"
+    static let issue25 = "issue 25"
 
     /// Issue 10's targets, in the issue's order.
     static var all: [TransferTarget] {
@@ -30,6 +31,15 @@ struct TransferTarget {
                     ratio(t, (TransferTool.cairnSeeded, .seeded), (TransferTool.zsync, .seeded)) { Double($0.bodyBytes) }
                 }),
         ]
+        // Issue 25: two encrypted exports of one maker share ids and boundaries (keys derived
+        // from the signing key), so the seeded delta costs about what the plain one does.
+        list.append(
+            TransferTarget(
+                title: "seeded delta bytes, two encrypted exports / two plain ones", unit: "×",
+                target: Target(limit: 1.1, source: issue25, minimumRounds: 3),
+                values: { t in
+                    ratio(t, (TransferTool.cairnSeededEncrypted, .seeded), (TransferTool.cairnSeeded, .seeded)) { Double($0.bodyBytes) }
+                }))
         for measure in [TransferMeasure.resume50, .resume90] {
             list.append(
                 TransferTarget(
@@ -304,6 +314,9 @@ extension Report {
         list.append(("seeded delta", "wall time", seeded.0, zsync.0, values(TransferTarget.ratio(t, seeded, zsync) { $0.result.wallSeconds })))
         list.append(("seeded delta", "bytes sent", seeded.0, "\(fullC.0) (full)", values(TransferTarget.ratio(t, seeded, fullC) { Double($0.bodyBytes) })))
         list.append(("seeded delta", "wall time", seeded.0, "\(fullC.0) (full)", values(TransferTarget.ratio(t, seeded, fullC) { $0.result.wallSeconds })))
+        let encrypted = (TransferTool.cairnSeededEncrypted, TransferMeasure.seeded)
+        list.append(("seeded delta", "bytes sent", encrypted.0, seeded.0, values(TransferTarget.ratio(t, encrypted, seeded) { Double($0.bodyBytes) })))
+        list.append(("seeded delta", "wall time", encrypted.0, seeded.0, values(TransferTarget.ratio(t, encrypted, seeded) { $0.result.wallSeconds })))
         return list
     }
 

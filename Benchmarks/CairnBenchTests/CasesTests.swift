@@ -81,7 +81,7 @@ struct CasesTests {
         #expect(
             Set(one.keys) == [
                 ToolName.cairnLZ4, ToolName.cairnZstd, ToolName.tarLZ4, ToolName.tarZstd, ToolName.casync, ToolName.borg, ToolName.restic,
-                ToolName.cairnSigned,
+                ToolName.cairnSigned, ToolName.cairnEncrypted, ToolName.tarLZ4Age,
             ])
         for (tool, command) in one {
             #expect(command.contains("/out-1"), "\(tool): \(command)")

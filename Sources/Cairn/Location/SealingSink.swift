@@ -7,6 +7,8 @@ import Foundation
 ///
 /// A block is sealed once the bytes after it exist, since the last block is sealed as the final
 /// one: at most one block of plaintext (16 KiB by default) waits here, and ``finish()`` seals it.
+/// The blocks of one write are sealed while the archiver makes the next (one write in flight),
+/// and reach the base sink before the next write's.
 /// The sealed blocks hide where records begin and end; only the total size shows.
 package final class SealingSink: ArchiveSink, LocalFileWritingSink {
     private let base: any ArchiveSink
@@ -15,6 +17,10 @@ package final class SealingSink: ArchiveSink, LocalFileWritingSink {
     private var pending: [UInt8] = []
     private var nextIndex: UInt64 = 0
     private var envelope: [UInt8]?
+    /// The sealing of the latest write, not yet handed to `base`: it runs while the archiver
+    /// produces the next bytes, and the next write, ``finish()`` or ``abandon()`` waits for it
+    /// and writes its blocks first, so `base` gets them in order.
+    private var sealing: Task<[UInt8], Never>?
 
     /// - Parameters:
     ///   - base: where the outer bytes go.
@@ -26,7 +32,7 @@ package final class SealingSink: ArchiveSink, LocalFileWritingSink {
         sealer = try BlockSealer(key: secrets.blockKey, archiveID: envelope.archiveID)
         blockSize = Int(envelope.blockSize)
         self.envelope = EnvelopeRecord.prelude + envelope.framed()
-        pending.reserveCapacity(blockSize * 2)
+        pending.reserveCapacity(blockSize)
     }
 
     /// Continues sealing a partial archive (`Spec/0004-trusted-archives.md §6.9`) whose outer
@@ -57,50 +63,58 @@ package final class SealingSink: ArchiveSink, LocalFileWritingSink {
     }
 
     package func write(_ bytes: [UInt8]) async throws {
-        var out = envelope ?? []
-        envelope = nil
-        pending.append(contentsOf: bytes)
-        // Seal whole blocks that more bytes follow; the last block waits for finish().
-        let count = (pending.count - 1) / blockSize
-        if count > 0 {
-            out += sealBlocks(count)
-            pending.removeSubrange(0..<(count * blockSize))
-        }
+        guard let next = startSealing(appending: bytes) else { return }
+        let previous = sealing
+        sealing = next
+        try await drain(previous)
+    }
+
+    /// Waits for `job` and writes what it sealed to `base`.
+    nonisolated(nonsending) private func drain(_ job: Task<[UInt8], Never>?) async throws {
+        guard let job else { return }
+        let out = await job.value
         if !out.isEmpty { try await base.write(out) }
     }
 
-    /// The first `count` blocks of `pending`, sealed (none of them final) and numbered from
-    /// `nextIndex`. Blocks are independent, so a run of them is sealed on every core, each thread
-    /// its own share, each block into its own place.
-    private func sealBlocks(_ count: Int) -> [UInt8] {
-        let sealedSize = blockSize + BlockSealer.overhead
-        var sealed = [UInt8](repeating: 0, count: count * sealedSize)
-        let first = nextIndex
-        let workers = count >= 8 ? min(ProcessInfo.processInfo.activeProcessorCount, count / 4) : 1
-        let (sealer, blockSize) = (self.sealer, self.blockSize)
-        pending.withUnsafeBytes { input in
-            sealed.withUnsafeMutableBytes { output in
-                // Each worker reads its own blocks of `input` and writes its own part of
-                // `output`; both outlive concurrentPerform, which returns when every worker has.
-                nonisolated(unsafe) let plaintext = input
-                nonisolated(unsafe) let out = output
-                let share = (count + workers - 1) / workers
-                DispatchQueue.concurrentPerform(iterations: workers) { worker in
-                    for block in (worker * share)..<min(count, (worker + 1) * share) {
-                        sealer.seal(
-                            UnsafeRawBufferPointer(rebasing: plaintext[(block * blockSize)..<((block + 1) * blockSize)]),
-                            index: first + UInt64(block), isFinal: false,
-                            into: UnsafeMutableRawBufferPointer(rebasing: out[(block * sealedSize)..<((block + 1) * sealedSize)]))
-                    }
-                }
-            }
+    /// Starts sealing the outer bytes that `bytes`, appended to the inner archive, completes:
+    /// the envelope the first time, then every block that more bytes now follow (none of them
+    /// final). The last block stays in `pending` for the next write or ``finish()``.
+    ///
+    /// The blocks are sealed straight from `bytes` (only a block begun by an earlier write is
+    /// completed in `pending`) into one buffer that is never zero-filled: each of its bytes is
+    /// written once, by a copy of the envelope or by the sealer. Block numbers and `pending` are
+    /// settled here, in write order; the sealing itself runs beside the archiver.
+    ///
+    /// - Returns: the job, or nil when `bytes` completes nothing.
+    private func startSealing(appending bytes: [UInt8]) -> Task<[UInt8], Never>? {
+        let prefix = envelope ?? []
+        envelope = nil
+        let total = pending.count + bytes.count
+        // Whole blocks that more bytes follow; the last block waits for finish().
+        let count = total == 0 ? 0 : (total - 1) / blockSize
+        guard count > 0 else {
+            pending.append(contentsOf: bytes)
+            return prefix.isEmpty ? nil : Task.detached { prefix }
         }
+        // A block begun earlier is completed from the start of `bytes` (count > 0 means
+        // `bytes` holds more than that) and sealed first; the others are read in place.
+        let fill = pending.isEmpty ? 0 : blockSize - pending.count
+        if fill > 0 { pending.append(contentsOf: bytes[0..<fill]) }
+        let carried = pending
+        let consumed = fill + (carried.isEmpty ? count : count - 1) * blockSize
+        pending.removeAll(keepingCapacity: true)
+        pending.append(contentsOf: bytes[consumed...])
+        let job = SealingJob(
+            prefix: prefix, carried: carried, bytes: bytes, fill: fill, count: count, first: nextIndex, sealer: sealer, blockSize: blockSize)
         nextIndex += UInt64(count)
-        return sealed
+        return Task.detached { job.run() }
     }
 
     /// Seals the last block as the final one, writes it, and finishes the base sink.
     package func finish() async throws {
+        let previous = sealing
+        sealing = nil
+        try await drain(previous)
         var out = envelope ?? []
         envelope = nil
         if !pending.isEmpty {
@@ -112,7 +126,70 @@ package final class SealingSink: ArchiveSink, LocalFileWritingSink {
         try await base.finish()
     }
 
+    /// Writes the blocks still being sealed (what the archive wrote stays a prefix that can be
+    /// resumed), then abandons the base sink.
     package func abandon() async {
+        let previous = sealing
+        sealing = nil
+        try? await drain(previous)
         await base.abandon()
+    }
+}
+
+/// The sealing of one write's blocks (``SealingSink``): values only, so it runs on any thread.
+private struct SealingJob: Sendable {
+    /// Outer bytes that go first (the envelope, on the first write).
+    var prefix: [UInt8]
+    /// A whole block begun by earlier writes, sealed first; empty when there is none.
+    var carried: [UInt8]
+    /// The write's bytes: blocks are read in place from `fill` on.
+    var bytes: [UInt8]
+    var fill: Int
+    var count: Int
+    var first: UInt64
+    var sealer: BlockSealer
+    var blockSize: Int
+
+    /// `prefix` and the `count` sealed blocks (none of them final) numbered from `first`, in
+    /// one buffer that is never zero-filled: each byte is written once, by the copy of the
+    /// prefix or by the sealer.
+    func run() -> [UInt8] {
+        let sealedSize = blockSize + BlockSealer.overhead
+        return [UInt8](unsafeUninitializedCapacity: prefix.count + count * sealedSize) { buffer, initialized in
+            let output = UnsafeMutableRawBufferPointer(buffer)
+            prefix.withUnsafeBytes { output.copyMemory(from: $0) }
+            carried.withUnsafeBytes { carried in
+                bytes.withUnsafeBytes { input in
+                    sealBlocks(
+                        carried: carried, from: UnsafeRawBufferPointer(rebasing: input[fill...]),
+                        into: UnsafeMutableRawBufferPointer(rebasing: output[prefix.count...]))
+                }
+            }
+            initialized = buffer.count
+        }
+    }
+
+    /// Seals the blocks into `output` (`count` sealed blocks): `carried` first when it is not
+    /// empty, then consecutive blocks of `input`. Blocks are independent, so a run of them is
+    /// sealed on every core, each thread its own share, each block into its own place.
+    private func sealBlocks(carried: UnsafeRawBufferPointer, from input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
+        let sealedSize = blockSize + BlockSealer.overhead
+        let skip = carried.isEmpty ? 0 : 1
+        let workers = count >= 8 ? min(ProcessInfo.processInfo.activeProcessorCount, count / 4) : 1
+        let (count, first, sealer, blockSize) = (count, first, sealer, blockSize)
+        // Each worker reads its own blocks of `input` and writes its own part of `output`; both
+        // outlive concurrentPerform, which returns when every worker has.
+        nonisolated(unsafe) let (carried, plaintext, out) = (carried, input, output)
+        let share = (count + workers - 1) / workers
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            for block in (worker * share)..<min(count, (worker + 1) * share) {
+                let source =
+                    block < skip
+                    ? carried : UnsafeRawBufferPointer(rebasing: plaintext[((block - skip) * blockSize)..<((block - skip + 1) * blockSize)])
+                sealer.seal(
+                    source, index: first + UInt64(block), isFinal: false,
+                    into: UnsafeMutableRawBufferPointer(rebasing: out[(block * sealedSize)..<((block + 1) * sealedSize)]))
+            }
+        }
     }
 }
