@@ -3,5 +3,6 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/kdf.h>
+#include <openssl/params.h>
 #include <openssl/sha.h>
 #endif

@@ -1,5 +1,3 @@
-internal import CCrypto
-
 /// The rule that names a chunk by its content: SHA-256 (FIPS 180-4) of the chunk's uncompressed
 /// bytes in a plain archive (`Spec/0001-container-format.md §7.1`), HMAC-SHA-256 (RFC 2104)
 /// under the archive's id key in a keyed one (`Spec/0004-trusted-archives.md §6.6`).
@@ -11,10 +9,19 @@ internal import CCrypto
 ///
 /// The value holds the key; it prints nothing of it.
 package struct ChunkIDFunction: Sendable, Hashable {
-    /// The HMAC key; nil for plain SHA-256.
+    /// The HMAC key; nil for plain SHA-256. Equality and hashing are the key's.
     private let key: [UInt8]?
+    /// HMAC-SHA-256 prepared under `key` once, not per chunk.
+    private let mac: KeyedMAC?
 
-    private init(key: [UInt8]?) { self.key = key }
+    private init(key: [UInt8]?) {
+        self.key = key
+        mac = key.map(KeyedMAC.init(key:))
+    }
+
+    package static func == (lhs: ChunkIDFunction, rhs: ChunkIDFunction) -> Bool { lhs.key == rhs.key }
+
+    package func hash(into hasher: inout Hasher) { hasher.combine(key) }
 
     /// SHA-256 of the content: plain archives.
     package static let sha256 = ChunkIDFunction(key: nil)
@@ -36,29 +43,8 @@ package struct ChunkIDFunction: Sendable, Hashable {
     /// - Complexity: O(n): the HMAC adds two SHA-256 compressions of fixed size to the digest of
     ///   the content.
     package func id(of bytes: UnsafeRawBufferPointer) throws(CairnError) -> Digest {
-        guard let key else { return try SHA256.hash(bytes) }
-        var output = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
-        let digest = key.withUnsafeBufferPointer { keyBuffer in
-            withUnsafeMutableBytes(of: &output) { out -> Digest? in
-                guard let base = out.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                    let keyLength = Int32(exactly: keyBuffer.count)
-                else { return nil }
-                var length: UInt32 = 0
-                // libcrypto is given a valid address even for an empty message.
-                let produced = withUnsafeBytes(of: UInt8(0)) { empty in
-                    CCrypto.HMAC(
-                        EVP_sha256(), keyBuffer.baseAddress, keyLength,
-                        (bytes.baseAddress ?? empty.baseAddress)?.assumingMemoryBound(to: UInt8.self), bytes.count,
-                        base, &length) != nil
-                }
-                guard produced, length == UInt32(Digest.byteCount) else { return nil }
-                return Digest(bytes: UnsafeRawBufferPointer(out))
-            }
-        }
-        guard let digest else {
-            throw CairnError(.io, "libcrypto could not compute a keyed chunk id", cause: "HMAC failed")
-        }
-        return digest
+        guard let mac else { return try SHA256.hash(bytes) }
+        return try mac.mac(bytes)
     }
 
     /// The id of a chunk whose uncompressed bytes are `bytes`.
