@@ -75,13 +75,13 @@ struct TransferTests {
             try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(out)/\(json)"))) as? [String: Any])
         let transfer = try #require(object["transfer"] as? [String: Any])
         let operations = try #require(transfer["operations"] as? [[String: Any]])
-        #expect(operations.count == 12)
+        #expect(operations.count == 13, "the 12 of issue 10 and issue 23, and issue 25's encrypted seeded delta")
         let full = try #require(operations.first { $0["tool"] as? String == "curl -o" })
         let layout = try #require(transfer["layout"] as? [String: Any])
         let archive = try #require((layout["newArchiveBytes"] as? NSNumber)?.uint64Value)
         let sent = try #require((full["runs"] as? [[String: Any]])?.first?["bodyBytes"] as? NSNumber)
         #expect(sent.uint64Value == archive, "nginx counts curl's body bytes: the whole archive")
-        #expect((transfer["verdicts"] as? [[String: Any]])?.count == 8)
+        #expect((transfer["verdicts"] as? [[String: Any]])?.count == 9)
         // Issue 23: the deduplicated extraction fetches each record once (no cut: the same bytes
         // however loaded the machine); the resumed one is measured (what its killed first run
         // was sent depends on how far the server got ahead of it, as for the fetch resumes).
