@@ -66,9 +66,6 @@ enum FetchCommand {
             options.stallTimeout = value
         }
         let quiet = args.flag("-q", "--quiet") || args.flag("--json")
-        if !options.decryption.isEmpty, !seeds.isEmpty, !quiet {
-            Output.err("cairn fetch: seeds are not used for an encrypted archive yet (Spec/0004 §6.10): downloading it whole")
-        }
         let retries = options.retries
         options.onEvent = { event in
             guard !quiet else { return }
@@ -81,6 +78,8 @@ enum FetchCommand {
                 Output.err("cairn fetch: \(error); retrying (\(attempt) of \(retries))")
             case .restarting(let reason):
                 Output.err("cairn fetch: \(reason); starting over")
+            case .seedSkipped(let path, let reason):
+                Output.err("cairn fetch: seed \(path) not used: \(reason)")
             }
         }
         let fetcher = ArchiveFetcher(from: try ArchiveOperand.location(url, args), options: options)
