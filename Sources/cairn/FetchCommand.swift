@@ -37,8 +37,11 @@ enum FetchCommand {
                     An encrypted archive (Spec/0004 §6.10) is fetched only with one of them:
                     its sealed blocks are opened as they arrive and its inner archive verified
                     as a plain one is; FILE is the remote's bytes, byte-identical, and a rerun
-                    resumes from the sealed block holding the last verified commit. Seeds are
-                    not used for an encrypted archive yet: it is downloaded whole.
+                    resumes from the sealed block holding the last verified commit. With
+                    --seed, an earlier export of the same --sign maker (opened with the same
+                    identities) gives what it shares, and the rebuilt archive is sealed again
+                    under the remote's keys (the same content, not the same bytes); a seed
+                    made with other keys is named and left out.
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
