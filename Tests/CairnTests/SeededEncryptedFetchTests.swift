@@ -145,8 +145,8 @@ struct SeededEncryptedFetchTests {
         try RawFileSystem.writeFile(Array((out + ".partial").utf8), Array(resealed[0..<cut]))
         try FetchState(url: url, validator: nil, length: nil).save(for: out)
         let before = server.accessLog().count
-        // Without --trusted-key: with it, the resume of an encrypted partial file (this one, or
-        // a verbatim one) goes back to block 0 (found here, not fixed yet); verify checks the key.
+        // Without --trusted-key: with it, this resume went back to block 0 (found here, not
+        // investigated yet); verify checks the key afterwards.
         let result = try FetchCLI.run([
             "fetch", url, "-o", out, "--seed", work.appending("e1.cairn"), "--identity", identity, "--json",
         ])
