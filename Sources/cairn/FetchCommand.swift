@@ -37,8 +37,11 @@ enum FetchCommand {
                     An encrypted archive (Spec/0004 §6.10) is fetched only with one of them:
                     its sealed blocks are opened as they arrive and its inner archive verified
                     as a plain one is; FILE is the remote's bytes, byte-identical, and a rerun
-                    resumes from the sealed block holding the last verified commit. Seeds are
-                    not used for an encrypted archive yet: it is downloaded whole.
+                    resumes from the sealed block holding the last verified commit. With
+                    --seed, an earlier export of the same --sign maker (opened with the same
+                    identities) gives what it shares, and the rebuilt archive is sealed again
+                    under the remote's keys (the same content, not the same bytes); a seed
+                    made with other keys is named and left out.
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
@@ -66,9 +69,6 @@ enum FetchCommand {
             options.stallTimeout = value
         }
         let quiet = args.flag("-q", "--quiet") || args.flag("--json")
-        if !options.decryption.isEmpty, !seeds.isEmpty, !quiet {
-            Output.err("cairn fetch: seeds are not used for an encrypted archive yet (Spec/0004 §6.10): downloading it whole")
-        }
         let retries = options.retries
         options.onEvent = { event in
             guard !quiet else { return }
@@ -81,6 +81,8 @@ enum FetchCommand {
                 Output.err("cairn fetch: \(error); retrying (\(attempt) of \(retries))")
             case .restarting(let reason):
                 Output.err("cairn fetch: \(reason); starting over")
+            case .seedSkipped(let path, let reason):
+                Output.err("cairn fetch: seed \(path) not used: \(reason)")
             }
         }
         let fetcher = ArchiveFetcher(from: try ArchiveOperand.location(url, args), options: options)

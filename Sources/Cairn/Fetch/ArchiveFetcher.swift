@@ -36,7 +36,10 @@ import Synchronization
 /// - An encrypted archive (``FetchOptions/decryption``, `Spec/0004-trusted-archives.md §6.10`)
 ///   is written as the remote's bytes; its sealed blocks are opened as they arrive and its inner
 ///   archive verified as above. A rerun continues from the sealed block holding the inner
-///   archive's last verified commit. Seeds are not read for it yet: it is downloaded whole.
+///   archive's last verified commit. From offset 0, local seeds made with the same chunk keys (an
+///   earlier export of the same maker) are opened with the same identities, and the inner
+///   archive is rebuilt from them as above and sealed again under the remote's keys: the result
+///   is the same inner archive, not the remote's bytes.
 public final class ArchiveFetcher: Sendable {
     /// The remote archive: an `http(s)` URL or an object.
     public let source: ArchiveLocation
@@ -78,7 +81,7 @@ public final class ArchiveFetcher: Sendable {
         }
         let seeds = SeedIndex(keying: options.keying)
         defer { seeds.close() }
-        // An encrypted archive is fetched whole (`Spec/0004 §6.10`): seeds are not read.
+        // An encrypted archive's seeds are opened once its keys are known (`Spec/0004 §6.10.3`).
         for seed in options.decryption.isEmpty ? options.seeds : [] {
             if let remoteSeed = seed.remote(http: configuration) {
                 try seeds.add(remote: remoteSeed)
@@ -240,8 +243,9 @@ public struct FetchOptions: Sendable {
     /// What opens an encrypted archive's key block (`Spec/0004-trusted-archives.md §6.10`):
     /// when not empty, the archive must be encrypted (a plain one is refused with `.untrusted`);
     /// its blocks are opened as they arrive and the inner archive verified, and the file
-    /// written is the remote's bytes; ``seeds`` are not read (not yet built: the archive is
-    /// downloaded whole). Default empty: the archive must be plain (an encrypted
+    /// written is the remote's bytes; or from offset 0, with local ``seeds`` that share its chunk
+    /// keys, its inner archive rebuilt from them and sealed again under its keys (§6.10.3).
+    /// Default empty: the archive must be plain (an encrypted
     /// one is refused with `.untrusted`, asking for an identity).
     public var decryption = ArchiveDecryption()
 
@@ -268,6 +272,9 @@ public enum FetchEvent: Sendable {
     case retrying(CairnError, attempt: Int)
     /// Starting over from offset 0, and why.
     case restarting(reason: String)
+    /// A seed that is not used, and why: a seed of an encrypted archive made with other keys,
+    /// a plain one, or one no identity opens (`Spec/0004-trusted-archives.md §6.10.3`).
+    case seedSkipped(path: String, reason: String)
 }
 
 /// What ``ArchiveFetcher/fetch(to:)`` did.

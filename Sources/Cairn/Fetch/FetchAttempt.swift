@@ -22,6 +22,9 @@ struct FetchAttempt {
     private var rebuilding = false
     /// Where the inner archive continues, when an encrypted archive's partial file is continued.
     private var sealed: SealedResume?
+    /// A seeded fetch of an encrypted archive: how the writer reads the remote's inner archive
+    /// and seals what it produces (`Spec/0004-trusted-archives.md §6.10.3`).
+    private var resealing: FetchWriter.Resealing?
 
     private init(_ run: FetchRun) {
         verifier = StreamVerifier(path: run.url, trustedKeys: run.fetcher.options.trustedKeys, keying: run.fetcher.options.keying)
@@ -91,15 +94,26 @@ struct FetchAttempt {
     nonisolated(nonsending) private mutating func plan(_ run: inout FetchRun) async throws -> FetchWriter.Job? {
         validator = start > 0 ? state?.validator : nil
         let job: FetchWriter.Job
-        if run.seeds.seeds.isEmpty || !run.rangesWork || !run.options.decryption.isEmpty {
+        // An encrypted archive is rebuilt from seeds only from offset 0 (§6.10.3); a partial
+        // file of one is continued verbatim (§6.10.2).
+        let encrypted = !run.options.decryption.isEmpty
+        let seeded = encrypted ? start == 0 && !run.options.seeds.isEmpty : !run.seeds.seeds.isEmpty
+        if !seeded || !run.rangesWork {
             job = .rest(from: start)
         } else {
             guard let remote = try await readManifest(&run) else { return nil }
+            // No seed of an encrypted archive shares its keys: it is downloaded whole.
+            if encrypted, run.seeds.seeds.isEmpty {
+                run.fetcher.progress.completedUnitCount = Int64(clamping: start)
+                return .rest(from: start)
+            }
             run.cachedRemote = remote
             if start == 0 || state == nil {
-                state = FetchState(url: run.url, validator: remote.validator, length: remote.length)
+                // The outer archive's length, which a resumed fetch asks for.
+                state = FetchState(url: run.url, validator: remote.validator, length: run.sealedRemote?.outer.size ?? remote.length)
                 try state?.save(for: run.path)
             }
+            if encrypted { resealing = try run.sealedRemote?.resealing() }
             validator = state?.validator
             run.fetcher.progress.totalUnitCount = Int64(clamping: remote.length)
             job = plan(from: remote, &run)
@@ -118,6 +132,16 @@ struct FetchAttempt {
         let failure: CairnError
         do throws(CairnError) {
             if let cachedRemote = run.cachedRemote, start > 0 { return cachedRemote }
+            if !run.options.decryption.isEmpty {
+                let sealed = try SealedRemote.open(
+                    client: run.remote.client, url: run.remote.url, validator: validator, length: start > 0 ? state?.length : nil,
+                    decryption: run.options.decryption)
+                run.indexEncryptedSeeds(keying: sealed.inner.keying)
+                let remote = try RemoteManifest.fetch(sealed: sealed, seeds: run.seeds)
+                run.sealedRemote = sealed
+                run.report.seedBytes += remote.manifestSeedBytes
+                return remote
+            }
             let remote = try RemoteManifest.fetch(
                 client: run.remote.client, url: run.remote.url, validator: validator, length: start > 0 ? state?.length : nil,
                 seeds: run.seeds, keying: run.fetcher.options.keying)
@@ -193,6 +217,7 @@ struct FetchAttempt {
         let writer = FetchWriter(
             client: run.remote.client, url: run.remote.url, output: run.output, channel: channel, seeds: run.seeds,
             progress: run.fetcher.progress, validator: validator, expectedLength: start > 0 ? state?.length : nil,
+            resealing: resealing,
             onFreshHead: { (head) throws(CairnError) in
                 try recorder.replace(FetchState(url: url, validator: head.strongValidator, length: head.resourceLength))
             })

@@ -30,6 +30,10 @@ struct FetchRun {
     /// Set once an archive rebuilt by the writer (`ArchiveRebuilder`) diverged or did not
     /// verify: the rest of the run plans copies and downloads (`DeltaPlan`).
     var rebuildFailed = false
+    /// A seeded fetch of an encrypted archive: the remote opened (`Spec/0004 §6.10.3`).
+    var sealedRemote: SealedRemote?
+    /// Whether the seeds of an encrypted archive were opened and indexed (once per run).
+    private var encryptedSeedsIndexed = false
 
     init(fetcher: ArchiveFetcher, path: String, remote: RemoteArchive, seeds: SeedIndex, output: FileSink) {
         self.fetcher = fetcher
@@ -60,6 +64,32 @@ struct FetchRun {
         report.retries = retries
         fetcher.progress.completedUnitCount = Int64(clamping: fileBytes)
         return report
+    }
+
+    /// Opens the local seeds of an encrypted archive with the fetch's identities and indexes
+    /// those whose chunk id key is `keying`'s, the archive's (`Spec/0004 §6.10.3`), once per run.
+    /// A seed that cannot help (other keys, a plain archive, one no identity opens, a remote
+    /// seed) is told of (``FetchEvent/seedSkipped(path:reason:)``) and left out: the fetch goes
+    /// on without it.
+    mutating func indexEncryptedSeeds(keying: ChunkKeying) {
+        guard !encryptedSeedsIndexed else { return }
+        encryptedSeedsIndexed = true
+        for seed in options.seeds {
+            guard case .file(let path) = seed else {
+                options.onEvent?(.seedSkipped(path: seed.name, reason: "a remote seed is not read for an encrypted archive"))
+                continue
+            }
+            do throws(CairnError) {
+                if try !seeds.add(encryptedPath: path, decryption: options.decryption, keying: keying) {
+                    options.onEvent?(
+                        .seedSkipped(
+                            path: path,
+                            reason: "its chunk keys are not the archive's (another maker's export): it shares no chunk with it"))
+                }
+            } catch {
+                options.onEvent?(.seedSkipped(path: path, reason: error.message))
+            }
+        }
     }
 
     /// Whether `error` is retried: a transient failure (`.network`, HTTP 408/429/5xx) while

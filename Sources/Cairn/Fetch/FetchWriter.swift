@@ -19,6 +19,19 @@ package final class FetchWriter: @unchecked Sendable {
         case rebuild(ArchiveRebuilder.Plan, remote: RemoteManifest)
     }
 
+    /// A seeded fetch of an encrypted archive (`Spec/0004-trusted-archives.md §6.10.3`): the
+    /// job's offsets are the inner archive's, whose downloaded ranges are read through the
+    /// remote's sealed blocks; what the job produces is sealed again before it is written, after
+    /// the remote's envelope, copied verbatim. No plaintext reaches the partial file.
+    package struct Resealing: Sendable {
+        /// The remote's inner archive, read through its sealed blocks.
+        let inner: SealedArchiveSource
+        /// The remote's outer bytes before its first sealed block.
+        let envelopeBytes: [UInt8]
+        /// Seals the produced inner archive under the remote's block key and archive id.
+        var sealing: BlockSealing
+    }
+
     private let client: HTTPClient
     private let url: String
     private let output: FileSink
@@ -28,6 +41,7 @@ package final class FetchWriter: @unchecked Sendable {
     private let validator: String?
     private let expectedLength: UInt64?
     private let cancelled = Atomic<Bool>(false)
+    private var resealing: Resealing?
 
     /// Called with the head of a whole-archive response from offset 0, before its first byte is
     /// written (the fetch records the validator beside the partial file there).
@@ -43,8 +57,10 @@ package final class FetchWriter: @unchecked Sendable {
 
     package init(
         client: HTTPClient, url: String, output: FileSink, channel: FetchChannel, seeds: SeedIndex, progress: Progress,
-        validator: String?, expectedLength: UInt64?, onFreshHead: @escaping @Sendable (HTTPResponseHead) throws(CairnError) -> Void
+        validator: String?, expectedLength: UInt64?, resealing: Resealing? = nil,
+        onFreshHead: @escaping @Sendable (HTTPResponseHead) throws(CairnError) -> Void
     ) {
+        self.resealing = resealing
         self.client = client
         self.url = url
         self.output = output
@@ -67,7 +83,9 @@ package final class FetchWriter: @unchecked Sendable {
     package func run(job: Job) throws(CairnError) {
         defer { channel.finishSending() }
         do throws(CairnError) {
+            if let resealing { try resealing.envelopeBytes.withBytes { (raw) throws(CairnError) in try emit(raw) } }
             try produce(job: job)
+            if let sealed = resealing?.sealing.finish() { try sealed.withBytes { (raw) throws(CairnError) in try emit(raw) } }
             try flush()
         } catch {
             // What arrived before a failure is kept too: it may verify, and not be fetched again.
@@ -163,7 +181,8 @@ package final class FetchWriter: @unchecked Sendable {
     /// Downloads `range` into memory (a few KiB: the commit after a pack; up to 8 MiB of
     /// records for a rebuild).
     private func download(_ range: Range<UInt64>, total: UInt64) throws(CairnError) -> [UInt8] {
-        try RangeAnswer.download(client: client, url: url, range: range, validator: validator, total: total).body
+        if let resealing { return try resealing.inner.read(ranges: [range])[0] }
+        return try RangeAnswer.download(client: client, url: url, range: range, validator: validator, total: total).body
     }
 
     /// Appends new bytes to the partial file and sends them to the verifier, gathered into the
@@ -173,6 +192,13 @@ package final class FetchWriter: @unchecked Sendable {
     /// block is written to the file and then handed to the verifier as it is: that one copy is
     /// the only one a byte takes between libcurl and the checks.
     private func deliver(_ bytes: UnsafeRawBufferPointer) throws(CairnError) {
+        guard resealing != nil else { return try emit(bytes) }
+        guard let sealed = resealing?.sealing.seal(bytes), !sealed.isEmpty else { return }
+        try sealed.withBytes { (raw) throws(CairnError) in try emit(raw) }
+    }
+
+    /// Appends outer bytes to the partial file and hands them to the verifier (``deliver(_:)``).
+    private func emit(_ bytes: UnsafeRawBufferPointer) throws(CairnError) {
         guard !cancelled.load(ordering: .relaxed) else { throw CairnError(.io, FetchChannel.readerStopped) }
         // Counted as received, so the progress moves with every piece, not every block.
         defer { progress.completedUnitCount += Int64(bytes.count) }
@@ -269,6 +295,16 @@ package final class FetchWriter: @unchecked Sendable {
 
     /// Downloads `start ..< end` (`end` nil: to the end of the archive) and delivers it.
     private func fetch(from start: UInt64, to end: UInt64?, total: UInt64? = nil) throws(CairnError) {
+        if let resealing, let end {
+            // Through the sealed blocks holding the range, 8 MiB at a time.
+            var position = start
+            while position < end {
+                let piece = position..<min(end, position + HTTPArchiveSource.maximumRange)
+                try resealing.inner.read(ranges: [piece])[0].withBytes { (raw) throws(CairnError) in try deliver(raw) }
+                position = piece.upperBound
+            }
+            return
+        }
         let range: HTTPByteRange?
         if let end {
             guard end > start else { return }

@@ -30,8 +30,9 @@ package struct RemoteManifest: Sendable {
         Prelude.hasManifestIndex(minor: version.minor) ? manifestIndex.map { UInt64($0.count) } : 0
     }
 
-    /// Whether the archive at the source is still the one `validator` and `length` name.
-    private static func requireUnchanged(_ source: HTTPArchiveSource, validator: String?, length: UInt64?) throws(CairnError) {
+    /// Whether the archive at the source is still the one `validator` and `length` name (closing
+    /// the source when not).
+    static func requireUnchanged(_ source: HTTPArchiveSource, validator: String?, length: UInt64?) throws(CairnError) {
         if let validator, let now = source.validator, now != validator {
             source.close()
             throw CairnError(.sourceChanged, "the archive at the URL changed (its validator is now \(now), was \(validator))", path: source.url)
@@ -76,17 +77,39 @@ package struct RemoteManifest: Sendable {
         let source = try HTTPArchiveSource(url: url, client: client, tailSlack: 0)
         try requireUnchanged(source, validator: validator, length: length)
         defer { source.close() }
+        return try read(source, name: url, validator: source.validator, seeds: seeds, keying: keying) { (ranges, gap) throws(CairnError) in
+            try source.read(ranges: ranges, gap: gap)
+        }
+    }
+
+    /// The footer and manifest of the inner archive of an encrypted archive at a URL
+    /// (`Spec/0004-trusted-archives.md §6.10.3`), read as ``fetch(client:url:validator:length:seeds:keying:)``
+    /// reads a plain one, through the sealed blocks that hold them: ``length`` and every offset
+    /// are the inner archive's; ``validator`` is the outer archive's.
+    static func fetch(sealed remote: SealedRemote, seeds: SeedIndex) throws(CairnError) -> RemoteManifest {
+        let inner = remote.inner
+        return try read(inner, name: remote.outer.url, validator: remote.outer.validator, seeds: seeds, keying: inner.keying) {
+            (ranges, _) throws(CairnError) in try inner.read(ranges: ranges)
+        }
+    }
+
+    /// What both fetches read, from `source` (`name` in messages), whose ranges `read` gives,
+    /// neighbours merged across gaps of at most the given bytes.
+    private static func read(
+        _ source: any ArchiveSource, name url: String, validator: String?, seeds: SeedIndex, keying: ChunkKeying?,
+        ranges read: ([Range<UInt64>], UInt64) throws(CairnError) -> [[UInt8]]
+    ) throws(CairnError) -> RemoteManifest {
         let size = source.size
         do throws(CairnError) {
             let footer = try source.readFooter(fileSize: size)
-            var head = try source.read(ranges: [0..<min(size, headRead)], gap: 0)[0]
+            var head = try read([0..<min(size, headRead)], 0)[0]
             if head.count >= Prelude.length + RecordFraming.headerLength {
                 let header = try head.withBytes { (raw) throws(CairnError) in
                     try RecordCodec.parseHeader(UnsafeRawBufferPointer(rebasing: raw[Prelude.length...]), offset: UInt64(Prelude.length))
                 }
                 let end = UInt64(Prelude.length + header.framedLength)
                 guard end <= size else { throw CairnError(.truncated, "the header record runs past the archive's end", offset: 12) }
-                if end > UInt64(head.count) { head += try source.read(ranges: [UInt64(head.count)..<end], gap: 0)[0] }
+                if end > UInt64(head.count) { head += try read([UInt64(head.count)..<end], 0)[0] }
                 head = Array(head[0..<Int(end)])
             }
             let manifestOffset = footer.manifestOffset
@@ -97,7 +120,7 @@ package struct RemoteManifest: Sendable {
             let version = try? Prelude.parse(head)
             if let version, Prelude.hasManifestIndex(minor: version.minor), manifestOffset >= UInt64(head.count) + UInt64(CommitRecord.framedLength) + ManifestIndex.framedLength(count: 1) {
                 index = try? readIndex(
-                    source, before: manifestOffset - UInt64(CommitRecord.framedLength), after: UInt64(head.count),
+                    read, before: manifestOffset - UInt64(CommitRecord.framedLength), after: UInt64(head.count),
                     records: footer.manifestLength / UInt64(RecordFraming.overhead + 9))
             }
             if let found = index, found.parsed.manifestLength != footer.manifestLength { index = nil }
@@ -120,22 +143,22 @@ package struct RemoteManifest: Sendable {
                     }
                     position += UInt64(length)
                 }
-                var downloaded = try source.read(ranges: wanted, gap: ArchiveRebuilder.Plan.mergeBelow).makeIterator()
+                var downloaded = try read(wanted, ArchiveRebuilder.Plan.mergeBelow).makeIterator()
                 region.reserveCapacity(Int(footer.manifestLength))
                 for piece in pieces {
                     guard let bytes = piece ?? downloaded.next() else { break }
                     region += bytes
                 }
             }
-            if index != nil, let manifest = try? assemble(source, head: head, region: region, footer: footer, keying: keying) {
+            if index != nil, let manifest = try? assemble(source, name: url, validator: validator, read, head: head, region: region, footer: footer, keying: keying) {
                 var remote = manifest
                 remote.manifestIndex = index?.record
                 remote.manifestSeedBytes = copied
                 return remote
             }
             // No usable index, or what it gave did not check: the manifest whole.
-            region = try source.read(ranges: [manifestOffset..<manifestEnd], gap: 0)[0]
-            var remote = try assemble(source, head: head, region: region, footer: footer, keying: keying)
+            region = try read([manifestOffset..<manifestEnd], 0)[0]
+            var remote = try assemble(source, name: url, validator: validator, read, head: head, region: region, footer: footer, keying: keying)
             remote.manifestIndex = index?.record
             return remote
         } catch {
@@ -147,10 +170,10 @@ package struct RemoteManifest: Sendable {
     /// count, then the record), checked (framing, CRC-32, payload); nil when there is none or its
     /// count is more than `records`, the most manifest records the manifest's length allows
     /// (every framed manifest record is at least 21 bytes).
-    private static func readIndex(_ source: HTTPArchiveSource, before end: UInt64, after start: UInt64, records: UInt64)
+    private static func readIndex(_ read: ([Range<UInt64>], UInt64) throws(CairnError) -> [[UInt8]], before end: UInt64, after start: UInt64, records: UInt64)
         throws(CairnError) -> (record: [UInt8], parsed: ManifestIndex)?
     {
-        let countBytes = try source.read(ranges: [(end - 8)..<(end - 4)], gap: 0)[0]
+        let countBytes = try read([(end - 8)..<(end - 4)], 0)[0]
         let count = countBytes.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }.littleEndian
         let length = ManifestIndex.framedLength(count: count)
         guard count > 0, UInt64(count) <= records, length <= UInt64(RecordFraming.overhead + FormatLimits.maximumRecordPayload),
@@ -158,7 +181,7 @@ package struct RemoteManifest: Sendable {
         else {
             return nil
         }
-        let record = try source.read(ranges: [(end - length)..<end], gap: 0)[0]
+        let record = try read([(end - length)..<end], 0)[0]
         let header = try record.withBytes { (raw) throws(CairnError) in try RecordCodec.parseHeader(raw, offset: end - length) }
         guard header.typeByte == RecordType.manifestIndex.rawValue, header.isSkippable, UInt64(header.framedLength) == length else {
             return nil
@@ -170,19 +193,20 @@ package struct RemoteManifest: Sendable {
 
     /// The manifest through the seekable reader's checks, from the pieces read.
     private static func assemble(
-        _ source: HTTPArchiveSource, head: [UInt8], region: [UInt8], footer: Footer, keying: ChunkKeying?
+        _ source: any ArchiveSource, name url: String, validator: String?, _ read: ([Range<UInt64>], UInt64) throws(CairnError) -> [[UInt8]],
+        head: [UInt8], region: [UInt8], footer: Footer, keying: ChunkKeying?
     ) throws(CairnError) -> RemoteManifest {
         let size = source.size
         let footerOffset = size - UInt64(Footer.framedLength)
-        let footerBytes = try source.read(ranges: [footerOffset..<size], gap: 0)[0]
+        let footerBytes = try read([footerOffset..<size], 0)[0]
         let sparse = SparseArchiveSource(
-            name: source.url, size: size, pieces: [(0, head), (footer.manifestOffset, region), (footerOffset, footerBytes)])
+            name: url, size: size, pieces: [(0, head), (footer.manifestOffset, region), (footerOffset, footerBytes)])
         let reader = try ArchiveReader(source: sparse, verifyingStructure: false, keepingManifestRegion: true, keying: keying)
         guard let kept = reader.manifestRegion else {
-            throw CairnError(.truncated, "the manifest could not be read whole", path: source.url, offset: footer.manifestOffset)
+            throw CairnError(.truncated, "the manifest could not be read whole", path: url, offset: footer.manifestOffset)
         }
         return RemoteManifest(
-            length: size, validator: source.validator, version: reader.version, footer: reader.footer, manifest: reader.manifest,
+            length: size, validator: validator, version: reader.version, footer: reader.footer, manifest: reader.manifest,
             tail: kept + footerBytes, head: head, idFunction: reader.idFunction)
     }
 }

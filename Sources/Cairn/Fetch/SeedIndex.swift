@@ -49,12 +49,18 @@ package final class SeedIndex {
         package var indexedLength: UInt64
         /// The remote archive; nil for a local seed.
         package var remote: HTTPArchiveSource? = nil
+        /// A local encrypted seed's inner archive, read through its opened blocks
+        /// (`Spec/0004-trusted-archives.md §6.10.3`): offsets are the inner archive's.
+        package var sealed: SealedArchiveSource? = nil
 
-        /// Reads up to `buffer.count` bytes at `offset` (`pread(2)`, or range requests).
+        /// Reads up to `buffer.count` bytes at `offset` (`pread(2)`, or range requests; for an
+        /// encrypted seed, the blocks holding them opened).
         ///
-        /// - Throws: `.io` for a local file; `.network`, `.httpStatus`, `.sourceChanged` for a remote one.
+        /// - Throws: `.io` for a local file; `.network`, `.httpStatus`, `.sourceChanged` for a
+        ///   remote one; `.checksumMismatch` for a sealed block of an encrypted seed that does not open.
         package func read(fromAbsoluteOffset offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws(CairnError) -> Int {
             if let remote { return try remote.read(fromAbsoluteOffset: offset, into: buffer) }
+            if let sealed { return try sealed.read(fromAbsoluteOffset: offset, into: buffer) }
             guard let descriptor else { return 0 }
             return try descriptor.read(fromAbsoluteOffset: offset, into: buffer)
         }
@@ -99,51 +105,94 @@ package final class SeedIndex {
     package func add(path: String) throws(CairnError) {
         let descriptor = try FileDescriptor.open(path, flags: O_RDONLY)
         do throws(CairnError) {
-            let size = try descriptor.status().size
-            let stream = RecordStream(skippingChunkPayloadsOf: descriptor, fileSize: size)
-            let prelude = try stream.readBytes(Prelude.length)
-            _ = try Prelude.parse(prelude)
-            let seedIndex = seeds.count
-            var end = stream.offset
-            while true {
-                let record: RecordStream.Record
-                do throws(CairnError) {
-                    guard let next = try stream.next() else { break }
-                    record = next
-                } catch {
-                    break  // a torn or damaged tail: what came before is still usable
-                }
-                end = record.offset + UInt64(record.header.framedLength)
-                let payload = record.framed[RecordFraming.headerLength...]
-                switch record.header.type {
-                case .chunk?:
-                    var r = ByteReader(Array(payload.prefix(ChunkRecordPrefix.length)), baseOffset: record.offset, what: "chunk record")
-                    let storedLength = record.header.length - ChunkRecordPrefix.length
-                    guard storedLength >= 0, let prefix = try? ChunkRecordPrefix.decode(&r, storedLength: storedLength) else { continue }
-                    if chunks[prefix.id] == nil {
-                        chunks[prefix.id] = ChunkLocation(
-                            seed: seedIndex, offset: record.offset, framedLength: record.header.framedLength, codec: prefix.codec)
-                    }
-                case .manifest?:
-                    if let digest = try? SHA256.hash(record.framed), manifestRecords[digest] == nil {
-                        manifestRecords[digest] = ChunkLocation(
-                            seed: seedIndex, offset: record.offset, framedLength: record.header.framedLength, codec: .none)
-                    }
-                case .pack?:
-                    var r = ByteReader(Array(payload.prefix(PackRecordPrefix.length)), baseOffset: record.offset, what: "pack record")
-                    guard let prefix = try? PackRecordPrefix.decode(&r, payloadLength: record.header.length) else { continue }
-                    let location = PackLocation(seed: seedIndex, offset: record.offset, framedLength: record.header.framedLength, prefix: prefix)
-                    packs[prefix.contentDigest, default: []].append(location)
-                    indexFiles(of: location, payload: record.payload, payloadLength: record.header.length)
-                default:
-                    continue
-                }
-            }
+            let end = try indexRecords(of: descriptor, size: try descriptor.status().size)
             seeds.append(Seed(path: path, descriptor: descriptor, indexedLength: end))
         } catch {
             _ = try? descriptor.close()
             throw error.withPath(path)
         }
+    }
+
+    /// Opens the encrypted archive at `path` with `decryption` (`Spec/0004-trusted-archives.md
+    /// §6.10.3`) and indexes its inner archive's records, read through its opened blocks, when
+    /// its chunk keys are `keying` (the fetched archive's): a seed with other keys shares no
+    /// chunk id with the archive and is not indexed. A seed cut short (an interrupted fetch) is
+    /// read up to its last whole block.
+    ///
+    /// - Returns: whether the seed was indexed (false: its chunk id key is not `keying`'s).
+    /// - Throws: `.notFound`/`.io` when it cannot be opened; `.untrusted` when it is not encrypted
+    ///   or no identity of `decryption` opens its key block; `.corrupted` for an envelope that
+    ///   does not parse, naming `path`.
+    package func add(encryptedPath path: String, decryption: ArchiveDecryption, keying: ChunkKeying) throws(CairnError) -> Bool {
+        let descriptor = try FileDescriptor.open(path, flags: O_RDONLY)
+        do throws(CairnError) {
+            let base = LocalArchiveSource(descriptor: descriptor, size: try descriptor.status().size)
+            let open = { (partial: Bool) throws(CairnError) -> SealedArchiveSource in
+                try SealedArchiveSource.open(base, partial: partial) { (record) throws(CairnError) in try decryption.openKeyBlock(record) }
+            }
+            // A complete archive, or else a partial one (its last block not taken as final).
+            let sealed: SealedArchiveSource
+            do throws(CairnError) { sealed = try open(false) } catch where error.code == .truncated { sealed = try open(true) }
+            guard sealed.keying.idKey == keying.idKey else {
+                _ = try? descriptor.close()
+                return false
+            }
+            let end = try indexRecords(of: sealed, size: sealed.size)
+            seeds.append(Seed(path: path, descriptor: descriptor, indexedLength: end, sealed: sealed))
+            return true
+        } catch {
+            _ = try? descriptor.close()
+            throw error.withPath(path)
+        }
+    }
+
+    /// Walks the archive `input` (`size` bytes) and indexes its chunk, pack and manifest records
+    /// as those of the next seed.
+    ///
+    /// - Returns: where the walk stopped: the end of the last record that parsed.
+    /// - Throws: `.corrupted` or `.unsupportedVersion` when `input` does not start with a
+    ///   Cairn prelude and header.
+    private func indexRecords(of input: any PositionalInput, size: UInt64) throws(CairnError) -> UInt64 {
+        let stream = RecordStream(skippingChunkPayloadsOf: input, fileSize: size)
+        let prelude = try stream.readBytes(Prelude.length)
+        _ = try Prelude.parse(prelude)
+        let seedIndex = seeds.count
+        var end = stream.offset
+        while true {
+            let record: RecordStream.Record
+            do throws(CairnError) {
+                guard let next = try stream.next() else { break }
+                record = next
+            } catch {
+                break  // a torn or damaged tail: what came before is still usable
+            }
+            end = record.offset + UInt64(record.header.framedLength)
+            let payload = record.framed[RecordFraming.headerLength...]
+            switch record.header.type {
+            case .chunk?:
+                var r = ByteReader(Array(payload.prefix(ChunkRecordPrefix.length)), baseOffset: record.offset, what: "chunk record")
+                let storedLength = record.header.length - ChunkRecordPrefix.length
+                guard storedLength >= 0, let prefix = try? ChunkRecordPrefix.decode(&r, storedLength: storedLength) else { continue }
+                if chunks[prefix.id] == nil {
+                    chunks[prefix.id] = ChunkLocation(
+                        seed: seedIndex, offset: record.offset, framedLength: record.header.framedLength, codec: prefix.codec)
+                }
+            case .manifest?:
+                if let digest = try? SHA256.hash(record.framed), manifestRecords[digest] == nil {
+                    manifestRecords[digest] = ChunkLocation(
+                        seed: seedIndex, offset: record.offset, framedLength: record.header.framedLength, codec: .none)
+                }
+            case .pack?:
+                var r = ByteReader(Array(payload.prefix(PackRecordPrefix.length)), baseOffset: record.offset, what: "pack record")
+                guard let prefix = try? PackRecordPrefix.decode(&r, payloadLength: record.header.length) else { continue }
+                let location = PackLocation(seed: seedIndex, offset: record.offset, framedLength: record.header.framedLength, prefix: prefix)
+                packs[prefix.contentDigest, default: []].append(location)
+                indexFiles(of: location, payload: record.payload, payloadLength: record.header.length)
+            default:
+                continue
+            }
+        }
+        return end
     }
 
     /// Indexes the inline files of a pack by path (its item table decoded; the content is not
