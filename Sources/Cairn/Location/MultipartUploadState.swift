@@ -24,6 +24,27 @@ package struct MultipartUploadState: Codable, Sendable, Equatable {
         package var chainDigest: String?
         /// The SHA-256 (hex) of the part's bytes.
         package var sha256: String
+        /// In an encrypted archive cut at block boundaries (`Spec/0004 §6.9`): the SHA-256 (hex)
+        /// of the plaintext (inner archive) from its start to the part's end; nil otherwise.
+        package var plainSHA256: String?
+        /// True for the last part of an encrypted archive cut at block boundaries (whose parts
+        /// all record `plainSHA256`, none a chain digest); nil otherwise.
+        package var last: Bool?
+
+        package init(number: Int, etag: String, size: UInt64, end: UInt64, chainDigest: String?, sha256: String) {
+            self.number = number
+            self.etag = etag
+            self.size = size
+            self.end = end
+            self.chainDigest = chainDigest
+            self.sha256 = sha256
+        }
+
+        /// Whether this is an upload's last part (manifest and footer): one without a chain
+        /// digest, or one marked last in an encrypted archive.
+        package var isLast: Bool {
+            last ?? (chainDigest == nil && plainSHA256 == nil)
+        }
     }
 
     /// The store's endpoint, as configured.
