@@ -63,11 +63,13 @@ enum CreateCommand {
                                     middle continues after its last committed chunk; for
                                     s3://, the recorded upload: parts the store holds are
                                     made again but not sent. An encrypted ARCHIVE.partial
-                                    continues with its own keys: give --identity FILE or the
-                                    passphrase (--passphrase, --passphrase-file) that opens
-                                    it; --recipient and --recipients-file are refused
+                                    or upload continues with its own keys: give --identity
+                                    FILE or the passphrase (--passphrase, --passphrase-file)
+                                    that opens it; --recipient and --recipients-file are
+                                    refused
           --identity FILE           with --resume: an age identity that opens the encrypted
-                                    ARCHIVE.partial's key block (repeatable)
+                                    ARCHIVE.partial's (or s3:// upload's) key block
+                                    (repeatable)
           --json                    print the export properties as JSON
           -q, --quiet               print nothing on success
           --progress, --no-progress force or hide the progress bar (default: on a terminal)

@@ -65,8 +65,8 @@ package struct MultipartUploadState: Codable, Sendable, Equatable {
     /// first bytes uploaded: what a resume compares its options with, naming each difference.
     package var header: [UInt8]?
     /// An encrypted archive's envelope record payload (`Spec/0004-trusted-archives.md §6.2`,
-    /// clear in the archive too), recorded instead of a header: such an upload is cut at any
-    /// offset and is not continued by a resume (`Spec/0003-command-line.md §3.3`).
+    /// clear in the archive too), recorded instead of a header: a resume opens its key block
+    /// to seal again with the archive's keys (`Spec/0004-trusted-archives.md §6.9`).
     package var envelope: [UInt8]?
 
     package init(endpoint: String, bucket: String, key: String, uploadID: String, partSize: UInt64, rule: PartSizeRule = .s3) {

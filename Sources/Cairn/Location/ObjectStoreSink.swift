@@ -24,6 +24,9 @@ import Synchronization
 ///   store already holds (same end, same chain digest, listed by `ListParts` with the same ETag)
 ///   is skipped instead of sent. Unchanged sources therefore give an object byte for byte the one
 ///   an uninterrupted run uploads; changed ones are refused (`.notResumable`).
+/// - An encrypted archive (`Spec/0004-trusted-archives.md §6.9`) is cut at sealed-block
+///   boundaries, each part recording the SHA-256 of the plaintext before its end; a resume that
+///   seals with the same keys skips the held parts whose end and plaintext digest match.
 /// - ``finish()`` and ``recordedUpload(at:location:configuration:)`` decide that an object at the
 ///   key is this upload's by its content, never by its length alone
 ///   (`objectDifference(at:store:upload:length:)`).
@@ -309,7 +312,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
         headerRecorded = true
         let payload = Array(filling[start..<(start + header.length)])
         if header.type == .envelope {
-            // An encrypted archive: its upload is refused by a resume (`Spec/0003 §3.3`).
+            // An encrypted archive: a resume opens this envelope's key block (`Spec/0004 §6.9`).
             ledger.state.withLock { $0.envelope = payload }
             try ledger.journal.record(envelope: payload)
             return

@@ -13,7 +13,7 @@ import Foundation
 /// cut points only at sealed-block boundaries: for each inner commit it is told about, the first
 /// block boundary at or after it (outer offset `E + k × (B + 40)`), each with the SHA-256 of the
 /// plaintext from inner offset 0 to that boundary in the cut point's digest, so that a run made
-/// again can tell a held part it reproduces. ``finish(plaintextDigest:)`` gives the digest of the
+/// again can tell a held part it reproduces. Its `finish()` gives an object store the digest of the
 /// whole inner archive with the last part.
 package final class SealingSink: ArchiveSink, CommitAwareArchiveSink, LocalFileWritingSink {
     private let base: any ArchiveSink
