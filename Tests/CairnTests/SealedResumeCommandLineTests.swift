@@ -180,6 +180,43 @@ struct SealedResumeCommandLineTests {
         let b = try TreeSnapshot(at: source + "/data")
         #expect(a == b, "\(a.diff(b))")
 
+        // Completion by content of an encrypted object (Spec/0004 §6.9 item 5): the state a run
+        // killed after Complete leaves is recognised; another envelope or last part is not.
+        let doneState = work.appending("done.upload")
+        let envelopeLength = try object.withBytes { (raw) throws(CairnError) in
+            try RecordCodec.parseHeader(UnsafeRawBufferPointer(rebasing: raw[Prelude.length...]), offset: UInt64(Prelude.length))
+        }.length
+        func record(envelope: [UInt8], lastSHA256: String) throws {
+            unlink(doneState)
+            let journal = try UploadJournal(path: doneState, creating: true)
+            defer { journal.close() }
+            var upload = MultipartUploadState(endpoint: server.endpoint, bucket: "cairn", key: "e.cairn", uploadID: "gone", partSize: 8 << 20)
+            upload.envelope = envelope
+            try journal.begin(upload)
+            var last = MultipartUploadState.Part(
+                number: 1, etag: "\"e\"", size: UInt64(object.count), end: UInt64(object.count), chainDigest: nil, sha256: lastSHA256)
+            last.plainSHA256 = String(repeating: "0", count: 64)
+            last.last = true
+            try journal.record(last)
+        }
+        let payloadStart = Prelude.length + RecordFraming.headerLength
+        let payload = Array(object[payloadStart..<(payloadStart + envelopeLength)])
+        let configuration = try ObjectStoreTests.configuration(server)
+        let location = try S3Location(parsing: "s3://cairn/e.cairn")
+        try record(envelope: payload, lastSHA256: try SHA256.hash(object).hexString)
+        #expect(try ObjectStoreSink.recordedUpload(at: doneState, location: location, configuration: configuration) == .complete)
+        var otherID = payload
+        otherID[4] ^= 1
+        try record(envelope: otherID, lastSHA256: try SHA256.hash(object).hexString)
+        let inTheWay = try ObjectStoreSink.recordedUpload(at: doneState, location: location, configuration: configuration)
+        #expect(inTheWay == .objectInTheWay("its first bytes: the prelude and envelope record are not the ones the upload sent"), "\(inTheWay)")
+        try record(envelope: payload, lastSHA256: String(repeating: "a", count: 64))
+        if case .objectInTheWay(let text) = try ObjectStoreSink.recordedUpload(at: doneState, location: location, configuration: configuration) {
+            #expect(text.contains("have SHA-256"), "\(text)")
+        } else {
+            Issue.record("a last part of other bytes is not this upload's")
+        }
+
         // Killed once two parts are recorded: each ends at a sealed-block boundary and records the
         // SHA-256 of the plaintext before it.
         let (pub, sec) = try SignedCreateCommandLineTests.minisignKeys(in: work.path, name: "maker")
