@@ -63,11 +63,13 @@ enum CreateCommand {
                                     middle continues after its last committed chunk; for
                                     s3://, the recorded upload: parts the store holds are
                                     made again but not sent. An encrypted ARCHIVE.partial
-                                    continues with its own keys: give --identity FILE or the
-                                    passphrase (--passphrase, --passphrase-file) that opens
-                                    it; --recipient and --recipients-file are refused
+                                    or upload continues with its own keys: give --identity
+                                    FILE or the passphrase (--passphrase, --passphrase-file)
+                                    that opens it; --recipient and --recipients-file are
+                                    refused
           --identity FILE           with --resume: an age identity that opens the encrypted
-                                    ARCHIVE.partial's key block (repeatable)
+                                    ARCHIVE.partial's (or s3:// upload's) key block
+                                    (repeatable)
           --json                    print the export properties as JSON
           -q, --quiet               print nothing on success
           --progress, --no-progress force or hide the progress bar (default: on a terminal)
@@ -251,13 +253,6 @@ enum CreateCommand {
         scanned: UInt64?
     ) async throws -> Target? {
         let force = args.flag("-f", "--force")
-        if toStore, args.flag("--resume"),
-            !args.allValues(EncryptionOptions.identityOption).isEmpty || args.value(EncryptionOptions.passphraseFileOption) != nil
-                || args.flag(EncryptionOptions.passphraseFlag)
-        {
-            throw UsageError(
-                "--resume does not continue an encrypted upload to s3:// yet: its parts are cut at any offset, not where a resume could restart; upload it again with --force (without --resume)")
-        }
         if toStore {
             guard
                 let upload = try Self.makeObjectStoreSink(
@@ -442,15 +437,9 @@ enum CreateCommand {
                         + "use --resume --force, or remove \(statePath) to give the upload up (it is kept)",
                     path: output)
             case .resumable, .objectInTheWay:
-                // An encrypted upload is cut at any offset (its blocks seal with new nonces, so a
-                // run made again cannot match its parts): never continued as a plain one.
-                if try MultipartUploadState.load(from: statePath)?.envelope != nil {
-                    throw CairnError(
-                        .notResumable,
-                        "the interrupted upload is an encrypted archive, which --resume does not continue (Spec/0003 §3.3): "
-                            + "upload it again with its recipients and --force, without --resume (the interrupted upload is then given up)",
-                        path: output)
-                }
+                // An encrypted upload continues with its own key block, opened with --identity or
+                // the passphrase (Spec/0004 §6.9); its blocks are sealed with the same keys.
+                try Self.adoptRecordedSealing(statePath: statePath, output: output, args, configuration: &configuration)
                 // The interrupted run's header: name what differs, and take what is not given.
                 if let payload = try MultipartUploadState.load(from: statePath)?.header,
                     let header = try? ArchiveHeader.decode(payload, offset: UInt64(Prelude.length + RecordFraming.headerLength))
@@ -485,6 +474,44 @@ enum CreateCommand {
             guard error.code == .alreadyExists, error.path == output else { throw error }
             throw CairnError(.alreadyExists, "already exists; use --force to replace it", path: output)
         }
+    }
+
+    /// For `--resume` of an upload: the recorded envelope's key block opened with `--identity` or
+    /// the passphrase, so the archive is sealed again with its own keys (`Spec/0004 §6.9`).
+    ///
+    /// - Throws: `.untrusted` for an encrypted upload without an identity or passphrase, an
+    ///   identity that does not open its key block, or identities given for a plain upload;
+    ///   `.notResumable` for an encrypted upload whose parts an earlier cairn cut at any offset.
+    ///   The state file is kept on every refusal.
+    static func adoptRecordedSealing(
+        statePath: String, output: String, _ args: Arguments, configuration: inout Archiver.Configuration
+    ) throws(CairnError) {
+        let decryption = try EncryptionOptions.decryption(args)
+        guard let state = try MultipartUploadState.load(from: statePath), let payload = state.envelope else {
+            guard decryption.isEmpty else {
+                throw CairnError(
+                    .untrusted, "the interrupted upload is not encrypted, but --identity or a passphrase was given to continue it", path: output)
+            }
+            return
+        }
+        guard state.parts.allSatisfy({ $0.plainSHA256 != nil }) else {
+            throw CairnError(
+                .notResumable,
+                "the interrupted upload is an encrypted archive whose parts an earlier cairn cut at any offset, which --resume does not continue: "
+                    + "upload it again with its recipients and --force, without --resume (the interrupted upload is then given up)",
+                path: output)
+        }
+        guard !decryption.isEmpty else {
+            throw CairnError(
+                .untrusted,
+                "the interrupted upload is an encrypted archive: give --identity or the passphrase that opens its key block to --resume (\(statePath) is kept)",
+                path: output)
+        }
+        let record = try EnvelopeRecord.decode(payload: payload, offset: UInt64(Prelude.length))
+        let opened = try OpenedEnvelope(
+            record: record, prefix: EnvelopeRecord.prelude + record.framed(), openKeyBlock: decryption.openKeyBlock)
+        configuration.encryption = nil
+        configuration.sealing = ArchiveSealing(envelope: record, secrets: opened.secrets)
     }
 
     /// The sink for `-o output`: an existing `output` is replaced (at the final rename) only with

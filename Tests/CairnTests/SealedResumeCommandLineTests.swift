@@ -156,7 +156,7 @@ struct SealedResumeCommandLineTests {
     }
 
     @Test(
-        "Spec/0003 §3.3, Spec/0004 §6.9: create --recipient -o s3:// uploads an archive that verifies and extracts with --identity; a killed encrypted upload is refused by --resume (with or without --identity), never continued as a plain one"
+        "Spec/0003 §3.3, Spec/0004 §6.9: create --recipient --sign -o s3:// uploads an archive that verifies and extracts with --identity; a killed encrypted upload is continued by --resume --identity (held parts skipped by their plaintext digest), refused without the identity (state kept), and refused as notResumable when the sources changed"
     )
     func objectStore() async throws { try await onDedicatedThread { try Self().objectStoreOnThread() } }
 
@@ -180,25 +180,98 @@ struct SealedResumeCommandLineTests {
         let b = try TreeSnapshot(at: source + "/data")
         #expect(a == b, "\(a.diff(b))")
 
-        // Killed once a part is recorded: the state names the upload as encrypted.
+        // Completion by content of an encrypted object (Spec/0004 §6.9 item 5): the state a run
+        // killed after Complete leaves is recognised; another envelope or last part is not.
+        let doneState = work.appending("done.upload")
+        let envelopeLength = try object.withBytes { (raw) throws(CairnError) in
+            try RecordCodec.parseHeader(UnsafeRawBufferPointer(rebasing: raw[Prelude.length...]), offset: UInt64(Prelude.length))
+        }.length
+        func record(envelope: [UInt8], lastSHA256: String) throws {
+            unlink(doneState)
+            let journal = try UploadJournal(path: doneState, creating: true)
+            defer { journal.close() }
+            var upload = MultipartUploadState(endpoint: server.endpoint, bucket: "cairn", key: "e.cairn", uploadID: "gone", partSize: 8 << 20)
+            upload.envelope = envelope
+            try journal.begin(upload)
+            var last = MultipartUploadState.Part(
+                number: 1, etag: "\"e\"", size: UInt64(object.count), end: UInt64(object.count), chainDigest: nil, sha256: lastSHA256)
+            last.plainSHA256 = String(repeating: "0", count: 64)
+            last.last = true
+            try journal.record(last)
+        }
+        let payloadStart = Prelude.length + RecordFraming.headerLength
+        let payload = Array(object[payloadStart..<(payloadStart + envelopeLength)])
+        let configuration = try ObjectStoreTests.configuration(server)
+        let location = try S3Location(parsing: "s3://cairn/e.cairn")
+        try record(envelope: payload, lastSHA256: try SHA256.hash(object).hexString)
+        #expect(try ObjectStoreSink.recordedUpload(at: doneState, location: location, configuration: configuration) == .complete)
+        var otherID = payload
+        otherID[4] ^= 1
+        try record(envelope: otherID, lastSHA256: try SHA256.hash(object).hexString)
+        let inTheWay = try ObjectStoreSink.recordedUpload(at: doneState, location: location, configuration: configuration)
+        #expect(inTheWay == .objectInTheWay("its first bytes: the prelude and envelope record are not the ones the upload sent"), "\(inTheWay)")
+        try record(envelope: payload, lastSHA256: String(repeating: "a", count: 64))
+        if case .objectInTheWay(let text) = try ObjectStoreSink.recordedUpload(at: doneState, location: location, configuration: configuration) {
+            #expect(text.contains("have SHA-256"), "\(text)")
+        } else {
+            Issue.record("a last part of other bytes is not this upload's")
+        }
+
+        // Killed once two parts are recorded: each ends at a sealed-block boundary and records the
+        // SHA-256 of the plaintext before it.
+        let (pub, sec) = try SignedCreateCommandLineTests.minisignKeys(in: work.path, name: "maker")
         let state = try ObjectStoreTests.statePath(server, "s3://cairn/k.cairn")
         let child = try ChildProcess.start(
-            FetchCLI.executable, ["create", "-q", "--recipient", recipient, "-o", "s3://cairn/k.cairn", "data"], in: source,
+            FetchCLI.executable, ["create", "-q", "--recipient", recipient, "--sign", sec, "-o", "s3://cairn/k.cairn", "data"], in: source,
             environment: ObjectStoreTests.environment(server))
-        try Await.until("the upload state records a part") { ObjectStoreTests.recordedParts(state) >= 1 || !child.process.isRunning }
+        try Await.until("the upload state records 2 parts") { ObjectStoreTests.recordedParts(state) >= 2 || !child.process.isRunning }
         kill(child.pid, SIGKILL)
         _ = child.wait()
-        #expect(try MultipartUploadState.load(from: state)?.envelope != nil, "the state records the envelope")
-        let plain = try ObjectStoreTests.cli(["create", "-q", "--resume", "-o", "s3://cairn/k.cairn", "data"], in: source, server)
-        #expect(plain.status == 1 && plain.stderr.contains("encrypted"), "\(plain.stderr)")
-        let opened = try ObjectStoreTests.cli(
-            ["create", "-q", "--resume", "--identity", identity, "-o", "s3://cairn/k.cairn", "data"], in: source, server)
-        #expect(opened.status == 2 && opened.stderr.contains("s3://"), "\(opened.stderr)")
+        let recorded = try #require(try MultipartUploadState.load(from: state))
+        let envelope = try #require(recorded.envelope, "the state records the envelope")
+        let blockSize = UInt64(try EnvelopeRecord.decode(payload: envelope, offset: 12).blockSize)
+        let dataStart = UInt64(Prelude.length + RecordFraming.headerLength + envelope.count + RecordFraming.trailerLength)
+        #expect(recorded.parts.count >= 2 && recorded.parts.allSatisfy { $0.plainSHA256 != nil && $0.chainDigest == nil && $0.last == nil })
+        for part in recorded.parts {
+            #expect((part.end - dataStart) % (blockSize + 40) == 0, "part \(part.number) ends at a sealed-block boundary")
+        }
+        let stateBefore = try RawFileSystem.contents(ofFile: Array(state.utf8))
+
+        // Refusals keep the state file: no identity, another identity.
+        let plain = try ObjectStoreTests.cli(["create", "-q", "--resume", "--sign", sec, "-o", "s3://cairn/k.cairn", "data"], in: source, server)
+        #expect(plain.status == 1 && plain.stderr.contains("encrypted") && plain.stderr.contains("--identity"), "\(plain.stderr)")
+        let (otherIdentity, _) = try EncryptedArchiveCommandLineTests.identity(in: work.path, name: "other")
+        let wrong = try ObjectStoreTests.cli(
+            ["create", "-q", "--resume", "--identity", otherIdentity, "--sign", sec, "-o", "s3://cairn/k.cairn", "data"], in: source, server)
+        #expect(wrong.status == 1, "\(wrong.stderr)")
+        #expect(try RawFileSystem.contents(ofFile: Array(state.utf8)) == stateBefore, "the state file is kept as it was")
+
+        // Other sources: the first held part's plaintext differs.
+        let differs = try ObjectStoreTests.cli(
+            ["create", "-q", "--resume", "--identity", identity, "--sign", sec, "-o", "s3://cairn/k.cairn", "data/f1.bin", "data/f0.bin"],
+            in: source, server)
+        #expect(differs.status == 1 && differs.stderr.contains("differs from the interrupted upload"), "\(differs.stderr)")
         #expect(!FileManager.default.fileExists(atPath: server.objectPath(key: "k.cairn")), "nothing completed at the key")
-        let again = try ObjectStoreTests.cli(
-            ["create", "-q", "--force", "--recipient", recipient, "-o", "s3://cairn/k.cairn", "data"], in: source, server)
-        #expect(again.status == 0, "\(again.stderr)")
-        let redone = try ObjectStoreTests.cli(["verify", "--identity", identity, "s3://cairn/k.cairn"], in: work.path, server)
-        #expect(redone.status == 0, "\(redone.stderr)")
+
+        let resumed = try ObjectStoreTests.cli(
+            ["create", "--json", "--resume", "--identity", identity, "--sign", sec, "-o", "s3://cairn/k.cairn", "data"], in: source, server)
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        let kept = ObjectStoreTests.number("keptBytes", in: resumed.stdout)
+        #expect(kept >= 16 << 20, "the held parts are kept: \(resumed.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: state))
+        let resumedObject = try RawFileSystem.contents(ofFile: Array(server.objectPath(key: "k.cairn").utf8))
+        #expect(Array(resumedObject[0..<Int(dataStart)]) == EnvelopeRecord.prelude + (try EnvelopeRecord.decode(payload: envelope, offset: 12)).framed())
+        let checked = try ObjectStoreTests.cli(
+            ["verify", "--identity", identity, "--trusted-key", pub, "s3://cairn/k.cairn"], in: work.path, server)
+        #expect(checked.status == 0 && checked.stdout.hasPrefix("OK"), "\(checked.stdout)\(checked.stderr)")
+        let out = work.appending("resumed")
+        let unpacked = try ObjectStoreTests.cli(
+            ["extract", "-q", "--identity", identity, "--trusted-key", pub, "s3://cairn/k.cairn", "-C", out], in: work.path, server)
+        #expect(unpacked.status == 0, "\(unpacked.stderr)")
+        let c = try TreeSnapshot(at: out + "/data")
+        #expect(c == b, "\(c.diff(b))")
+        let nothing = try ObjectStoreTests.cli(
+            ["create", "--resume", "--identity", identity, "--sign", sec, "-o", "s3://cairn/k.cairn", "data"], in: source, server)
+        #expect(nothing.status == 0 && nothing.stdout.contains("already complete"), "\(nothing.stdout)\(nothing.stderr)")
     }
 }

@@ -24,6 +24,27 @@ package struct MultipartUploadState: Codable, Sendable, Equatable {
         package var chainDigest: String?
         /// The SHA-256 (hex) of the part's bytes.
         package var sha256: String
+        /// In an encrypted archive cut at block boundaries (`Spec/0004 §6.9`): the SHA-256 (hex)
+        /// of the plaintext (inner archive) from its start to the part's end; nil otherwise.
+        package var plainSHA256: String?
+        /// True for the last part of an encrypted archive cut at block boundaries (whose parts
+        /// all record `plainSHA256`, none a chain digest); nil otherwise.
+        package var last: Bool?
+
+        package init(number: Int, etag: String, size: UInt64, end: UInt64, chainDigest: String?, sha256: String) {
+            self.number = number
+            self.etag = etag
+            self.size = size
+            self.end = end
+            self.chainDigest = chainDigest
+            self.sha256 = sha256
+        }
+
+        /// Whether this is an upload's last part (manifest and footer): one without a chain
+        /// digest, or one marked last in an encrypted archive.
+        package var isLast: Bool {
+            last ?? (chainDigest == nil && plainSHA256 == nil)
+        }
     }
 
     /// The store's endpoint, as configured.
@@ -44,8 +65,8 @@ package struct MultipartUploadState: Codable, Sendable, Equatable {
     /// first bytes uploaded: what a resume compares its options with, naming each difference.
     package var header: [UInt8]?
     /// An encrypted archive's envelope record payload (`Spec/0004-trusted-archives.md §6.2`,
-    /// clear in the archive too), recorded instead of a header: such an upload is cut at any
-    /// offset and is not continued by a resume (`Spec/0003-command-line.md §3.3`).
+    /// clear in the archive too), recorded instead of a header: a resume opens its key block
+    /// to seal again with the archive's keys (`Spec/0004-trusted-archives.md §6.9`).
     package var envelope: [UInt8]?
 
     package init(endpoint: String, bucket: String, key: String, uploadID: String, partSize: UInt64, rule: PartSizeRule = .s3) {

@@ -24,7 +24,7 @@ extension ObjectStoreSink {
     package static func objectDifference(
         at location: S3Location, store: S3Client, upload: MultipartUploadState, length: UInt64?
     ) throws(CairnError) -> String? {
-        guard let last = upload.parts.last, last.chainDigest == nil, last.size > 0 else {
+        guard let last = upload.parts.last, last.isLast, last.size > 0 else {
             return "the interrupted upload had not sent its last part"
         }
         let lengths = "the upload's archive is \(last.end) bytes"
@@ -32,10 +32,12 @@ extension ObjectStoreSink {
         let source = try HTTPArchiveSource(url: store.objectURL(location), client: store.client, acceptingWholeObject: true, tailSlack: 0)
         defer { source.close() }
         guard source.size == last.end else { return "it is now \(source.size) bytes; \(lengths)" }
-        if let difference = try decided("its first bytes", { () throws(CairnError) in try headerDifference(source, header: upload.header) }) {
+        if let difference = try decided("its first bytes", { () throws(CairnError) in try headerDifference(source, upload: upload) }) {
             return difference
         }
-        if let difference = try decided("its last bytes", { () throws(CairnError) -> String? in
+        // An encrypted archive's footer is sealed: its last part's SHA-256 (of the ciphertext
+        // sent, whose final block authenticates the end) is what is checked there.
+        if upload.envelope == nil, let difference = try decided("its last bytes", { () throws(CairnError) -> String? in
             let footer = try source.readFooter(fileSize: source.size)
             let (manifestEnd, overflow) = footer.manifestOffset.addingReportingOverflow(footer.manifestLength)
             return !overflow && manifestEnd == source.size - UInt64(Footer.framedLength)
@@ -64,8 +66,17 @@ extension ObjectStoreSink {
     }
 
     /// How the object's first bytes differ from a Cairn prelude followed by the header record
-    /// whose payload is `header` (when recorded).
-    private static func headerDifference(_ source: HTTPArchiveSource, header: [UInt8]?) throws(CairnError) -> String? {
+    /// whose payload is the recorded header (when recorded), or, for an encrypted archive, from
+    /// the 3.0 prelude and the recorded envelope record.
+    private static func headerDifference(_ source: HTTPArchiveSource, upload: MultipartUploadState) throws(CairnError) -> String? {
+        if let envelope = upload.envelope {
+            let record = try EnvelopeRecord.decode(payload: envelope, offset: UInt64(Prelude.length))
+            let expected = EnvelopeRecord.prelude + record.framed()
+            guard source.size >= UInt64(expected.count) else { return "shorter than the envelope the upload sent" }
+            let first = try source.read(ranges: [0..<UInt64(expected.count)])[0]
+            return first == expected ? nil : "the prelude and envelope record are not the ones the upload sent"
+        }
+        let header = upload.header
         let prelude = try source.read(ranges: [0..<UInt64(Prelude.length)])[0]
         _ = try Prelude.parse(prelude)
         guard let header else { return nil }

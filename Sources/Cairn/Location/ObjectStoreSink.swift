@@ -24,6 +24,9 @@ import Synchronization
 ///   store already holds (same end, same chain digest, listed by `ListParts` with the same ETag)
 ///   is skipped instead of sent. Unchanged sources therefore give an object byte for byte the one
 ///   an uninterrupted run uploads; changed ones are refused (`.notResumable`).
+/// - An encrypted archive (`Spec/0004-trusted-archives.md §6.9`) is cut at sealed-block
+///   boundaries, each part recording the SHA-256 of the plaintext before its end; a resume that
+///   seals with the same keys skips the held parts whose end and plaintext digest match.
 /// - ``finish()`` and ``recordedUpload(at:location:configuration:)`` decide that an object at the
 ///   key is this upload's by its content, never by its length alone
 ///   (`objectDifference(at:store:upload:length:)`).
@@ -225,7 +228,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
         }
         state.parts = kept
         expected = kept
-        headerRecorded = state.header != nil
+        headerRecorded = state.header != nil || state.envelope != nil
         ledger = Ledger(state: state, journal: journal)
         do throws(CairnError) {
             try journal.begin(state)
@@ -309,7 +312,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
         headerRecorded = true
         let payload = Array(filling[start..<(start + header.length)])
         if header.type == .envelope {
-            // An encrypted archive: its upload is refused by a resume (`Spec/0003 §3.3`).
+            // An encrypted archive: a resume opens this envelope's key block (`Spec/0004 §6.9`).
             ledger.state.withLock { $0.envelope = payload }
             try ledger.journal.record(envelope: payload)
             return
@@ -338,7 +341,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
             part.removeSubrange(count...)
             partStart = cut.end
             commits.removeAll { $0.end <= cut.end }
-            try await emit(part, end: cut.end, chainDigest: cut.chainDigest)
+            try await emit(part, end: cut.end, digest: cut.chainDigest, isLast: false)
         }
     }
 
@@ -350,7 +353,11 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     }
 
     /// Sends part `nextPartNumber` (or skips it when the earlier run's copy is the same).
-    nonisolated(nonsending) private func emit(_ part: [UInt8], end: UInt64, chainDigest: Digest?) async throws(CairnError) {
+    ///
+    /// `digest` is the chain digest of the commit record the part ends with (nil for the last
+    /// part) or, in an encrypted archive cut at block boundaries (`Spec/0004 §6.9`), the SHA-256
+    /// of the plaintext before the part's end (the whole plaintext for the last part).
+    nonisolated(nonsending) private func emit(_ part: [UInt8], end: UInt64, digest: Digest?, isLast: Bool) async throws(CairnError) {
         let number = nextPartNumber
         guard number <= rule.partLimit else {
             // Only past what the store can hold (``PartSizeRule/capacity(base:)``): a resume
@@ -364,10 +371,16 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
                     path: location.description))
         }
         nextPartNumber += 1
+        let sealed = !cutsAtAnyOffset && ledger.state.withLock { $0.envelope != nil }
+        let chainDigest = sealed ? nil : digest
+        let plainSHA256 = sealed ? digest?.hexString : nil
         if number <= expected.count {
             let earlier = expected[number - 1]
             var same = earlier.end == end && earlier.size == UInt64(part.count)
-            if same, let chainDigest {
+            if same, sealed {
+                // Its ciphertext differs (new nonces); its plaintext must not.
+                same = plainSHA256 != nil && earlier.plainSHA256 == plainSHA256 && earlier.isLast == isLast
+            } else if same, let chainDigest {
                 same = earlier.chainDigest == chainDigest.hexString
             } else if same {
                 same = try earlier.sha256 == SHA256.hash(part).hexString  // the last part
@@ -383,9 +396,13 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
             return
         }
         try await waitForInFlight()
-        let record = MultipartUploadState.Part(
+        var made = MultipartUploadState.Part(
             number: number, etag: "", size: UInt64(part.count), end: end, chainDigest: chainDigest?.hexString, sha256: "")
-        let (store, location, ledger) = (store, location, ledger)
+        if sealed {
+            made.plainSHA256 = plainSHA256
+            made.last = isLast ? true : nil
+        }
+        let (store, location, ledger, record) = (store, location, ledger, made)
         inFlight = Task {
             try await DedicatedThread.run { () throws(CairnError) in
                 let uploadID = ledger.state.withLock { $0.uploadID }
@@ -441,12 +458,19 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     ///   is false (the upload and its state file are kept, for `--resume --force`);
     ///   `.httpStatus`, `.network`.
     nonisolated(nonsending) public func finish() async throws {
+        try await finish(plaintextDigest: nil)
+    }
+
+    /// ``finish()``, for an encrypted archive cut at block boundaries: `plaintextDigest`, the
+    /// SHA-256 of its whole plaintext (inner archive), is recorded with the last part and
+    /// compared by a resume instead of the ciphertext's (`Spec/0004 §6.9`).
+    nonisolated(nonsending) package func finish(plaintextDigest: Digest?) async throws {
         guard !finished else { return }
         if !filling.isEmpty || nextPartNumber == 1 {
             let part = filling
             filling = []
             partStart += UInt64(part.count)
-            try await emit(part, end: partStart, chainDigest: nil)
+            try await emit(part, end: partStart, digest: plaintextDigest, isLast: true)
         }
         try await waitForInFlight()
         let (store, location, overwrite, ledger, statePath) = (store, location, overwrite, ledger, statePath)
