@@ -29,8 +29,8 @@ public struct AgeIdentity: Sendable, CustomStringConvertible {
     ///   plugin's identity), lowercase, or not 32 bytes.
     public init(_ text: String) throws(CairnError) {
         // Another kind of key (a minisign key, an age recipient) is named as such, not as
-        // text that fails Bech32.
-        guard text.uppercased().hasPrefix(Self.humanReadablePart + "1") else {
+        // text that fails Bech32; a plugin's AGE-PLUGIN-… identity is named below.
+        guard text.uppercased().hasPrefix("AGE-") else {
             throw CairnError(.invalidArgument, "not an age identity (AGE-SECRET-KEY-1...)")
         }
         let decoded: Bech32.Decoded
