@@ -46,7 +46,13 @@ struct Arguments {
                 throw UsageError("unknown option \(name)")
             }
         }
+        for (one, other) in Self.exclusive where (values[one] != nil || flags.contains(one)) && (values[other] != nil || flags.contains(other)) {
+            throw UsageError("give \(one) or \(other), not both")
+        }
     }
+
+    /// Options that say the same thing two ways, of which a command line gives one at most.
+    static let exclusive = [(EncryptionOptions.passphraseFileOption, EncryptionOptions.passphraseFlag)]
 
     func flag(_ names: String...) -> Bool { names.contains { flags.contains($0) } }
 

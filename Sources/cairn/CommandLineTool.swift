@@ -75,7 +75,7 @@ enum CommandLineTool {
         if command == "create" {
             // CreateCommand's own code is unchanged by interruption: the line is made from its
             // arguments here.
-            Interruption.describe { await Interruption.createLine(rest) }
+            Interruption.describe(lastResort: { Interruption.createLastResortLine(rest) }) { await Interruption.createLine(rest) }
         }
         let outcome = await Interruption.run {
             do {

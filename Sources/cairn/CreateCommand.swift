@@ -97,7 +97,7 @@ enum CreateCommand {
         var configuration = try Self.configuration(args, sources: operands)
         try Self.requireExisting(operands)
         let toStandardOutput = output == "-"
-        if toStandardOutput { try Terminal.refuseArchive(on: 1) }
+        if toStandardOutput { try Terminal.refuseArchive(on: 1, instead: "give -o FILE, or redirect or pipe standard output") }
         let showProgress = ProgressBar.shouldShow(args)
         // One quick scan (lstat only) of the sources, for what wants their size and was given
         // none: the progress bar's total (not on --resume) and a new upload's part size (a resumed

@@ -6,7 +6,8 @@ enum DiffCommand {
     static let usage = """
         usage: cairn diff ARCHIVE DIR [--json] [--trusted-key PUBFILE]... [--identity FILE]...
 
-        Compares the archive's entries with the tree at DIR (entry paths are taken relative to
+        Compares the archive's entries (ARCHIVE: a file, an http(s):// URL or s3://BUCKET/KEY,
+        read through range requests) with the tree at DIR (entry paths are taken relative to
         DIR, as 'cairn extract ARCHIVE -C DIR' writes them) without extracting anything. File
         contents are compared by chunking each local file as the archive did and comparing
         content digests. Symlinks are never followed. One line per differing path:
@@ -23,6 +24,7 @@ enum DiffCommand {
           --json        a JSON array, one object per difference: path, change (modified,
                         missing, extra), aspects (array of strings), details
           -q, --quiet   print nothing; only the exit status tells
+          --s3-endpoint URL   the object store of an s3:// ARCHIVE (default: AWS_ENDPOINT_URL)
 
         \(KeyOptions.trustedKeyHelp)
 
@@ -31,15 +33,15 @@ enum DiffCommand {
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(
-            raw, valued: Set([KeyOptions.trustedKeyOption]).union(EncryptionOptions.readingOptions),
+            raw, valued: Set([KeyOptions.trustedKeyOption, ArchiveOperand.endpointOption]).union(EncryptionOptions.readingOptions),
             flags: [EncryptionOptions.passphraseFlag, "--json", "-q", "--quiet"])
         guard args.operands.count == 2 else { throw UsageError("diff takes ARCHIVE and DIR") }
         let archive = String(decoding: args.operands[0], as: UTF8.self)
         guard archive != "-" else { throw UsageError("diff needs a seekable ARCHIVE, not -") }
         // An encrypted archive's entries are compared with its keyed chunker and ids, which
         // `keying` carries from the key block (`Spec/0004 §6.6–§6.7`).
-        let extractor = try await Extractor(
-            at: .file(path: archive), trustedKeys: KeyOptions.trustedKeys(args), decryption: EncryptionOptions.decryption(args))
+        // A URL or s3:// object is read through range requests, as list and extract read it.
+        let extractor = try await ArchiveOperand.open(archive, args)
         defer { extractor.close() }
         let differences = try ArchiveDiff.compare(
             entries: try extractor.entriesWithContentDigests(), chunking: extractor.header.chunking, keying: extractor.keying,

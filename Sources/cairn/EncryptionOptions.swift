@@ -25,7 +25,13 @@ enum EncryptionOptions {
     ///   with recipients.
     static func encryption(_ args: Arguments) throws -> ArchiveEncryption? {
         var recipients: [AgeRecipient] = []
-        for text in args.allValues(recipientOption) { recipients.append(try AgeRecipient(text)) }
+        for text in args.allValues(recipientOption) {
+            // A recipient is public: the error repeats it (cut short), so the bad one is found.
+            do throws(CairnError) { recipients.append(try AgeRecipient(text)) } catch {
+                let shown = text.count > 80 ? text.prefix(80) + "..." : text
+                throw CairnError(.invalidArgument, "\(recipientOption) '\(shown)': \(error.message)")
+            }
+        }
         for path in args.allValues(recipientsFileOption) { recipients += try AgeRecipient.readRecipients(fromFile: path) }
         let passphrase = try passphrase(args, confirming: true)
         if passphrase != nil, !recipients.isEmpty {
@@ -53,6 +59,10 @@ enum EncryptionOptions {
     }
 
     /// `--passphrase-file FILE` (its first line) or `--passphrase` (typed on the terminal).
+    /// (`Arguments` refuses both.)
+    ///
+    /// - Throws: `CairnError` for a file that cannot be read, an empty first line, or
+    ///   `--passphrase` without a terminal to type it on.
     private static func passphrase(_ args: Arguments, confirming: Bool) throws(CairnError) -> AgePassphrase? {
         if let file = args.value(passphraseFileOption) {
             let text = try SmallFile.read(file, limit: 64 * 1024, what: "passphrase file")
@@ -62,9 +72,10 @@ enum EncryptionOptions {
             return try AgePassphrase(line)
         }
         guard args.flag(passphraseFlag) else { return nil }
-        let first = try TerminalPassword.read(prompt: "Passphrase: ")
+        let withoutTerminal = "\(passphraseFlag) asks the passphrase on the terminal and there is none; give \(passphraseFileOption) FILE (its first line is the passphrase)"
+        let first = try TerminalPassword.read(prompt: "Passphrase: ", withoutTerminal: withoutTerminal)
         if confirming {
-            let second = try TerminalPassword.read(prompt: "Passphrase (one more time): ")
+            let second = try TerminalPassword.read(prompt: "Passphrase (one more time): ", withoutTerminal: withoutTerminal)
             guard first == second else { throw CairnError(.invalidArgument, "the passphrases do not match") }
         }
         return try AgePassphrase(first)

@@ -65,6 +65,7 @@ enum ExtractCommand {
             flags: [
                 "--no-space-check", "-q", "--quiet", "--json", "--progress", "--no-progress", "--resume", "--overwrite",
                 "--keep-old-files", "--skip-old-files", "-v", "--verbose", "--no-xattrs", "-f", "--force",
+                EncryptionOptions.passphraseFlag,
             ])
         let archive = try CommandLineTool.archiveOperand(args)
         let destination = args.rawValue("-C", "--directory") ?? Array(".".utf8)

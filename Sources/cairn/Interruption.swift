@@ -69,7 +69,8 @@ enum Interruption {
                 // a system call, a stalled server say), end the process from here: what is on disk
                 // is as resumable as after a kill.
                 DispatchQueue.global().asyncAfter(deadline: .now() + grace + 3) {
-                    FileHandle.standardError.write(Data("cairn: interrupted; what was verified is kept: run the same command again to continue\n".utf8))
+                    let text = lastResort.withLock { $0 }?() ?? "cairn: interrupted; what was verified is kept: run the same command again to continue"
+                    FileHandle.standardError.write(Data((text + "\n").utf8))
                     fflush(nil)
                     _exit(128 + number)
                 }
@@ -89,9 +90,15 @@ enum Interruption {
     /// What ``report()`` prints; a command sets it once it knows what it would keep.
     private static let line = Mutex<(@Sendable () async -> String)?>(nil)
 
-    /// Sets what the interruption line says (called by a command before its long work starts).
-    static func describe(_ make: @escaping @Sendable () async -> String) {
+    /// What the process prints when it must end without waiting for the command (no task can
+    /// run): made without `await`, so it says less than ``report()``'s line.
+    private static let lastResort = Mutex<(@Sendable () -> String)?>(nil)
+
+    /// Sets what the interruption line says (called by a command before its long work starts),
+    /// and optionally the line said when the process must end before `make` can run.
+    static func describe(lastResort quick: (@Sendable () -> String)? = nil, _ make: @escaping @Sendable () async -> String) {
         line.withLock { $0 = make }
+        lastResort.withLock { $0 = quick }
     }
 
     /// Prints the one line after an interruption (erasing a progress bar on a terminal first).
@@ -129,8 +136,63 @@ enum Interruption {
         if let prefix = try? await Extractor.verifyPrefix(at: .file(path: partial)) {
             committed = " (\(Output.bytes(prefix.verifiedLength)) committed, \(Output.entries(prefix.entryCount)))"
         }
+        return createResumeLine(arguments, output: output, committed: committed)
+    }
+
+    /// The line for an interrupted `create` to a file when the process must end at once
+    /// (``describe(lastResort:_:)``): what ``createLine(_:)`` says without the committed size.
+    static func createLastResortLine(_ arguments: [[UInt8]]) -> String {
+        guard let output = Arguments.rawValue(of: ["-o", "--output"], in: arguments), output != Array("-".utf8),
+            ArchiveLocation.kind(of: String(decoding: output, as: UTF8.self)) != .object,
+            FileManager.default.fileExists(atPath: ArchiveLocation.partialPath(of: String(decoding: output, as: UTF8.self)))
+        else { return "cairn: interrupted; what was verified is kept: run the same command again to continue" }
+        return createResumeLine(arguments, output: output, committed: "")
+    }
+
+    /// "kept ARCHIVE.partial; continue with: cairn create --resume …", with the placeholder for
+    /// an identity explained when the recipients were taken out (``resumingCreate(_:)``).
+    private static func createResumeLine(_ arguments: [[UInt8]], output: [UInt8], committed: String) -> String {
+        let resuming = resumingCreate(arguments)
+        let identity =
+            resuming.needsIdentity
+            ? " (\(identityPlaceholder): an age identity file of one of its recipients)" : ""
         return "cairn: interrupted; kept \(Shell.quoted(ArchiveLocation.partialPath(of: output)))\(committed); continue with: "
-            + continuation("create", arguments, resume: true)
+            + continuation("create", resuming.arguments, resume: true) + identity
+    }
+
+    /// What stands for the identity file in a printed `create --resume` command.
+    static let identityPlaceholder = "IDENTITY_FILE"
+
+    /// The arguments of the `create --resume` that continues a `create` given `items`. An
+    /// encrypted archive resumes with its own key block (`Spec/0004-trusted-archives.md §6.9`),
+    /// and `--resume` refuses the options that make a new one: `--recipient`,
+    /// `--recipients-file` and `--maker-key` are taken out with their values, and
+    /// `--identity IDENTITY_FILE` stands where the first recipient was (`needsIdentity`), for
+    /// the user to fill in. A passphrase's options are kept: they open the archive.
+    static func resumingCreate(_ items: [[UInt8]]) -> (arguments: [[UInt8]], needsIdentity: Bool) {
+        let dropped = [EncryptionOptions.recipientOption, EncryptionOptions.recipientsFileOption, EncryptionOptions.makerKeyOption]
+        var kept: [[UInt8]] = []
+        var needsIdentity = false
+        var index = 0
+        while index < items.count {
+            let item = items[index]
+            index += 1
+            if item == Array("--".utf8) {
+                kept += items[(index - 1)...]
+                break
+            }
+            let text = String(decoding: item, as: UTF8.self)
+            guard let name = dropped.first(where: { text == $0 || text.hasPrefix($0 + "=") }) else {
+                kept.append(item)
+                continue
+            }
+            if text == name { index += 1 }  // its value
+            if name != EncryptionOptions.makerKeyOption, !needsIdentity {
+                needsIdentity = true
+                kept += [Array(EncryptionOptions.identityOption.utf8), Array(identityPlaceholder.utf8)]
+            }
+        }
+        return (kept, needsIdentity)
     }
 
     /// The line for an interrupted `extract`: the staging directory kept and the

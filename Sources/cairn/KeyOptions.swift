@@ -94,18 +94,23 @@ enum TerminalPassword {
         }
     }
 
+    /// What ``read(prompt:withoutTerminal:)`` says by default without a terminal.
+    static let keyPasswordWithoutTerminal =
+        "the secret key needs a password and there is no terminal to ask it on; set \(KeyOptions.passwordFileVariable) to a file holding it"
+
     /// Prints `prompt` on `/dev/tty`, reads one line without echo, and restores the terminal.
     ///
-    /// - Throws: `CairnError` `.invalidArgument` when the process has no terminal (set
-    ///   `CAIRN_KEY_PASSWORD_FILE` then), or when a signal interrupted the prompt;
-    ///   `.limitExceeded` for a line over 1024 bytes.
-    static func read(prompt: String) throws(CairnError) -> [UInt8] {
+    /// - Parameters:
+    ///   - prompt: what is asked.
+    ///   - withoutTerminal: the error's message when the process has no terminal: what is asked
+    ///     for and how to give it instead (a key's password by default).
+    /// - Throws: `CairnError` `.invalidArgument` when the process has no terminal, or when a
+    ///   signal interrupted the prompt; `.limitExceeded` for a line over 1024 bytes.
+    static func read(prompt: String, withoutTerminal: String = keyPasswordWithoutTerminal) throws(CairnError) -> [UInt8] {
         let tty = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)
         guard tty >= 0, isatty(tty) == 1 else {
             if tty >= 0 { close(tty) }
-            throw CairnError(
-                .invalidArgument,
-                "the secret key needs a password and there is no terminal to ask it on; set \(KeyOptions.passwordFileVariable) to a file holding it")
+            throw CairnError(.invalidArgument, withoutTerminal)
         }
         defer { close(tty) }
         var saved = termios()

@@ -7,11 +7,13 @@ import Glibc
 enum Terminal {
     /// Refuses an archive on a standard stream that is a terminal.
     ///
-    /// - Parameter descriptor: 0 when the archive is read from standard input (`extract -`,
-    ///   `verify -`), 1 when it is written to standard output (`create -o -`).
+    /// - Parameters:
+    ///   - descriptor: 0 when the archive is read from standard input (`extract -`,
+    ///     `verify -`), 1 when it is written to standard output (`create -o -`).
+    ///   - instead: for standard output, what to do instead (`create` adds its -o FILE).
     /// - Throws: `CairnError` `.invalidArgument` (exit 1) naming the stream and what to do
     ///   instead, when that descriptor is a terminal.
-    static func refuseArchive(on descriptor: Int32) throws(CairnError) {
+    static func refuseArchive(on descriptor: Int32, instead: String = "redirect standard output to a file or pipe it") throws(CairnError) {
         guard isatty(descriptor) == 1 else { return }
         if descriptor == 0 {
             throw CairnError(
@@ -21,7 +23,7 @@ enum Terminal {
         }
         throw CairnError(
             .invalidArgument,
-            "refusing to write an archive to a terminal; give -o FILE, or redirect or pipe standard output",
+            "refusing to write an archive to a terminal; \(instead)",
             path: "<stdout>")
     }
 }

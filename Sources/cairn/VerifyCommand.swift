@@ -89,6 +89,18 @@ enum VerifyCommand {
         return .success
     }
 
+    /// The outer offset of the sealed block of the encrypted file `archive` that holds inner
+    /// offset `inner` (`Spec/0004-trusted-archives.md §6.3`), from its envelope record.
+    ///
+    /// - Throws: `CairnError` naming the file when it cannot be read or its envelope is bad.
+    static func outerStart(_ archive: String, holding inner: UInt64) async throws(CairnError) -> UInt64 {
+        let source = try await ArchiveLocation.file(path: archive).openRandomAccess()
+        defer { source.close() }
+        let (record, prefix) = try OpenedEnvelope.readRecord(from: source)
+        let layout = SealedBlockLayout(dataStart: UInt64(prefix.count), blockSize: UInt64(record.blockSize), innerSize: inner)
+        return layout.outerStart(ofBlockHolding: inner)
+    }
+
     static func partial(_ archive: String, json: Bool, trustedKeys: [PublicKey], decryption: ArchiveDecryption) async throws -> ExitStatus {
         if archive == "-", !decryption.isEmpty {
             throw UsageError("--partial with --identity reads a local copy (its sealed blocks are read at random), not -")
@@ -97,6 +109,9 @@ enum VerifyCommand {
             archive == "-"
             ? try await Extractor.verifyPrefix(reading: FileDescriptor.standardInput, path: archive, trustedKeys: trustedKeys, keying: nil)
             : try await Extractor.verifyPrefix(at: .file(path: archive), trustedKeys: trustedKeys, decryption: decryption)
+        // An encrypted copy's lengths are inner offsets: the copy itself is cut at the start of
+        // the sealed block holding the verified length, and the rest sent from there as stored.
+        let outerCut = decryption.isEmpty ? nil : try await Self.outerStart(archive, holding: result.verifiedLength)
         if json {
             var object: [String: Any] = [
                 "verifiedLength": result.verifiedLength, "resumeToken": result.resumeToken.description,
@@ -104,6 +119,7 @@ enum VerifyCommand {
                 "contentBytes": result.contentBytes,
             ]
             object["stopReason"] = result.stopReason.map { $0.description as Any } ?? NSNull()
+            if let cut = outerCut { object["outerResumeOffset"] = cut }
             Output.out(Output.json(object))
         } else {
             Output.out("verified length: \(result.verifiedLength)")
@@ -118,6 +134,11 @@ enum VerifyCommand {
                     : result.stopReason.map { $0.code != .truncated } == true
                         ? "damaged: the \(result.fileBytes - result.verifiedLength) of \(result.fileBytes) bytes after the last valid commit do not verify (not merely missing); cut the copy to \(result.verifiedLength) bytes and ask the sender for the rest from offset \(result.verifiedLength)"
                         : "incomplete: \(result.fileBytes - result.verifiedLength) of \(result.fileBytes) bytes are after the last valid commit; ask the sender for the rest from offset \(result.verifiedLength)")
+            if let outerCut, !result.isComplete {
+                Output.out(
+                    "to resume this encrypted copy, cut it to \(outerCut) bytes (the start of the sealed block holding inner offset \(result.verifiedLength)) "
+                        + "and ask the sender for the rest as stored: cairn cat ARCHIVE --from-offset \(outerCut) (the resume token checks a plain archive only)")
+            }
             if let reason = result.stopReason { Output.err("cairn: stopped at: \(reason.description)") }
         }
         return .success

@@ -209,12 +209,17 @@ struct AgeHeaderTests {
         }
         #expect(error?.code == .invalidArgument)
         #expect(error?.path == "id.txt")
-        #expect(error?.message.hasPrefix("line 3: not Bech32: the checksum does not match") == true)
+        #expect(error?.message.hasPrefix("line 3: not an age identity (AGE-SECRET-KEY-1...): not Bech32: the checksum does not match") == true)
         #expect(error?.description.contains(broken) == false)
         let empty = Self.refusal { _ = try AgeIdentity.identities(parsingFileText: Array("# nothing\n\n".utf8), source: "id.txt") }
         #expect(empty?.code == .invalidArgument)
         let recipientLine = Self.refusal { _ = try AgeIdentity.identities(parsingFileText: Array("\(first.recipient)\n".utf8), source: "id.txt") }
-        #expect(recipientLine?.message.hasPrefix("line 1: not an age X25519 identity") == true)
+        #expect(recipientLine?.message == "line 1: not an age identity (AGE-SECRET-KEY-1...)")
+        let plugin = Self.refusal {
+            _ = try AgeIdentity.identities(
+                parsingFileText: Array(Bech32.encode(humanReadablePart: "AGE-PLUGIN-X-", bytes: [1, 2, 3], uppercase: true).utf8), source: "id.txt")
+        }
+        #expect(plugin?.message.hasPrefix("line 1: not an age X25519 identity") == true, "a plugin's identity is named as one")
     }
 
     @Test("Spec/0004-trusted-archives.md §6.4.4: a recipients file; an SSH key or plugin recipient line is refused by line; files are read with a size limit")

@@ -126,4 +126,41 @@ struct EncryptedArchiveCommandLineTests {
         #expect(both.status == 2, "\(both.stderr)")
         #expect(!FileManager.default.fileExists(atPath: work.appending("b.cairn")))
     }
+
+    @Test("§6.2 rules 1-3, §6.4.3: a fresh user's option mistakes: extract --passphrase is known; --passphrase without a terminal names --passphrase-file; both passphrase options are a usage error; a minisign key given to --identity is not an age identity; a bad --recipient is repeated; a version-4 prelude with --identity is unsupportedVersion")
+    func optionMistakes() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-encrypt-cli")
+        defer { work.remove() }
+        let source = try Self.source(work)
+        let (identity, recipient) = try Self.identity(in: work.path, name: "me")
+        let archive = work.appending("e.cairn")
+        try #require(try FetchCLI.run(["create", "-q", "--recipient", recipient, "-o", archive, "data"], in: source).status == 0)
+
+        // setsid --wait: no controlling terminal, so /dev/tty cannot be opened, as under cron or CI.
+        let noTerminal = try ChildProcess.run(
+            URL(fileURLWithPath: "/usr/bin/setsid"), ["--wait", FetchCLI.executable.path, "extract", archive, "-C", work.appending("out"), "--passphrase"],
+            in: work.path)
+        #expect(noTerminal.status == 1 && noTerminal.stderr.contains("--passphrase-file"), "\(noTerminal.stderr)")
+        #expect(!noTerminal.stderr.contains("CAIRN_KEY_PASSWORD_FILE"), "\(noTerminal.stderr)")
+        try RawFileSystem.writeFile(Array(work.appending("pass.txt").utf8), Array("a passphrase\n".utf8))
+        let both = try FetchCLI.run(["list", archive, "--passphrase-file", work.appending("pass.txt"), "--passphrase"], in: work.path)
+        #expect(both.status == 2 && both.stderr.contains("not both"), "\(both.stderr)")
+
+        let (_, sec) = try SignedCreateCommandLineTests.minisignKeys(in: work.path, name: "maker")
+        let minisignKey = try FetchCLI.run(["list", archive, "--identity", sec], in: work.path)
+        #expect(minisignKey.status == 1 && minisignKey.stderr.contains("not an age identity (AGE-SECRET-KEY-1"), "\(minisignKey.stderr)")
+        #expect(!minisignKey.stderr.contains("Bech32"), "\(minisignKey.stderr)")
+        let badRecipient = try FetchCLI.run(["create", "-q", "--recipient", "age1qqqq", "-o", work.appending("x.cairn"), "data"], in: source)
+        #expect(badRecipient.status == 1 && badRecipient.stderr.contains("'age1qqqq'"), "\(badRecipient.stderr)")
+
+        // Rule 2: another major is unsupportedVersion, identities given or not (a plain 4.0 is
+        // not "not encrypted").
+        var future = try RawFileSystem.contents(ofFile: Array(archive.utf8))
+        future[8] = 4
+        try RawFileSystem.writeFile(Array(work.appending("v4.cairn").utf8), future)
+        for extra in [["--identity", identity], []] {
+            let read = try FetchCLI.run(["list", work.appending("v4.cairn")] + extra, in: work.path)
+            #expect(read.status == 1 && read.stderr.contains("version 4.0 is not supported") && read.stderr.contains("3.x"), "\(read.stderr)")
+        }
+    }
 }

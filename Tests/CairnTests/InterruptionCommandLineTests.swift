@@ -71,6 +71,39 @@ struct InterruptionCommandLineTests {
         #expect((report["contentBytes"] as? NSNumber)?.intValue == 6 << 20)
     }
 
+    @Test("Spec/0004-trusted-archives.md §6.9, Spec/0003 §2.3: SIGINT during create --recipient: the line's command drops --recipient (which --resume refuses) for --identity IDENTITY_FILE, and with the identity filled in it finishes the archive")
+    func encryptedCreateInterrupted() async throws {
+        let work = try TemporaryDirectory(prefix: "cairn-interrupt-create-sealed")
+        defer { work.remove() }
+        try Self.slowTree().materialize(at: work.path)
+        let (identity, recipient) = try EncryptedArchiveCommandLineTests.identity(in: work.path, name: "me")
+        let archive = work.appending("export.cairn")
+        let child = try BehaviourCLI.start(
+            ["create", "-q", "-v", "--recipient", recipient, "--compression", "zstd:19", "--chunking", "cdc:4k:16k:64k", "-o", archive, "slow"],
+            in: work.path)
+        try Await.until("create -v names slow/f0.txt") {
+            child.stderrSoFar.split(separator: "\n").contains("slow/f0.txt") || !child.process.isRunning
+        }
+        kill(child.pid, SIGINT)
+        let result = try child.wait(for: "create ends after SIGINT")
+        try #require(result.status == 130, "exit 130 after SIGINT: \(result.status) \(result.stderr)")
+        let line = try #require(result.stderr.split(separator: "\n").map(String.init).last)
+        // No committed figures: the .partial is not opened without an identity.
+        #expect(line.hasPrefix("cairn: interrupted; kept \(archive).partial; continue with: "), "\(line)")
+        #expect(!line.contains(recipient) && !line.contains("--recipient"), "\(line)")
+        #expect(line.hasSuffix(" (IDENTITY_FILE: an age identity file of one of its recipients)"), "\(line)")
+        let command = try #require(line.components(separatedBy: "continue with: ").last?.components(separatedBy: " (IDENTITY_FILE").first)
+        #expect(
+            command == "cairn create --resume -q -v --identity IDENTITY_FILE --compression zstd:19 --chunking cdc:4k:16k:64k -o \(archive) slow")
+
+        let continued = try Self.shell(command.replacingOccurrences(of: "IDENTITY_FILE", with: identity), in: work.path)
+        #expect(continued.status == 0, "\(continued.stderr)")
+        let verify = try BehaviourCLI.run(["verify", "--json", "--identity", identity, archive])
+        #expect(verify.status == 0, "\(verify.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as? [String: Any])
+        #expect((report["contentBytes"] as? NSNumber)?.intValue == 6 << 20)
+    }
+
     @Test("SIGTERM during extract - (its input stalled): exit 143, one line naming the staging directory and the extract --resume that finishes it")
     func extractInterrupted() throws {
         let work = try TemporaryDirectory(prefix: "cairn-interrupt-extract")

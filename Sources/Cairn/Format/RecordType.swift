@@ -103,9 +103,12 @@ package enum Prelude {
     /// Checks a prelude and returns its version.
     ///
     /// - Parameter sealed: the prelude of an encrypted archive's outer file is expected (major
-    ///   version 3, `Spec/0004-trusted-archives.md §6.2`) instead of a plain archive's (1 or 2).
-    /// - Throws: `.truncated`, `.corrupted` (bad magic), `.unsupportedVersion`; `.untrusted` for
-    ///   an encrypted archive read without an identity.
+    ///   version 3, `Spec/0004-trusted-archives.md §6.2`) instead of a plain archive's (1 or 2):
+    ///   identities were given to open it.
+    /// - Throws: `.truncated`, `.corrupted` (bad magic), `.unsupportedVersion` for a major this
+    ///   reader does not read (whether or not `sealed`, §6.2 rule 2); `.untrusted` for an
+    ///   encrypted archive read without an identity (rule 1), or a plain one when `sealed`
+    ///   (rule 2: it is what stripping the encryption would leave).
     package static func parse(_ bytes: [UInt8], sealed: Bool = false) throws(CairnError) -> FormatVersion {
         guard bytes.count >= length else {
             throw CairnError(.truncated, "file is too short to be a Cairn archive (\(bytes.count) bytes)", offset: 0)
@@ -115,23 +118,22 @@ package enum Prelude {
         }
         let major = UInt16(bytes[8]) | UInt16(bytes[9]) << 8
         let minor = UInt16(bytes[10]) | UInt16(bytes[11]) << 8
-        if sealed {
-            guard major == EnvelopeRecord.majorVersion else {
-                throw CairnError(
-                    .unsupportedVersion, "encrypted archive format version \(major).\(minor) is not supported (this reader reads 3.x)",
-                    offset: 8)
-            }
-            return FormatVersion(major: major, minor: minor)
-        }
-        if major == EnvelopeRecord.majorVersion {
-            throw CairnError(
-                .untrusted, "the archive is encrypted (format \(major).\(minor)): give an identity (--identity FILE) to read it",
-                offset: 8)
-        }
-        guard readableMajorVersions.contains(major) else {
+        guard readableMajorVersions.contains(major) || major == EnvelopeRecord.majorVersion else {
             throw CairnError(
                 .unsupportedVersion,
-                "archive format version \(major).\(minor) is not supported (this reader reads 1.x and 2.x)",
+                "archive format version \(major).\(minor) is not supported (this reader reads 1.x, 2.x and, encrypted, "
+                    + "\(EnvelopeRecord.majorVersion).x)",
+                offset: 8)
+        }
+        if sealed, major != EnvelopeRecord.majorVersion {
+            throw CairnError(
+                .untrusted,
+                "the archive is not encrypted, but identities were given to open it: refusing a plain archive where an encrypted one is expected",
+                offset: 0)
+        }
+        if !sealed, major == EnvelopeRecord.majorVersion {
+            throw CairnError(
+                .untrusted, "the archive is encrypted (format \(major).\(minor)): give an identity (--identity FILE) to read it",
                 offset: 8)
         }
         return FormatVersion(major: major, minor: minor)

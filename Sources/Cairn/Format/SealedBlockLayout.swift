@@ -55,6 +55,11 @@ package struct SealedBlockLayout: Sendable, Equatable {
     /// The block that holds inner offset `offset`.
     package func block(holding offset: UInt64) -> UInt64 { offset / blockSize }
 
+    /// The outer offset where the block holding inner offset `offset` starts:
+    /// `dataStart + ⌊offset / blockSize⌋ × (blockSize + 40)`. A copy cut there keeps only whole
+    /// blocks before it, so the bytes from there on can be sent again as stored.
+    package func outerStart(ofBlockHolding offset: UInt64) -> UInt64 { dataStart + block(holding: offset) * sealedBlockSize }
+
     /// The inner bytes block `index` holds.
     package func innerRange(of index: UInt64) -> Range<UInt64> {
         let start = index * blockSize

@@ -20,7 +20,7 @@ package enum SmallFile {
                 if count == 0 { return bytes }
                 bytes += block[..<count]
                 guard bytes.count <= limit else {
-                    throw CairnError(.limitExceeded, "too large for a \(what): more than \(limit) bytes", path: path)
+                    throw CairnError(.limitExceeded, "too large for \("aeiou".contains(what.first ?? "x") ? "an" : "a") \(what): more than \(limit) bytes", path: path)
                 }
             }
         }

@@ -25,13 +25,7 @@ package struct EnvelopeSummary: Sendable {
     /// - Throws: `.untrusted` for a plain archive, and the envelope's and key block's errors
     ///   (`.corrupted`, `.truncated`, `.checksumMismatch`, `.limitExceeded`), naming `source`.
     package static func read(_ source: any ArchiveSource) throws(CairnError) -> EnvelopeSummary {
-        var position: UInt64 = 0
-        let (record, prefix) = try OpenedEnvelope.readRecord(name: source.name) { (count) throws(CairnError) in
-            var bytes = [UInt8](repeating: 0, count: count)
-            let got = try bytes.withMutableBytes { (raw) throws(CairnError) in try source.read(fromAbsoluteOffset: position, into: raw) }
-            position += UInt64(got)
-            return Array(bytes[0..<got])
-        }
+        let (record, prefix) = try OpenedEnvelope.readRecord(from: source)
         do throws(CairnError) {
             let version = try Prelude.parse(Array(prefix[0..<Prelude.length]), sealed: true)
             let layout = try SealedBlockLayout(

@@ -41,6 +41,23 @@ package struct OpenedEnvelope: Sendable {
             && (UInt16(prelude[8]) | UInt16(prelude[9]) << 8) == EnvelopeRecord.majorVersion
     }
 
+    /// Reads the prelude and the envelope record at the start of `source`, as
+    /// ``readRecord(name:_:)``.
+    package static func readRecord(from source: any ArchiveSource) throws(CairnError) -> (record: EnvelopeRecord, prefix: [UInt8]) {
+        var position: UInt64 = 0
+        return try readRecord(name: source.name) { (count) throws(CairnError) in
+            var bytes = [UInt8](repeating: 0, count: count)
+            let got = try bytes.withMutableBytes { (raw) throws(CairnError) in try source.read(fromAbsoluteOffset: position, into: raw) }
+            position += UInt64(got)
+            return Array(bytes[0..<got])
+        }
+    }
+
+    /// The little-endian u32 length of a record header (`Spec/0001-container-format.md §3`).
+    private static func declaredLength(_ header: [UInt8]) -> UInt32 {
+        header.count < 8 ? 0 : UInt32(header[4]) | UInt32(header[5]) << 8 | UInt32(header[6]) << 16 | UInt32(header[7]) << 24
+    }
+
     /// Reads the prelude and the envelope record through `read`, which returns up to the number of
     /// bytes asked for (fewer only at the end of the input).
     ///
@@ -54,22 +71,24 @@ package struct OpenedEnvelope: Sendable {
     ) throws(CairnError) -> (record: EnvelopeRecord, prefix: [UInt8]) {
         var prefix = try read(Prelude.length)
         do throws(CairnError) {
-            if prefix.count == Prelude.length, Array(prefix[0..<8]) == Prelude.magic, !isSealed(prelude: prefix) {
-                throw CairnError(
-                    .untrusted,
-                    "the archive is not encrypted, but identities were given to open it: refusing a plain archive where an encrypted one is expected",
-                    offset: 0)
-            }
+            // A plain archive (rule 2) and another major are refused by the one prelude check.
             _ = try Prelude.parse(prefix, sealed: true)
             let headerBytes = try read(RecordFraming.headerLength)
             prefix += headerBytes
             let offset = UInt64(Prelude.length)
-            let header = try headerBytes.withBytes { (raw) throws(CairnError) in try RecordCodec.parseHeader(raw, offset: offset) }
+            let limit = 64 + EnvelopeRecord.maximumKeyBlock
+            let header: RecordCodec.Header
+            do throws(CairnError) {
+                header = try headerBytes.withBytes { (raw) throws(CairnError) in try RecordCodec.parseHeader(raw, offset: offset) }
+            } catch where error.code == .limitExceeded {
+                // Over any record's limit is over the envelope's too: name the envelope's (rule 3).
+                throw CairnError(.limitExceeded, "the envelope record declares \(declaredLength(headerBytes)) payload bytes, over the limit of \(limit)", offset: offset)
+            }
             guard header.type == .envelope else {
                 throw CairnError(.corrupted, "the first record of an encrypted archive is not its envelope record", offset: offset)
             }
-            guard header.length <= 64 + EnvelopeRecord.maximumKeyBlock else {
-                throw CairnError(.limitExceeded, "the envelope record declares \(header.length) payload bytes", offset: offset)
+            guard header.length <= limit else {
+                throw CairnError(.limitExceeded, "the envelope record declares \(header.length) payload bytes, over the limit of \(limit)", offset: offset)
             }
             let rest = try read(header.length + RecordFraming.trailerLength)
             guard rest.count == header.length + RecordFraming.trailerLength else {

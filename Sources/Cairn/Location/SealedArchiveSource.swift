@@ -62,13 +62,7 @@ package final class SealedArchiveSource: ArchiveSource, PositionalInput {
     package static func open(
         _ base: any ArchiveSource, partial: Bool = false, openKeyBlock: (EnvelopeRecord) throws(CairnError) -> [UInt8]
     ) throws(CairnError) -> SealedArchiveSource {
-        var position: UInt64 = 0
-        let (record, prefix) = try OpenedEnvelope.readRecord(name: base.name) { (count) throws(CairnError) in
-            var bytes = [UInt8](repeating: 0, count: count)
-            let got = try bytes.withMutableBytes { (raw) throws(CairnError) in try base.read(fromAbsoluteOffset: position, into: raw) }
-            position += UInt64(got)
-            return Array(bytes[0..<got])
-        }
+        let (record, prefix) = try OpenedEnvelope.readRecord(from: base)
         do throws(CairnError) {
             let envelope = try OpenedEnvelope(record: record, prefix: prefix, openKeyBlock: openKeyBlock)
             return try SealedArchiveSource(base: base, envelope: envelope, partial: partial)

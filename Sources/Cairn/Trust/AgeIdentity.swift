@@ -28,7 +28,15 @@ public struct AgeIdentity: Sendable, CustomStringConvertible {
     ///   (the message never repeats the text): not Bech32, another human-readable part (a
     ///   plugin's identity), lowercase, or not 32 bytes.
     public init(_ text: String) throws(CairnError) {
-        let decoded = try Bech32.decode(text)
+        // Another kind of key (a minisign key, an age recipient) is named as such, not as
+        // text that fails Bech32; a plugin's AGE-PLUGIN-… identity is named below.
+        guard text.uppercased().hasPrefix("AGE-") else {
+            throw CairnError(.invalidArgument, "not an age identity (AGE-SECRET-KEY-1...)")
+        }
+        let decoded: Bech32.Decoded
+        do throws(CairnError) { decoded = try Bech32.decode(text) } catch {
+            throw CairnError(.invalidArgument, "not an age identity (AGE-SECRET-KEY-1...): \(error.message)")
+        }
         guard decoded.humanReadablePart == Self.humanReadablePart else {
             throw CairnError(
                 .invalidArgument, "not an age X25519 identity (AGE-SECRET-KEY-1..., uppercase): Cairn reads only X25519 identities")

@@ -132,7 +132,8 @@ public struct AgePassphrase: Sendable {
     /// (`^[1-9][0-9]{0,17}$`, as age's scrypt stanza writes its work factor): it fits an `Int`.
     private static func canonicalDecimal(_ text: String) -> Int? {
         let digits = Array(text.utf8)
-        guard (1...18).contains(digits.count), digits[0] != UInt8(ascii: "0"),
+        // "0" is canonical (then out of range, `limitExceeded`); "01" is not.
+        guard (1...18).contains(digits.count), digits.count == 1 || digits[0] != UInt8(ascii: "0"),
             digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
         else { return nil }
         return digits.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
