@@ -9,7 +9,8 @@ enum CreateCommand {
 
         Archives each PATH (file, directory recursively, or symlink) under its last path
         component, as tar does: 'cairn create -o a.cairn some/dir' stores dir/...
-        The same sources and options always give the same bytes.
+        The same sources and options always give the same bytes, except an encrypted
+        archive's, which are sealed under a new archive id, block key and nonces each time.
 
         options:
           -o, --output ARCHIVE      the archive to write, - for standard output, or
@@ -21,6 +22,9 @@ enum CreateCommand {
                                     one per object in $XDG_STATE_HOME/cairn/uploads, else
                                     ~/.local/state/cairn/uploads)
           --sign SECFILE            sign the archive with the minisign secret key SECFILE
+                                    (format 2.2; its password from the file CAIRN_KEY_PASSWORD_FILE
+                                    names, else asked on the terminal); --resume of a signed
+                                    archive needs the same key
           --recipient age1...       encrypt the archive for this age recipient (repeatable;
                                     Spec/0004 §6); readers need the identity (--identity)
           --recipients-file FILE    encrypt for every recipient in FILE (repeatable)
@@ -31,9 +35,6 @@ enum CreateCommand {
                                     this maker key file (cairn key generate --maker FILE), so
                                     the maker's archives share chunk ids; used even with --sign
                                     (without it, --sign's key is used, else random keys)
-                                    (format 2.2; its password from the file CAIRN_KEY_PASSWORD_FILE
-                                    names, else asked on the terminal); --resume of a signed
-                                    archive needs the same key
           --compression METHOD      lz4 (default), zlib[:LEVEL], zstd[:LEVEL], none
           --chunking POLICY         cdc (default, 16k/64k/256k), cdc:MIN:AVG:MAX, fixed[:SIZE]
           --not-compressible        store chunks raw (the compressible hint is off)
@@ -65,8 +66,8 @@ enum CreateCommand {
                                     made again but not sent. An encrypted ARCHIVE.partial
                                     or upload continues with its own keys: give --identity
                                     FILE or the passphrase (--passphrase, --passphrase-file)
-                                    that opens it; --recipient and --recipients-file are
-                                    refused
+                                    that opens it; --recipient, --recipients-file and
+                                    --maker-key are refused
           --identity FILE           with --resume: an age identity that opens the encrypted
                                     ARCHIVE.partial's (or s3:// upload's) key block
                                     (repeatable)
