@@ -10,12 +10,12 @@ import Testing
 /// from a pipe, and over nginx for an encrypted and signed archive (§6.9).
 @Suite("Trusted extraction: interrupted and resumed (command line)", .serialized)
 struct TrustedStreamResumeTests {
-    /// About 30 MB of incompressible files whose ends fall between the archive's signatures
-    /// (one every 4 MiB, `Spec/0004 §3.4` rule 2), so most signed commits are inside a file.
+    /// About 30 MB of incompressible files larger than the signature interval (one signature
+    /// every 4 MiB, `Spec/0004 §3.4` rule 2), so the signed commits lie inside files.
     static func source(_ work: TemporaryDirectory) throws -> String {
         var generator = SeededGenerator(seed: 2504)
         var tree = TreeBuilder()
-        for number in 0..<9 { tree.file("f\(number).bin", generator.bytes(3_333_333 + number * 4_099)) }
+        for number in 0..<4 { tree.file("f\(number).bin", generator.bytes(7_500_000 + number * 4_099)) }
         tree.file("last.txt", Array("last\n".utf8))
         let source = work.appending("src")
         try tree.materialize(at: source + "/data")
@@ -66,7 +66,7 @@ struct TrustedStreamResumeTests {
         // signature, so at most one signature interval behind the reference.
         #expect(Set(kept).isSubset(of: Set(plainCommits)), "\(kept) \(plainCommits)")
         let entries = { (line: String) in Int(line.split(separator: " ")[1]) ?? 0 }
-        #expect(kept.last.map(entries) ?? 0 >= 5, "\(kept)")
+        #expect(kept.last.map(entries) ?? 0 >= 2, "\(kept)")
 
         let resumed = try Self.piped(archive, ["extract", "-q", "--resume", "-", "-C", out, "--trusted-key", pub], in: work.path)
         #expect(resumed.status == 0, "\(resumed.stderr)")
