@@ -50,11 +50,13 @@ enum InfoCommand {
             }
             // Incomplete (no valid footer): say what is committed, if it is a Cairn archive at all.
             // A corrupt archive fails here as it does for every other reading command.
-            guard error.code == .truncated, ArchiveLocation.kind(of: archive) == .file,
-                let prefix = try? await Extractor.verifyPrefix(at: .file(path: archive), trustedKeys: trustedKeys), !prefix.isComplete,
-                prefix.verifiedLength > 0 || archive.hasSuffix(ArchiveLocation.partialSuffix)
+            // An encrypted copy cut inside a block ends in a torn block that fails as the last one.
+            guard error.code == .truncated || (!decryption.isEmpty && error.code == .checksumMismatch),
+                ArchiveLocation.kind(of: archive) == .file,
+                let prefix = try? await Extractor.verifyPrefix(at: .file(path: archive), trustedKeys: trustedKeys, decryption: decryption),
+                !prefix.isComplete, prefix.verifiedLength > 0 || archive.hasSuffix(ArchiveLocation.partialSuffix)
             else { throw error }
-            Self.printIncomplete(prefix, archive: archive, json: args.flag("--json"))
+            Self.printIncomplete(prefix, archive: archive, json: args.flag("--json"), encrypted: !decryption.isEmpty)
             // Bytes after the last commit that are damaged rather than missing are an error.
             if let reason = prefix.stopReason, reason.code != .truncated { throw reason }
             return .success
@@ -164,8 +166,9 @@ enum InfoCommand {
     private static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 
     /// What an incomplete archive has committed (`Spec/0003-command-line.md §6`), from
-    /// `Extractor.verifyPrefix(at:)`.
-    static func printIncomplete(_ prefix: PrefixVerification, archive: String, json: Bool) {
+    /// `Extractor.verifyPrefix(at:trustedKeys:decryption:)`; for an `encrypted` one its lengths
+    /// are the inner archive's (`Spec/0004-trusted-archives.md §6.9`), and say so.
+    static func printIncomplete(_ prefix: PrefixVerification, archive: String, json: Bool, encrypted: Bool = false) {
         if json {
             var object: [String: Any] = [
                 "complete": false, "verifiedLength": prefix.verifiedLength, "fileBytes": prefix.fileBytes,
@@ -173,11 +176,12 @@ enum InfoCommand {
                 "resumeToken": prefix.resumeToken.description,
             ]
             object["stopReason"] = prefix.stopReason.map { $0.description as Any } ?? NSNull()
+            object["encrypted"] = encrypted
             Output.out(Output.json(object))
             return
         }
         var lines = [
-            "archive:           \(archive) (\(Output.bytes(prefix.fileBytes)))",
+            "archive:           \(archive) (\(Output.bytes(prefix.fileBytes))\(encrypted ? " inside its sealed blocks; lengths below are inner offsets" : ""))",
             "complete:          no (no valid footer)",
             "verified length:   \(prefix.verifiedLength) bytes, up to the last valid commit",
             "committed:         \(Output.entries(prefix.entryCount)), \(Output.bytes(prefix.contentBytes)) of content (\(prefix.contentBytes) bytes)",

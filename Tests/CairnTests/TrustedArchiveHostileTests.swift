@@ -239,7 +239,8 @@ struct TrustedArchiveHostileTests {
         }
         try? handle.close()
         #expect(error?.code == .truncated, "\(String(describing: error))")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: destination).isEmpty)
+        // What the signatures cover is staged for --resume (§4.2); nothing is in the destination.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: destination) == [".cairn-staging"])
     }
 
     // MARK: - Moved, swapped, stripped, foreign

@@ -16,10 +16,24 @@ extension FileDescriptor: PositionalInput {}
 package final class PositionalByteInput: ByteInput {
     private let base: any PositionalInput
     private var position: UInt64 = 0
+    /// When not nil, no read runs past a multiple of this many bytes.
+    private let unit: UInt64?
 
-    package init(_ base: any PositionalInput) { self.base = base }
+    /// - Parameter unit: when given (> 0), every read stops at the next multiple of `unit` bytes
+    ///   (a short read), so that a unit that fails to read (an encrypted archive's sealed block
+    ///   that fails authentication) fails only the read that starts in it, never the whole
+    ///   units before it that a larger read would have covered too.
+    package init(_ base: any PositionalInput, readingUnitsOf unit: UInt64? = nil) {
+        self.base = base
+        self.unit = unit.flatMap { $0 > 0 ? $0 : nil }
+    }
 
     package func read(into buffer: UnsafeMutableRawBufferPointer) throws(CairnError) -> Int {
+        var buffer = buffer
+        if let unit {
+            let left = unit - position % unit
+            if UInt64(buffer.count) > left { buffer = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Int(left)]) }
+        }
         let n = try base.read(fromAbsoluteOffset: position, into: buffer)
         position += UInt64(n)
         return n

@@ -140,10 +140,26 @@ package enum SealedBlockStream {
     package static func failure(index: UInt64, outerOffset: UInt64, isFinal: Bool, name: String) -> CairnError {
         CairnError(
             .checksumMismatch,
-            "sealed block \(index) fails authentication\(isFinal ? " as the last block" : ""): it was altered, comes from another "
+            "sealed block \(index)\(isFinal ? finalBlockFailure : " fails authentication"): it was altered, comes from another "
                 + "archive or another position, or the archive was cut after it",
             path: name, offset: outerOffset)
     }
+
+    /// Whether `error`, which ended a stream of sealed blocks, is damage rather than a possible
+    /// cut (`Spec/0004-trusted-archives.md §6.3` "Opening" item 1): a middle block that fails
+    /// authentication (``failure(index:outerOffset:isFinal:name:)`` with `isFinal` false), an
+    /// envelope that changed, a corrupt record. A last block that fails may be a block cut short,
+    /// and a lost connection is a cut: for those the reader's account of the cut stays useful.
+    package static func isDamage(_ error: CairnError) -> Bool {
+        switch error.code {
+        case .corrupted, .sourceChanged: return true
+        case .checksumMismatch: return !error.message.contains(finalBlockFailure)
+        default: return false
+        }
+    }
+
+    /// What ``failure(index:outerOffset:isFinal:name:)`` says of a last block.
+    private static let finalBlockFailure = " fails authentication as the last block"
 
     /// Opens the blocks read from `input` in order and writes their plaintext through `writer`.
     ///

@@ -500,11 +500,12 @@ package final class ArchiveScanner {
 
     /// A signature record (`Spec/0004 §3`): placed as §3.3 says, verified when keys are trusted;
     /// skippable, so in the chain like any skippable record. A verified prefix signature releases
-    /// the commit it covers (its event is given now, ``verifiedLength`` moves to its end).
+    /// the commits it covers that were held (their events are given now, in order: the last one
+    /// at an entry boundary and the one it signs; ``verifiedLength`` moves to the latter's end).
     private func consumeSignature(_ record: RecordStream.Record, _ emit: (Event) throws -> Void) throws {
         let released = try signatures.signatureRead(record)
         try hashChain(record)
-        if let commit = released {
+        for commit in released {
             resumableLength = record.offset + UInt64(record.framed.count)
             verifiedLength = commit.end
             verifiedChainDigest = commit.chainDigest

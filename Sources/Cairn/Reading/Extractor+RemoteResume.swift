@@ -41,7 +41,14 @@ extension Extractor {
             }
             let end = committed < rows.count ? rows[committed].recordOffset : reader.footer.manifestOffset
             do throws(CairnError) {
-                try ResumeToken(length: end, chainDigest: digest).check(against: reader.source)
+                do throws(CairnError) {
+                    try ResumeToken(length: end, chainDigest: digest).check(against: reader.source)
+                } catch where error.code == .tokenMismatch && end >= UInt64(SignatureRecord.framedLength) {
+                    // In a signed archive the commit's prefix signature may stand between it and
+                    // entry N's record (`Spec/0004-trusted-archives.md §3.3` rule 2).
+                    let beforeSignature = end - UInt64(SignatureRecord.framedLength)
+                    try ResumeToken(length: beforeSignature, chainDigest: digest).check(against: reader.source)
+                }
             } catch {
                 staging.release()
                 throw error.code == .tokenMismatch ? notTheJournaledArchive(committed, destination: destination) : error.withPath(reader.path)

@@ -164,6 +164,12 @@ public final class Extractor {
     /// What to throw when reading `input` failed with `error`: the transfer's own error when the
     /// bytes ended early because it failed (the input is at its end, so waiting for the transfer
     /// cannot block), else `error`; `input` is released either way.
+    ///
+    /// A transfer that was cut (a connection lost, an I/O error) is followed by the reader's account
+    /// of where the bytes ended, which says what verified and how to resume. A transfer that
+    /// failed on damage (a sealed block that fails authentication, an envelope that changed,
+    /// `Spec/0004-trusted-archives.md §6.3`) is reported alone: the reader saw its bytes end only
+    /// because of it, and tampering is not a cut to resume.
     package static func ending(_ input: SequentialArchiveBytes, after error: any Error, path: String) -> any Error {
         guard let failure = error as? CairnError, failure.code == .truncated else {
             input.cancel()
@@ -173,7 +179,7 @@ public final class Extractor {
             try input.finish()
         } catch {
             var cut = error.withPath(path)
-            cut.message += " (\(failure.message))"
+            if !SealedBlockStream.isDamage(error) { cut.message += " (\(failure.message))" }
             return cut
         }
         return error

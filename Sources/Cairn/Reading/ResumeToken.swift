@@ -138,7 +138,10 @@ extension Extractor {
         }
         defer { inner.close() }
         guard let sealed = inner as? SealedArchiveSource else { throw CairnError(.untrusted, "the archive is not encrypted", path: path) }
-        return try await verifyPrefix(reading: PositionalByteInput(sealed), path: path, trustedKeys: trustedKeys, keying: sealed.keying)
+        // Block by block: a block that fails authentication ends the prefix where it starts, as a
+        // damaged record ends a plain one; a larger read would fail the good blocks before it too.
+        let blocks = PositionalByteInput(sealed, readingUnitsOf: sealed.layout.blockSize)
+        return try await verifyPrefix(reading: blocks, path: path, trustedKeys: trustedKeys, keying: sealed.keying)
     }
 
     /// ``verifyPrefix(at:trustedKeys:)`` of a keyed archive (`Spec/0004 §6.6`): packs' inline

@@ -41,8 +41,14 @@ struct SignatureChecks {
     private(set) var root: Root?
     /// Commits read after the root signature: one, the final commit, at most.
     private var commitsAfterRoot = 0
-    /// When trusting keys: the commit read last, held back until a signature of it verifies.
+    /// When trusting keys: commits read since the last verified prefix signature, held back
+    /// until a signature covering them verifies: the last one read, and the last one at an entry
+    /// boundary (no open entry). A signature covers every commit before the one it signs, and a
+    /// reader that resumes needs the last boundary (a writer signs a commit inside a large file
+    /// as readily as one between files, `Spec/0004 §3.4` rule 2). Two, so memory stays bounded
+    /// however many commits an archive writes between its signatures.
     private var heldCommit: Commit?
+    private var heldBoundaryCommit: Commit?
 
     init(trustedKeys: [PublicKey]) { self.trustedKeys = trustedKeys }
 
@@ -79,6 +85,7 @@ struct SignatureChecks {
         prefixFollowsCommit = false
         guard isTrusting else { return commit }
         heldCommit = commit
+        if commit.record.openEntry == CommitRecord.noOpenEntry { heldBoundaryCommit = commit }
         return nil
     }
 
@@ -107,18 +114,17 @@ struct SignatureChecks {
                 throw CairnError(.corrupted, "\(what) after the root signature at offset \(root.offset)", offset: offset)
             }
         }
-        if type != .commit {
-            onlySignaturesSinceCommit = false
-            heldCommit = nil
-        }
+        if type != .commit { onlySignaturesSinceCommit = false }
     }
 
     /// A signature record (§3.2), framed as read at `offset`.
     ///
-    /// - Returns: the commit a verified prefix signature releases, if any.
+    /// - Returns: the commits a verified prefix signature releases, in archive order: the last
+    ///   commit at an entry boundary it covers, when that is not the one it signs, then the one
+    ///   it signs; empty when it releases none.
     /// - Throws: `.corrupted` for a record out of place (§3.3); `.untrusted` for an archive signed
     ///   by a key not trusted, `.checksumMismatch` at `offset` for one that does not verify (§4.1).
-    mutating func signatureRead(_ record: RecordStream.Record) throws(CairnError) -> Commit? {
+    mutating func signatureRead(_ record: RecordStream.Record) throws(CairnError) -> [Commit] {
         let offset = record.offset
         guard record.header.isSkippable else {
             throw CairnError(.corrupted, "a signature record without the skippable flag", offset: offset)
@@ -164,20 +170,21 @@ struct SignatureChecks {
         if signature.kind == .root { rootFollowsCommit = onlySignaturesSinceCommit }
         guard isTrusting else {
             if signature.kind == .root { root = Root(signature: signature, offset: offset, commit: commit) }
-            return nil
+            return []
         }
         let key = try trustedKey(for: signature, offset: offset)
         if signature.kind == .root {
             root = Root(signature: signature, offset: offset, commit: commit)
-            return nil
+            return []
         }
         guard let headerChainDigest,
             signature.isValid(for: key, headerChainDigest: headerChainDigest, commitDigest: commit.digest, footer: nil)
         else {
             throw Self.doesNotVerify(signature, offset: offset)
         }
-        defer { heldCommit = nil }
-        return heldCommit
+        defer { (heldCommit, heldBoundaryCommit) = (nil, nil) }
+        let released = [heldBoundaryCommit, heldCommit].compactMap { $0 }
+        return released.count == 2 && released[0].end == released[1].end ? [released[1]] : released
     }
 
     /// The footer was read and checked (§12): a signed archive has a root signature (§3.3 rule 3),
