@@ -479,8 +479,15 @@ struct TransferBenchmark {
                 ],
                 clean: cleaning(seededE),
                 check: {
-                    let r = try? runner.run(["cmp", "-s", seededE, newEncrypted], label: "transfer-cmp")
-                    return r?.succeeded == true ? nil : "\(seededE) differs from \(Self.newEncryptedName)"
+                    // A seeded encrypted fetch seals the rebuilt inner archive again under new
+                    // nonces (Spec/0004 §6.10.3): the same size and inner archive, not the same
+                    // bytes. It must verify with the identity and the maker's key.
+                    guard TreeTally.size(of: seededE) == TreeTally.size(of: newEncrypted) else {
+                        return "\(seededE) is not as long as \(Self.newEncryptedName)"
+                    }
+                    let r = try? runner.run(
+                        [cairn, "verify", seededE, "--identity", keys.identity, "--trusted-key", keys.publicKey, "-q"], label: "transfer-verify")
+                    return r?.succeeded == true ? nil : "\(seededE) does not verify with --identity and --trusted-key"
                 }, archiveBytes: TreeTally.size(of: newEncrypted)))
         let destination = "\(out)/extract"
         list.append(
