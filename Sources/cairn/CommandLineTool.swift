@@ -97,9 +97,13 @@ enum CommandLineTool {
         }
     }
 
-    /// The single archive operand of list/info/verify/extract.
-    static func archiveOperand(_ arguments: Arguments) throws(UsageError) -> String {
+    /// The archive operand of list/info/verify/cat/extract: the first operand. Only `extract`
+    /// takes more (the PATHs to select); the others refuse any, naming it, rather than ignore it.
+    static func archiveOperand(_ arguments: Arguments, takingPaths: Bool = false) throws(UsageError) -> String {
         guard let first = arguments.operands.first else { throw UsageError("missing ARCHIVE") }
+        if !takingPaths, arguments.operands.count > 1 {
+            throw UsageError("unexpected operand '\(String(decoding: arguments.operands[1], as: UTF8.self))': this command takes one ARCHIVE")
+        }
         return String(decoding: first, as: UTF8.self)
     }
 }

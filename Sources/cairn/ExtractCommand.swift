@@ -67,7 +67,7 @@ enum ExtractCommand {
                 "--keep-old-files", "--skip-old-files", "-v", "--verbose", "--no-xattrs", "-f", "--force",
                 EncryptionOptions.passphraseFlag,
             ])
-        let archive = try CommandLineTool.archiveOperand(args)
+        let archive = try CommandLineTool.archiveOperand(args, takingPaths: true)
         let destination = args.rawValue("-C", "--directory") ?? Array(".".utf8)
         var options = try Self.options(args)
         if args.flag("-v", "--verbose") {

@@ -127,7 +127,7 @@ struct EncryptedArchiveCommandLineTests {
         #expect(!FileManager.default.fileExists(atPath: work.appending("b.cairn")))
     }
 
-    @Test("§6.2 rules 1-3, §6.4.3: a fresh user's option mistakes: extract --passphrase is known; --passphrase without a terminal names --passphrase-file; both passphrase options are a usage error; a minisign key given to --identity is not an age identity; a bad --recipient is repeated; a version-4 prelude with --identity is unsupportedVersion")
+    @Test("§6.2 rules 1-3, §6.4.3: a fresh user's option mistakes: extract --passphrase is known; --passphrase without a terminal names --passphrase-file; both passphrase options are a usage error; a minisign key given to --identity is not an age identity; a bad --recipient is repeated; a version-4 prelude with --identity is unsupportedVersion; an extra operand is refused")
     func optionMistakes() throws {
         let work = try TemporaryDirectory(prefix: "cairn-encrypt-cli")
         defer { work.remove() }
@@ -161,6 +161,14 @@ struct EncryptedArchiveCommandLineTests {
         for extra in [["--identity", identity], []] {
             let read = try FetchCLI.run(["list", work.appending("v4.cairn")] + extra, in: work.path)
             #expect(read.status == 1 && read.stderr.contains("version 4.0 is not supported") && read.stderr.contains("3.x"), "\(read.stderr)")
+        }
+
+        // An operand after ARCHIVE is refused where the command takes one ARCHIVE (it used to be
+        // ignored: verify said OK, cat sent the whole archive).
+        for command in ["list", "info", "verify", "cat"] {
+            let extra = try FetchCLI.run([command, archive, "data/a.txt", "--identity", identity], in: work.path)
+            #expect(extra.status == 2 && extra.stderr.contains("unexpected operand 'data/a.txt'"), "\(command): \(extra.stderr)")
+            #expect(extra.stdout.isEmpty, "\(command) wrote \(extra.stdout.count) characters")
         }
     }
 }
