@@ -49,13 +49,14 @@ enum CatCommand {
         try Terminal.refuseArchive(on: 1)
         let source = try await ArchiveOperand.location(archive, args).openRandomAccess()
         defer { source.close() }
-        // The bytes sent are the archive as stored (sealed blocks and all); an encrypted one is
-        // opened only to check who signed it.
+        // The bytes sent are the archive as stored (sealed blocks and all). Given identities, its
+        // key block must open first, as for every reader (a plain archive or one no identity
+        // opens is refused, Spec/0003 §14.5); given trusted keys, its signed root must check.
         let decryption = try EncryptionOptions.decryption(args)
-        if !trustedKeys.isEmpty {
+        if !trustedKeys.isEmpty || !decryption.isEmpty {
             let inner: any ArchiveSource =
                 decryption.isEmpty ? source : try SealedArchiveSource.open(source) { (record) throws(CairnError) in try decryption.openKeyBlock(record) }
-            _ = try ArchiveReader.requireTrustedRoot(of: inner, trustedKeys: trustedKeys)
+            if !trustedKeys.isEmpty { _ = try ArchiveReader.requireTrustedRoot(of: inner, trustedKeys: trustedKeys) }
         }
         try ArchiveTransfer.send(source, from: offset ?? 0, expecting: token, to: FileHandle.standardOutput)
         return .success

@@ -163,6 +163,17 @@ struct EncryptedArchiveCommandLineTests {
             #expect(read.status == 1 && read.stderr.contains("version 4.0 is not supported") && read.stderr.contains("3.x"), "\(read.stderr)")
         }
 
+        // cat sends stored bytes, but given identities it opens the key block first: a plain
+        // archive or an identity that does not open it is refused, and nothing is sent.
+        let plain = work.appending("p.cairn")
+        try #require(try FetchCLI.run(["create", "-q", "-o", plain, "data"], in: source).status == 0)
+        let (other, _) = try Self.identity(in: work.path, name: "other")
+        for (file, who, says) in [(plain, identity, "not encrypted"), (archive, other, "no identity")] {
+            let cat = try FetchCLI.run(["cat", file, "--identity", who], in: work.path)
+            #expect(cat.status == 1 && cat.stderr.contains(says) && cat.stdout.isEmpty, "\(cat.stderr)")
+        }
+        #expect(try FetchCLI.run(["cat", archive, "--identity", identity], in: work.path).status == 0)
+
         // An operand after ARCHIVE is refused where the command takes one ARCHIVE (it used to be
         // ignored: verify said OK, cat sent the whole archive).
         for command in ["list", "info", "verify", "cat"] {
