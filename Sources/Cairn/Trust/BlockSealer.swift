@@ -22,7 +22,8 @@ package struct BlockSealer: Sendable {
     package static let domain: [UInt8] = Array("cairn-block-v1".utf8)
 
     private let key: [UInt8]
-    private let archiveID: [UInt8]
+    /// `domain ‖ archiveID`, the part of every block's associated data that does not change.
+    private let associatedPrefix: [UInt8]
 
     /// - Parameters:
     ///   - key: the 32-byte block key of the archive's secret header.
@@ -35,15 +36,26 @@ package struct BlockSealer: Sendable {
             throw CairnError(.invalidArgument, "a block key has 32 bytes and an archive id 16")
         }
         self.key = key
-        self.archiveID = archiveID
+        associatedPrefix = Self.domain + archiveID
     }
 
     /// The associated data of block `index`.
     package func associatedData(index: UInt64, isFinal: Bool) -> [UInt8] {
-        var data = Self.domain + archiveID
-        withUnsafeBytes(of: index.littleEndian) { data.append(contentsOf: $0) }
-        data.append(isFinal ? 1 : 0)
-        return data
+        withAssociatedData(index: index, isFinal: isFinal) { Array($0) }
+    }
+
+    /// Calls `body` with the associated data of block `index`, built on the stack: sealing and
+    /// opening run once per block, and an array per block would be an allocation per 16 KiB.
+    private func withAssociatedData<R>(index: UInt64, isFinal: Bool, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        let count = associatedPrefix.count + 9
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { data in
+            _ = data.initialize(fromContentsOf: associatedPrefix)
+            withUnsafeBytes(of: index.littleEndian) { bytes in
+                for (offset, byte) in bytes.enumerated() { data[associatedPrefix.count + offset] = byte }
+            }
+            data[count - 1] = isFinal ? 1 : 0
+            return body(UnsafeBufferPointer(data))
+        }
     }
 
     /// Seals `plaintext` as block `index` under a fresh random nonce.
@@ -62,12 +74,13 @@ package struct BlockSealer: Sendable {
         guard sealed.count == plaintext.count + Self.overhead, let base = sealed.baseAddress?.assumingMemoryBound(to: UInt8.self) else {
             return
         }
-        let data = associatedData(index: index, isFinal: isFinal)
         randombytes_buf(base, Self.nonceByteCount)
         let message = plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self)
-        _ = crypto_aead_xchacha20poly1305_ietf_encrypt_detached(
-            base + Self.nonceByteCount, base + Self.nonceByteCount + plaintext.count, nil,
-            message, UInt64(plaintext.count), data, UInt64(data.count), nil, base, key)
+        withAssociatedData(index: index, isFinal: isFinal) { data in
+            _ = crypto_aead_xchacha20poly1305_ietf_encrypt_detached(
+                base + Self.nonceByteCount, base + Self.nonceByteCount + plaintext.count, nil,
+                message, UInt64(plaintext.count), data.baseAddress, UInt64(data.count), nil, base, key)
+        }
     }
 
     /// Opens a sealed block into `plaintext`, which must hold `sealed.count - overhead` bytes.
@@ -82,11 +95,12 @@ package struct BlockSealer: Sendable {
             let input = sealed.baseAddress?.assumingMemoryBound(to: UInt8.self)
         else { return false }
         let length = sealed.count - Self.overhead
-        let data = associatedData(index: index, isFinal: isFinal)
         let output = plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self)
-        let status = crypto_aead_xchacha20poly1305_ietf_decrypt_detached(
-            output, nil, input + Self.nonceByteCount, UInt64(length), input + Self.nonceByteCount + length,
-            data, UInt64(data.count), input, key)
+        let status = withAssociatedData(index: index, isFinal: isFinal) { data in
+            crypto_aead_xchacha20poly1305_ietf_decrypt_detached(
+                output, nil, input + Self.nonceByteCount, UInt64(length), input + Self.nonceByteCount + length,
+                data.baseAddress, UInt64(data.count), input, key)
+        }
         guard status == 0 else {
             plaintext.initializeMemory(as: UInt8.self, repeating: 0)
             return false
