@@ -94,4 +94,29 @@ struct SealingSinkTests {
         // 100 bytes were never sealed.
         #expect(try Self.opened(state.bytes, final: false) == Array(inner[0..<(3 * block)]))
     }
+
+    @Test("§6.10.3: any piece of a sealed block's ciphertext from a 64-byte boundary decrypts without the tag to the plaintext there (the keystream from counter 1 + offset / 64); a flipped byte flips the same plaintext byte, which is why a fetch checks those bytes by the inner archive's own rules; a misaligned offset is refused")
+    func unauthenticatedPieces() throws {
+        var generator = SeededGenerator(seed: 61003)
+        let sealer = try BlockSealer(key: generator.bytes(32), archiveID: generator.bytes(16))
+        let plaintext = generator.bytes(16384)
+        let sealed = plaintext.withUnsafeBytes { sealer.seal($0, index: 7, isFinal: false) }
+        let nonce = Array(sealed[0..<BlockSealer.nonceByteCount])
+        let ciphertext = Array(sealed[BlockSealer.nonceByteCount..<(sealed.count - BlockSealer.tagByteCount)])
+        for _ in 0..<200 {
+            let from = Int.random(in: 0..<(plaintext.count / 64), using: &generator) * 64
+            let to = Int.random(in: from...plaintext.count, using: &generator)
+            let piece = Array(ciphertext[from..<to])
+            let opened = nonce.withUnsafeBytes { n in piece.withUnsafeBytes { sealer.decryptUnauthenticated($0, nonce: n, at: from) } }
+            #expect(opened == Array(plaintext[from..<to]), "\(from)..<\(to)")
+        }
+        var flipped = Array(ciphertext[128..<256])
+        flipped[5] ^= 0x20
+        let opened = nonce.withUnsafeBytes { n in flipped.withUnsafeBytes { sealer.decryptUnauthenticated($0, nonce: n, at: 128) } }
+        var expected = Array(plaintext[128..<256])
+        expected[5] ^= 0x20
+        #expect(opened == expected)
+        let misaligned = nonce.withUnsafeBytes { n in flipped.withUnsafeBytes { sealer.decryptUnauthenticated($0, nonce: n, at: 100) } }
+        #expect(misaligned == nil)
+    }
 }

@@ -113,7 +113,7 @@ struct FetchAttempt {
                 state = FetchState(url: run.url, validator: remote.validator, length: run.sealedRemote?.outer.size ?? remote.length)
                 try state?.save(for: run.path)
             }
-            if encrypted { resealing = try run.sealedRemote?.resealing() }
+            if encrypted { resealing = try run.sealedRemote?.resealing(manifestOffset: remote.footer.manifestOffset) }
             validator = state?.validator
             run.fetcher.progress.totalUnitCount = Int64(clamping: remote.length)
             job = plan(from: remote, &run)

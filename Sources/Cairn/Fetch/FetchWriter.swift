@@ -24,8 +24,8 @@ package final class FetchWriter: @unchecked Sendable {
     /// remote's sealed blocks; what the job produces is sealed again before it is written, after
     /// the remote's envelope, copied verbatim. No plaintext reaches the partial file.
     package struct Resealing: Sendable {
-        /// The remote's inner archive, read through its sealed blocks.
-        let inner: SealedArchiveSource
+        /// The remote's inner archive: downloaded ranges (``SealedRangeReader``).
+        let ranges: SealedRangeReader
         /// The remote's outer bytes before its first sealed block.
         let envelopeBytes: [UInt8]
         /// Seals the produced inner archive under the remote's block key and archive id.
@@ -181,7 +181,7 @@ package final class FetchWriter: @unchecked Sendable {
     /// Downloads `range` into memory (a few KiB: the commit after a pack; up to 8 MiB of
     /// records for a rebuild).
     private func download(_ range: Range<UInt64>, total: UInt64) throws(CairnError) -> [UInt8] {
-        if let resealing { return try resealing.inner.read(ranges: [range])[0] }
+        if let resealing { return try resealing.ranges.read(range) }
         return try RangeAnswer.download(client: client, url: url, range: range, validator: validator, total: total).body
     }
 
@@ -296,11 +296,11 @@ package final class FetchWriter: @unchecked Sendable {
     /// Downloads `start ..< end` (`end` nil: to the end of the archive) and delivers it.
     private func fetch(from start: UInt64, to end: UInt64?, total: UInt64? = nil) throws(CairnError) {
         if let resealing, let end {
-            // Through the sealed blocks holding the range, 8 MiB at a time.
+            // Through the remote's sealed blocks (``SealedRangeReader``), 8 MiB at a time.
             var position = start
             while position < end {
                 let piece = position..<min(end, position + HTTPArchiveSource.maximumRange)
-                try resealing.inner.read(ranges: [piece])[0].withBytes { (raw) throws(CairnError) in try deliver(raw) }
+                try resealing.ranges.read(piece).withBytes { (raw) throws(CairnError) in try deliver(raw) }
                 position = piece.upperBound
             }
             return

@@ -43,10 +43,14 @@ struct SealedRemote: Sendable {
 
     /// The sealing of a rebuilt inner archive under the remote's block key and archive id, with
     /// fresh nonces (§6.10.3): its blocks open under the same keys as the remote's.
-    func resealing() throws(CairnError) -> FetchWriter.Resealing {
+    ///
+    /// - Parameter manifestOffset: the inner offset of the remote's manifest, read from opened
+    ///   blocks: downloads before it are decrypted without their tags (``SealedRangeReader``).
+    func resealing(manifestOffset: UInt64) throws(CairnError) -> FetchWriter.Resealing {
         let sealer = try BlockSealer(key: envelope.secrets.blockKey, archiveID: envelope.record.archiveID)
         return FetchWriter.Resealing(
-            inner: inner, envelopeBytes: envelope.prefix, sealing: BlockSealing(sealer: sealer, blockSize: Int(envelope.record.blockSize)))
+            ranges: SealedRangeReader(inner: inner, outer: outer, authenticatedFrom: manifestOffset, sealer: sealer),
+            envelopeBytes: envelope.prefix, sealing: BlockSealing(sealer: sealer, blockSize: Int(envelope.record.blockSize)))
     }
 }
 

@@ -83,6 +83,41 @@ package struct BlockSealer: Sendable {
         }
     }
 
+    /// The keystream block that ciphertext bytes are counted in: 64 bytes (ChaCha20's block).
+    package static let keystreamBlock = 64
+
+    /// Decrypts part of a block's ciphertext **without checking its tag**: a seeded fetch that
+    /// needs a few hundred bytes of a block downloads only those (`Spec/0004-trusted-archives.md
+    /// §6.10.3`), and what it decrypts is authenticated by the inner archive's own checks
+    /// instead (keyed chunk ids, CRCs, and the chain digest of the footer, which was read from
+    /// opened blocks). Nothing else may use it.
+    ///
+    /// XChaCha20-Poly1305 (draft-irtf-cfrg-xchacha §2, RFC 8439 §2.8) encrypts with the XChaCha20
+    /// keystream of the block's nonce from block counter 1 (counter 0 keys Poly1305), so the
+    /// ciphertext byte at `offset` within the block is the plaintext byte XOR keystream byte
+    /// `64 + offset`: libsodium's `crypto_stream_xchacha20_xor_ic` from counter `1 + offset / 64`.
+    ///
+    /// - Parameters:
+    ///   - ciphertext: ciphertext bytes of one block starting at `offset`.
+    ///   - nonce: the block's 24-byte nonce.
+    ///   - offset: where `ciphertext` starts within the block's ciphertext, a multiple of
+    ///     ``keystreamBlock``.
+    /// - Returns: the bytes decrypted, `ciphertext.count` of them; nil for a nonce of another
+    ///   length or an offset that is not a multiple of 64.
+    package func decryptUnauthenticated(_ ciphertext: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, at offset: Int) -> [UInt8]? {
+        guard nonce.count == Self.nonceByteCount, offset >= 0, offset % Self.keystreamBlock == 0,
+            let noncePointer = nonce.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        else { return nil }
+        var plaintext = [UInt8](repeating: 0, count: ciphertext.count)
+        guard let input = ciphertext.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return plaintext }
+        let counter = 1 + UInt64(offset / Self.keystreamBlock)
+        plaintext.withUnsafeMutableBufferPointer { output in
+            guard let output = output.baseAddress else { return }
+            _ = crypto_stream_xchacha20_xor_ic(output, input, UInt64(ciphertext.count), noncePointer, counter, key)
+        }
+        return plaintext
+    }
+
     /// Opens a sealed block into `plaintext`, which must hold `sealed.count - overhead` bytes.
     ///
     /// - Returns: false when the tag does not verify (a flipped byte, another archive's block,
