@@ -27,7 +27,7 @@ enum FetchCommand {
                         fetch of URL
         --json          print the report as one JSON object
         --progress      draw a progress bar on standard error (default: when it is a terminal)
-        --timeout S     seconds without a byte before a transfer counts as cut (default 30)
+        \(TransferOptions.timeoutHelp)
 
         \(KeyOptions.trustedKeyHelp)
                     A fetch with trusted keys resumes only from a prefix a verified signature
@@ -47,7 +47,7 @@ enum FetchCommand {
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(
             raw,
-            valued: Set(["-o", "--output", "--seed", "--retries", "--timeout", ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption])
+            valued: Set(["-o", "--output", "--seed", "--retries", TransferOptions.timeoutOption, ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption])
                 .union(EncryptionOptions.readingOptions),
             flags: ["--json", "--progress", "--no-progress", "--force", "-q", "--quiet", EncryptionOptions.passphraseFlag])
         guard args.operands.count == 1, let first = args.operands.first else { throw UsageError("fetch takes one URL") }
@@ -64,10 +64,7 @@ enum FetchCommand {
             guard let value = Int(text), value >= 0, value <= 1000 else { throw UsageError("--retries takes a count (0–1000)") }
             options.retries = value
         }
-        if let text = args.value("--timeout") {
-            guard let value = Double(text), value > 0, value <= 3600 else { throw UsageError("--timeout takes seconds, more than 0 and at most 3600") }
-            options.stallTimeout = value
-        }
+        if let timeout = try TransferOptions.timeout(args) { options.stallTimeout = timeout }
         let quiet = args.flag("-q", "--quiet") || args.flag("--json")
         let retries = options.retries
         options.onEvent = { event in
