@@ -5,7 +5,7 @@ import Glibc
 /// `cairn cat ARCHIVE [--from-offset N] [--expect-token T]`
 enum CatCommand {
     static let usage = """
-        usage: cairn cat ARCHIVE [--from-offset N] [--expect-token T] [--trusted-key PUBFILE]...
+        usage: cairn cat ARCHIVE [--from-offset N] [--expect-token T] [--trusted-key PUBFILE]... [--identity FILE]...
 
         Writes the archive's bytes from offset N (default 0) to the end on standard output: the
         sender's half of resuming a transfer. The receiver runs 'cairn verify --partial COPY' to
@@ -19,9 +19,13 @@ enum CatCommand {
         an s3://BUCKET/KEY object, read the same way with signed requests (--s3-endpoint URL or
         AWS_ENDPOINT_URL; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION).
         With --trusted-key, the archive's root signature is checked from its tail (a few small
-        reads) before any byte is written.
+        reads) before any byte is written. With --identity, an encrypted archive's key block
+        must open first (a plain archive is then refused); the bytes sent are still the stored,
+        sealed ones, for a receiver that holds the identity too.
 
         \(KeyOptions.trustedKeyHelp)
+
+        \(EncryptionOptions.readingHelp)
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {

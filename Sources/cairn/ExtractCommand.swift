@@ -57,6 +57,8 @@ enum ExtractCommand {
                     From a stream (-, or a URL without PATHs) every signature is checked as
                     it arrives and nothing is moved into DEST before the root signature
                     verified; --resume keeps only what a verified signature covers.
+
+        \(EncryptionOptions.readingHelp)
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
@@ -238,7 +240,7 @@ enum ExtractCommand {
         do {
             verified = try await Extractor.extractStream(
                 from: input.descriptor, to: destination, options: options, progress: progress, trustedKeys: KeyOptions.trustedKeys(args),
-                keying: input.keying)
+                keying: input.keying, producedBy: input)
             try input.finish()
         } catch {
             bar?.stop()

@@ -4,7 +4,7 @@ import Foundation
 /// `cairn list ARCHIVE [--long] [--json]`
 enum ListCommand {
     static let usage = """
-        usage: cairn list ARCHIVE [--long] [--json] [--trusted-key PUBFILE]...
+        usage: cairn list ARCHIVE [--long] [--json] [--trusted-key PUBFILE]... [--identity FILE]...
 
         Prints one line per entry: its path, with the bytes of control characters (C0, DEL, C1)
         and bytes that are not UTF-8 escaped as \\xHH and backslashes doubled (reversible).
@@ -15,6 +15,8 @@ enum ListCommand {
         AWS_ENDPOINT_URL; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION).
 
         \(KeyOptions.trustedKeyHelp)
+
+        \(EncryptionOptions.readingHelp)
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {

@@ -4,7 +4,7 @@ import Foundation
 /// `cairn verify ARCHIVE [--json]`, and `cairn verify --minisig FILE -p PUBFILE [-x SIGFILE]`
 enum VerifyCommand {
     static let usage = """
-        usage: cairn verify ARCHIVE [--partial] [--json] [--trusted-key PUBFILE]...
+        usage: cairn verify ARCHIVE [--partial] [--json] [--trusted-key PUBFILE]... [--identity FILE]...
                cairn verify --minisig FILE -p PUBFILE [-x SIGFILE] [-q]
 
         Reads the archive front to back (ARCHIVE may be - for standard input) and checks every
@@ -25,6 +25,8 @@ enum VerifyCommand {
                     authentication ends the verified prefix
 
         \(KeyOptions.trustedKeyHelp)
+
+        \(EncryptionOptions.readingHelp)
 
         --minisig   check FILE's detached minisign signature (FILE.minisig, or -x SIGFILE) as
                     minisign -V does, instead of the archive's own checks, and print its trusted

@@ -63,6 +63,58 @@ struct EncryptedArchiveCommandLineTests {
         #expect(blind.status == 1 && blind.stderr.contains("encrypted") && blind.stderr.contains("--identity"), "\(blind.stderr)")
     }
 
+    @Test("§6.2 rule 1, §14.1: cat --trusted-key of an encrypted archive without an identity names --identity (not a bad header record); key files are named as asked for when they cannot be created, and an empty name is refused")
+    func reviewMessages() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-encrypt-messages")
+        defer { work.remove() }
+        let source = try Self.source(work)
+        let (_, recipient) = try Self.identity(in: work.path, name: "me")
+        let (pub, sec) = try SignedCreateCommandLineTests.minisignKeys(in: work.path, name: "maker")
+        let archive = work.appending("e.cairn")
+        let created = try FetchCLI.run(["create", "-q", "--recipient", recipient, "--sign", sec, "-o", archive, "data"], in: source)
+        try #require(created.status == 0, "\(created.stderr)")
+        let cat = try FetchCLI.run(["cat", "--trusted-key", pub, archive], in: work.path)
+        #expect(cat.status == 1 && cat.stderr.contains("encrypted") && cat.stderr.contains("--identity") && cat.stdout.isEmpty, "\(cat.stderr)")
+        let missing = work.appending("no-such-dir/maker.key")
+        let maker = try FetchCLI.run(["key", "generate", "--maker", missing], in: work.path)
+        #expect(maker.status == 1 && maker.stderr.contains("\(missing): cannot create") && !maker.stderr.contains(".tmp"), "\(maker.stderr)")
+        let empty = try FetchCLI.run(["key", "generate", "--maker", ""], in: work.path)
+        #expect(empty.status != 0 && empty.stderr.contains("empty file name"), "\(empty.stderr)")
+    }
+
+    @Test("§6.3 Opening 1: extract - of an archive whose middle block was altered is refused with exit 1 naming the block, and leaves no staging directory (damage is not a cut to resume); one cut short keeps its staging directory for --resume")
+    func streamedDamageIsNotKept() throws {
+        let work = try TemporaryDirectory(prefix: "cairn-encrypt-damage")
+        defer { work.remove() }
+        let source = try Self.source(work)
+        var generator = SeededGenerator(seed: 0xDA4A6E)
+        try RawFileSystem.writeFile(Array((source + "/data/big.bin").utf8), generator.bytes(300_000))
+        let (identity, recipient) = try Self.identity(in: work.path, name: "me")
+        let archive = work.appending("e.cairn")
+        let created = try FetchCLI.run(["create", "-q", "--compression", "none", "--recipient", recipient, "-o", archive, "data"], in: source)
+        try #require(created.status == 0, "\(created.stderr)")
+        let bytes = try RawFileSystem.contents(ofFile: Array(archive.utf8))
+        let (dataStart, sealedSize) = try EncryptedFetchTests.blocks(of: bytes)
+        try #require(UInt64(bytes.count) > dataStart + 12 * sealedSize)
+        var altered = bytes
+        altered[Int(dataStart + 9 * sealedSize + 500)] ^= 0x04
+        let cases: [(name: String, bytes: [UInt8], keepsStaging: Bool, says: String)] = [
+            ("altered", altered, false, "sealed block 9 fails authentication"),
+            ("cut", Array(bytes[0..<Int(dataStart + 11 * sealedSize + 700)]), true, "--resume"),
+        ]
+        for test in cases {
+            let input = work.appending("\(test.name).cairn")
+            try RawFileSystem.writeFile(Array(input.utf8), test.bytes)
+            let destination = work.appending("out-\(test.name)")
+            let result = try ChildProcess.run(
+                FetchCLI.executable, ["extract", "-q", "--identity", identity, "-", "-C", destination], in: work.path, standardInput: input)
+            #expect(result.status == 1 && result.stderr.contains(test.says), "\(test.name): \(result.stderr)")
+            #expect(!EncryptedFetchTests.exists(destination), "\(test.name): the destination appeared")
+            let staging = work.appending(".out-\(test.name).cairn-staging")
+            #expect(EncryptedFetchTests.exists(staging) == test.keepsStaging, "\(test.name): staging kept \(EncryptedFetchTests.exists(staging))")
+        }
+    }
+
     @Test("§6.4: stock age -d opens the key block with the age-keygen identity: 97 bytes of version 1, the block key the archive was sealed with")
     func keyBlockOpensWithStockAge() throws {
         let work = try TemporaryDirectory(prefix: "cairn-encrypt-cli")

@@ -33,11 +33,19 @@ extension SmallFile {
     /// `renameat2(2)` with `RENAME_NOREPLACE`, so an existing file is never replaced.
     ///
     /// - Throws: ``CairnError`` naming `path`: `.alreadyExists` when it exists and not
-    ///   `replacing` (nothing is written), `.io` when writing fails (no temporary file is left).
+    ///   `replacing` (nothing is written), `.io` when writing fails (no temporary file is left),
+    ///   `.invalidArgument` for an empty path.
     package static func write(_ bytes: [UInt8], to path: String, mode: mode_t, replacing: Bool) throws(CairnError) {
+        guard !path.isEmpty else { throw CairnError(.invalidArgument, "an empty file name: name the file to write") }
         let temporary = path + ".\(getpid()).tmp"
         do throws(CairnError) {
-            let descriptor = try FileDescriptor.open(temporary, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
+            let descriptor: FileDescriptor
+            do throws(CairnError) {
+                descriptor = try FileDescriptor.open(temporary, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
+            } catch where error.code != .alreadyExists {
+                // Named as the file asked for: the temporary name is this function's business.
+                throw CairnError(error.code, "cannot create", path: path, cause: error.cause, underlyingCause: error.underlyingCause)
+            }
             do throws(CairnError) {
                 try descriptor.closeAfter { () throws(CairnError) in
                     // The mode is set whatever the umask: a secret key stays 0600.

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Random access to a complete archive's bytes: a local file (``LocalArchiveSource``, a direct
 /// `pread(2)`) or a remote one (``HTTPArchiveSource``, range requests), for the seekable reader
 /// (``ArchiveReader``, ``ChunkPrefetcher``, ``ResumeToken/check(against:)``, ``Extractor``).
@@ -48,7 +50,7 @@ package struct SequentialArchiveBytes: Sendable {
     /// The keys the chunk ids of these bytes are checked under: an encrypted archive's inner
     /// archive is keyed (`Spec/0004 §6.6`); nil for a plain archive.
     package let keying: ChunkKeying?
-    private let ending: @Sendable () throws(CairnError) -> Void
+    private let ending: Ending
     private let stopping: @Sendable () -> Void
 
     /// - Parameters:
@@ -60,12 +62,38 @@ package struct SequentialArchiveBytes: Sendable {
     ) {
         self.descriptor = descriptor
         self.keying = keying
-        ending = finish
+        ending = Ending(finish)
         stopping = cancel
     }
 
-    /// Tells a clean end from a cut one (a remote transfer's error), and releases the bytes.
-    package func finish() throws(CairnError) { try ending() }
+    /// Tells a clean end from a cut one (a remote transfer's error), and releases the bytes. Its
+    /// answer is kept: a second call (a reader that asks why its bytes ended, then its caller)
+    /// gets the same one.
+    package func finish() throws(CairnError) { try ending.run() }
+
+    /// `finish` run once, its outcome kept.
+    private final class Ending: Sendable {
+        private let body: @Sendable () throws(CairnError) -> Void
+        private let outcome = Mutex<Result<Void, CairnError>?>(nil)
+
+        init(_ body: @escaping @Sendable () throws(CairnError) -> Void) { self.body = body }
+
+        func run() throws(CairnError) {
+            let result = outcome.withLock { (kept) -> Result<Void, CairnError> in
+                if let kept { return kept }
+                let result: Result<Void, CairnError>
+                do throws(CairnError) {
+                    try body()
+                    result = .success(())
+                } catch {
+                    result = .failure(error)
+                }
+                kept = result
+                return result
+            }
+            try result.get()
+        }
+    }
     /// Stops reading and releases the bytes.
     package func cancel() { stopping() }
 }

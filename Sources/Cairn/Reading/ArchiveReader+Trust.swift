@@ -122,6 +122,9 @@ extension ArchiveReader {
     ///   `.truncated` for an archive without a valid footer.
     package static func requireTrustedRoot(of source: any ArchiveSource, trustedKeys: [PublicKey]) throws(CairnError) -> SigningKeyID {
         do throws(CairnError) {
+            // The prelude first, as every reader checks it: an encrypted archive read without an
+            // identity is named as such (`Spec/0004 §6.2` rule 1), not as a bad header record.
+            _ = try Prelude.parse(try source.read(ranges: [0..<min(source.size, UInt64(Prelude.length))])[0])
             let (header, headerEnd) = try source.readRecord(at: UInt64(Prelude.length), fileSize: source.size)
             guard header.type == .header else {
                 throw CairnError(.corrupted, "the first record is not a header record", offset: UInt64(Prelude.length))

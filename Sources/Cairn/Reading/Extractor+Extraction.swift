@@ -78,7 +78,7 @@ extension Extractor {
         do {
             extractor = try StreamExtractor(
                 staging: staging, options: options, progress: progress, expectedOutput: plan.outputBytes, manifest: reader.manifest,
-                trustedKeys: reader.trustedKeys, keying: reader.keying)
+                trustedKeys: reader.trustedKeys, keying: reader.keying, input: input)
         } catch {
             input.cancel()
             throw error

@@ -58,6 +58,8 @@ final class StreamExtractor {
     /// A seekable archive's manifest (checked against the records by the open): names every
     /// entry a damaged chunk belongs to.
     private let manifest: Manifest?
+    /// What produces the stream, asked why it ended early (see `init`).
+    private let input: SequentialArchiveBytes?
     /// Events a started scanner gave before the run (``ArchiveScanner/startWithSignedHeader(_:)``),
     /// handled first.
     private let startEvents: [ArchiveScanner.Event]
@@ -67,11 +69,15 @@ final class StreamExtractor {
     ///     otherwise progress uses the header's size estimate, or is indeterminate.
     ///   - startedScanner: a scanner that already read the stream's start, and `startEvents`,
     ///     the events it gave doing so.
+    ///   - input: the bytes `run` reads, when they are produced from others (an encrypted
+    ///     archive's opened blocks, a transfer): asked why they ended when they end early, so
+    ///     that damage (a sealed block that fails authentication) is not kept as a cut to resume.
     init(
         staging: StagingDirectory, options: ExtractionOptions, progress: Progress?, expectedOutput: UInt64? = nil,
         manifest: Manifest? = nil, startedScanner: ArchiveScanner? = nil, startEvents: [ArchiveScanner.Event] = [],
-        trustedKeys: [PublicKey] = [], keying: ChunkKeying?
+        trustedKeys: [PublicKey] = [], keying: ChunkKeying?, input: SequentialArchiveBytes? = nil
     ) throws(CairnError) {
+        self.input = input
         self.manifest = manifest
         self.startEvents = startEvents
         if let manifest { locations.reserveCapacity(manifest.chunks.count) }
@@ -126,6 +132,11 @@ final class StreamExtractor {
             if let open = openFile, !open.scratch { _ = try? open.fd?.close() }
             openFile = nil
             closeScratchFiles()
+            if let error = error as? CairnError, error.code == .truncated, let damage = damage(endingWith: error) {
+                // The bytes ended because what produced them found damage: nothing to resume.
+                if staging.isResumed { staging.release() } else { staging.discard() }
+                throw damage
+            }
             if let error = error as? CairnError, error.code == .truncated, !staging.holdsNothing {
                 // Keep what verified: `extract --resume` continues from the journal.
                 staging.release()
@@ -288,6 +299,18 @@ final class StreamExtractor {
 
     /// A damaged chunk's error names the entries it belongs to: all of them when the manifest is
     /// known, else the file being written.
+    /// The damage that ended the stream early, if its producer failed on one
+    /// (`SealedBlockStream.isDamage`): the stream is at its end, so asking cannot block.
+    private func damage(endingWith error: CairnError) -> CairnError? {
+        guard let input else { return nil }
+        do throws(CairnError) {
+            try input.finish()
+            return nil
+        } catch {
+            return SealedBlockStream.isDamage(error) ? error : nil
+        }
+    }
+
     private func describe(_ error: any Error) -> any Error {
         guard let failure = error as? CairnError else { return error }
         // The manifest names a chunk's users by its record's offset; any other error is left as is.
@@ -448,11 +471,11 @@ extension Extractor {
     /// or the body of an HTTP transfer), into the file-system path `destination`.
     nonisolated(nonsending) package static func extractStream(
         from descriptor: FileDescriptor, to destination: [UInt8], options: ExtractionOptions, progress: Progress?,
-        trustedKeys: [PublicKey] = [], keying: ChunkKeying?
+        trustedKeys: [PublicKey] = [], keying: ChunkKeying?, producedBy input: SequentialArchiveBytes? = nil
     ) async throws -> VerificationReport {
         let staging = try StagingDirectory(for: destination, options: options)
         let extractor = try StreamExtractor(
-            staging: staging, options: options, progress: progress, trustedKeys: trustedKeys, keying: keying)
+            staging: staging, options: options, progress: progress, trustedKeys: trustedKeys, keying: keying, input: input)
         do {
             return try await extractor.run(RecordStream(descriptor: descriptor))
         } catch let failure as CairnError where failure.offset != nil {
