@@ -46,6 +46,13 @@ public struct MigrationExportSession<Exporter: ResourcesExportingWithOptions> {
     /// The importing device opens the export with the matching identity through
     /// ``MigrationImportSession/decryption``.
     public var recipients: [AgeRecipient] = []
+    /// The maker's key file (`MakerKey`, `cairn key generate --maker`) for an encrypted export
+    /// that is not signed: the chunk id and chunker keys are derived from it instead of from
+    /// ``signingKey`` (`Spec/0004-trusted-archives.md §6.5`), so that two exports of one maker
+    /// share chunk ids and a seeded fetch of the next one downloads only what changed. Without
+    /// it or a signing key, each encrypted export gets keys of its own. Used only with
+    /// ``recipients``.
+    public var makerKey: MakerKey?
     /// The creation time a signed export records, in nanoseconds since 1970; nil: the clock when
     /// ``archiverConfiguration`` is read (for tests).
     package var creationTime: UInt64?
@@ -63,7 +70,7 @@ public struct MigrationExportSession<Exporter: ResourcesExportingWithOptions> {
     public var archiverConfiguration: Archiver.Configuration {
         var configuration = self.configuration
         if let signingKey { configuration.signingKey = signingKey }
-        if !recipients.isEmpty { configuration.encryption = ArchiveEncryption(recipients: recipients) }
+        if !recipients.isEmpty { configuration.encryption = ArchiveEncryption(recipients: recipients, makerKey: makerKey) }
         if configuration.signingKey != nil {
             configuration.metadata[ExportCreationTime.metadataKey] = String(creationTime ?? ExportCreationTime.now())
         }

@@ -69,6 +69,31 @@ struct MigrationEncryptedImportTests {
         }
     }
 
+    @Test("§6.5, §7.4: unsigned encrypted exports made with one maker key file share their chunk id and chunker keys (a seeded fetch can use the earlier one); without it each export gets keys of its own")
+    func makerKeyExports() async throws {
+        let scratch = try MigrationScratch()
+        defer { scratch.remove() }
+        let source = try scratch.source(count: 2, seed: 9)
+        let identity = try Self.destinationIdentity()
+        let maker = try MakerKey(secretBytes: [UInt8](repeating: 0x5A, count: 32))
+        func exportKeys(_ name: String, makerKey: MakerKey?) async throws -> (idKey: [UInt8], chunkerKey: [UInt8]) {
+            let archive = try scratch.work().appending(path: name)
+            var session = MigrationExportSession(exporter: NotesExporter(container: source), appIdentifier: NotesApp.identifier)
+            session.recipients = [identity.recipient]
+            session.makerKey = makerKey
+            _ = try await session.exportResources(to: archive)
+            let opened = try ArchiveDecryption(identities: [identity]).open(LocalArchiveSource(path: archive.path))
+            defer { opened.close() }
+            let sealed = try #require(opened as? SealedArchiveSource)
+            return (sealed.secrets.idKey, sealed.secrets.chunkerKey)
+        }
+        let first = try await exportKeys("first.cairn", makerKey: maker)
+        let second = try await exportKeys("second.cairn", makerKey: maker)
+        let keyless = try await exportKeys("keyless.cairn", makerKey: nil)
+        #expect(first.idKey == second.idKey && first.chunkerKey == second.chunkerKey)
+        #expect(first.idKey != keyless.idKey && first.chunkerKey != keyless.chunkerKey)
+    }
+
     @Test("§7.4: a signed and encrypted export imports with the destination's identity, by file, stream and HTTP", arguments: ImportPath.allCases)
     func encryptedRoundTrip(path: ImportPath) async throws {
         let scratch = try MigrationScratch()
