@@ -143,8 +143,9 @@ struct SeededEncryptedFetchTests {
         try RawFileSystem.writeFile(Array((out + ".partial").utf8), Array(resealed[0..<cut]))
         try FetchState(url: url, validator: nil, length: nil).save(for: out)
         let before = server.accessLog().count
-        // Without --trusted-key: with it, this resume went back to block 0 (found here, not
-        // investigated yet); verify checks the key afterwards.
+        // Without --trusted-key: with it, a resume keeps only what a verified signature covers
+        // (§4.2), and the only prefix signature of this 3 MiB archive is commit 0's (one every
+        // 4 MiB, §3.4), so it would start again from block 0. verify checks the key afterwards.
         let result = try FetchCLI.run([
             "fetch", url, "-o", out, "--seed", work.appending("e1.cairn"), "--identity", identity, "--json",
         ])
