@@ -11,14 +11,7 @@ extension MakerKey {
     ///   `.limitExceeded` over 1 KiB, `.invalidArgument` when it is not a maker key file or when
     ///   its group or others may read it (mode 0600 is asked for, as ssh does for its keys).
     public static func read(fromFile path: String) throws(CairnError) -> MakerKey {
-        let bytes = try SmallFile.read(path, limit: fileByteLimit, what: "maker key file")
-        var status = stat()
-        if stat(path, &status) == 0, status.st_mode & 0o077 != 0 {
-            throw CairnError(
-                .invalidArgument,
-                "the maker key file may be read by others (mode \(String(status.st_mode & 0o777, radix: 8))): chmod 600 it",
-                path: path)
-        }
+        let bytes = try SmallFile.read(path, limit: fileByteLimit, what: "maker key file", ownerOnly: true)
         do throws(CairnError) {
             return try MakerKey(fileText: String(decoding: bytes, as: UTF8.self))
         } catch {

@@ -4,12 +4,23 @@ import Glibc
 package enum SmallFile {
     /// The bytes of the file at `path`, which must hold at most `limit` bytes.
     ///
-    /// - Parameter what: what the file is, for the error ("public key file").
+    /// - Parameters:
+    ///   - what: what the file is, for the error ("public key file").
+    ///   - ownerOnly: a secret: a regular file its group or others may read is refused, as ssh
+    ///     refuses such a key. The mode is that of the file opened (`fstat(2)`), not of whatever
+    ///     the path names a moment later.
     /// - Throws: ``CairnError`` naming `path`: `.notFound` or `.io` when it cannot be opened or
-    ///   read, `.limitExceeded` when it holds more than `limit` bytes (nothing more is read).
-    package static func read(_ path: String, limit: Int, what: String) throws(CairnError) -> [UInt8] {
+    ///   read, `.limitExceeded` when it holds more than `limit` bytes (nothing more is read),
+    ///   `.invalidArgument` for a secret others may read.
+    package static func read(_ path: String, limit: Int, what: String, ownerOnly: Bool = false) throws(CairnError) -> [UInt8] {
         let descriptor = try FileDescriptor.open(path, flags: O_RDONLY)
         return try descriptor.closeAfter { () throws(CairnError) -> [UInt8] in
+            var status = stat()
+            if ownerOnly, fstat(descriptor.rawValue, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_mode & 0o077 != 0 {
+                throw CairnError(
+                    .invalidArgument,
+                    "the \(what) may be read by others (mode \(String(status.st_mode & 0o777, radix: 8))): chmod 600 it", path: path)
+            }
             // Read in blocks until the end, whatever the file says its size is (a pipe says 0),
             // and stop as soon as the limit is passed.
             let block = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
