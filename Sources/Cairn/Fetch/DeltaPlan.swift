@@ -89,9 +89,13 @@ package struct DeltaPlan: Sendable {
     ///     downloaded instead.
     ///   - mergeBelow: a copy shorter than this many bytes between two downloads is downloaded
     ///     with them (a range request costs a few hundred bytes of headers and a round trip).
+    ///   - signed: the archive is signed (format 2.2, `Spec/0004-trusted-archives.md §3.3`): a
+    ///     pack's commit may be followed by a prefix signature record, and the last record
+    ///     before the final commit by the root signature, so the space after a pack is its
+    ///     record, a commit and perhaps a signature record.
     package init(
         manifest: Manifest, manifestOffset: UInt64, manifestIndexLength: UInt64?, start: UInt64, seeds: SeedIndex,
-        distrusted: Set<UInt64> = [], mergeBelow: UInt64 = 1024
+        distrusted: Set<UInt64> = [], mergeBelow: UInt64 = 1024, signed: Bool = false
     ) {
         let starts = KnownStarts(manifest, manifestOffset: manifestOffset, manifestIndexLength: manifestIndexLength)
         knownStarts = starts
@@ -111,10 +115,14 @@ package struct DeltaPlan: Sendable {
             guard let next = starts.next(after: pack.offset), next > pack.offset + UInt64(CommitRecord.framedLength) else { continue }
             let span = next - pack.offset
             let recordLength = span - UInt64(CommitRecord.framedLength)
-            if !distrusted.contains(pack.offset), let whole = candidates.first(where: { UInt64($0.framedLength) == recordLength }) {
+            // In a signed archive a signature record may follow the commit: the record is one of
+            // two lengths, and a seed's pack of either length is the whole record.
+            let signature = UInt64(SignatureRecord.framedLength)
+            let lengths = signed && recordLength > signature ? [recordLength, recordLength - signature] : [recordLength]
+            if !distrusted.contains(pack.offset), let whole = candidates.first(where: { lengths.contains(UInt64($0.framedLength)) }) {
                 // All but the CRC: the download that follows (the commit) starts with the remote's
                 // CRC, which tells before anything is written whether the item tables agree.
-                let body = recordLength - UInt64(RecordFraming.trailerLength)
+                let body = UInt64(whole.framedLength) - UInt64(RecordFraming.trailerLength)
                 copies.append(
                     .copyCheckingCRC(
                         seed: whole.seed, from: whole.offset, to: pack.offset..<(pack.offset + body),
@@ -123,6 +131,9 @@ package struct DeltaPlan: Sendable {
             }
             // The item table differs (metadata changed): copy only the content section, whose
             // stored bytes follow from the same chunks, if the lengths leave room for a table.
+            // Where it starts depends on the record's length, which a possible signature record
+            // leaves unknown in a signed archive: its content is then downloaded, not misplaced.
+            guard !signed else { continue }
             for candidate in candidates {
                 let content = UInt64(candidate.contentStoredLength)
                 let fixed = UInt64(RecordFraming.overhead + PackRecordPrefix.length)

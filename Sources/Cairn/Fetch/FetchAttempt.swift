@@ -113,7 +113,7 @@ struct FetchAttempt {
                 state = FetchState(url: run.url, validator: remote.validator, length: run.sealedRemote?.outer.size ?? remote.length)
                 try state?.save(for: run.path)
             }
-            if encrypted { resealing = try run.sealedRemote?.resealing(manifestOffset: remote.footer.manifestOffset) }
+            if encrypted { resealing = try run.sealedRemote?.resealing() }
             validator = state?.validator
             run.fetcher.progress.totalUnitCount = Int64(clamping: remote.length)
             job = plan(from: remote, &run)
@@ -190,7 +190,7 @@ struct FetchAttempt {
         let plan = DeltaPlan(
             manifest: remote.manifest, manifestOffset: remote.footer.manifestOffset,
             manifestIndexLength: remote.manifestIndexLength, start: start, seeds: run.seeds,
-            distrusted: run.distrusted)
+            distrusted: run.distrusted, signed: remote.version.major == Prelude.majorVersion && remote.version.minor >= 2)
         planned = plan
         run.options.onEvent?(
             .planned(

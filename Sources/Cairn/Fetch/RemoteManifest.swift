@@ -86,10 +86,15 @@ package struct RemoteManifest: Sendable {
     /// (`Spec/0004-trusted-archives.md §6.10.3`), read as ``fetch(client:url:validator:length:seeds:keying:)``
     /// reads a plain one, through the sealed blocks that hold them: ``length`` and every offset
     /// are the inner archive's; ``validator`` is the outer archive's.
+    ///
+    /// The footer is read from opened blocks; everything else is decrypted without the tags
+    /// (``SealedRangeReader``) and checked against it: the manifest by its digest, here, before
+    /// it is used.
     static func fetch(sealed remote: SealedRemote, seeds: SeedIndex) throws(CairnError) -> RemoteManifest {
         let inner = remote.inner
+        let ranges = try remote.ranges()
         return try read(inner, name: remote.outer.url, validator: remote.outer.validator, seeds: seeds, keying: inner.keying) {
-            (ranges, _) throws(CairnError) in try inner.read(ranges: ranges)
+            (wanted, _) throws(CairnError) in try ranges.read(ranges: wanted)
         }
     }
 

@@ -41,16 +41,19 @@ struct SealedRemote: Sendable {
         }
     }
 
+    /// The inner archive's ranges as a seeded fetch downloads them: the footer from opened
+    /// blocks, the rest decrypted without the tags and checked against it (``SealedRangeReader``).
+    func ranges() throws(CairnError) -> SealedRangeReader {
+        SealedRangeReader(inner: inner, outer: outer, sealer: try BlockSealer(key: envelope.secrets.blockKey, archiveID: envelope.record.archiveID))
+    }
+
     /// The sealing of a rebuilt inner archive under the remote's block key and archive id, with
     /// fresh nonces (§6.10.3): its blocks open under the same keys as the remote's.
-    ///
-    /// - Parameter manifestOffset: the inner offset of the remote's manifest, read from opened
-    ///   blocks: downloads before it are decrypted without their tags (``SealedRangeReader``).
-    func resealing(manifestOffset: UInt64) throws(CairnError) -> FetchWriter.Resealing {
+    func resealing() throws(CairnError) -> FetchWriter.Resealing {
         let sealer = try BlockSealer(key: envelope.secrets.blockKey, archiveID: envelope.record.archiveID)
         return FetchWriter.Resealing(
-            ranges: SealedRangeReader(inner: inner, outer: outer, authenticatedFrom: manifestOffset, sealer: sealer),
-            envelopeBytes: envelope.prefix, sealing: BlockSealing(sealer: sealer, blockSize: Int(envelope.record.blockSize)))
+            ranges: try ranges(), envelopeBytes: envelope.prefix,
+            sealing: BlockSealing(sealer: sealer, blockSize: Int(envelope.record.blockSize)))
     }
 }
 
