@@ -28,6 +28,9 @@ final class PartUploadWindow: Sendable {
         self.limit = max(1, limit)
     }
 
+    /// The parts in flight now.
+    var inFlight: Int { state.withLock { $0.running } }
+
     /// The first failure of a part upload, if any.
     var failure: CairnError? { state.withLock { $0.failure } }
 
