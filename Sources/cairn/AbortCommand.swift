@@ -18,7 +18,8 @@ enum AbortCommand {
                                 object in $XDG_STATE_HOME/cairn/uploads, else ~/.local/state/...)
           --s3-endpoint URL     the object store (default: AWS_ENDPOINT_URL, else AWS);
                                 credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY
-          \(TransferOptions.timeoutHelp)
+          --timeout S           seconds without a byte before the request counts as cut and
+                                is retried (default 30)
           -q, --quiet           print nothing on success
 
         Exit status: 0 aborted; 1 no upload recorded for the object, a cairn process uploading

@@ -137,9 +137,13 @@ enum InfoCommand {
     static func recordedUpload(_ archive: String, _ args: Arguments) throws -> RecordedUploadReport? {
         guard args.flag("--uploads") else {
             if args.value("--upload-state") != nil { throw UsageError("--upload-state is for --uploads") }
-            guard ArchiveLocation.kind(of: archive) == .file, RecordedUploadReport.isStateFile(archive),
-                let state = try MultipartUploadState.load(from: archive)
-            else { return nil }
+            guard ArchiveLocation.kind(of: archive) == .file, RecordedUploadReport.isStateFile(archive) else { return nil }
+            // A file named as a state file that does not parse says why; any other is read as an
+            // archive, whose reader says what it is not.
+            let named = archive.hasSuffix(".upload")
+            guard let state = named ? try MultipartUploadState.load(from: archive) : try? MultipartUploadState.load(from: archive) else {
+                return nil
+            }
             return RecordedUploadReport(state: state, statePath: archive)
         }
         guard ArchiveLocation.kind(of: archive) == .object else { throw UsageError("--uploads takes an s3://BUCKET/KEY object") }
