@@ -57,7 +57,11 @@ extension ObjectStoreSink {
     /// another object. The state file is removed only when the object is confirmed as the
     /// upload's.
     ///
-    /// - Parameter options: the stall timeout of its requests.
+    /// - Parameters:
+    ///   - statePath: the state file to look at.
+    ///   - location: the object it records.
+    ///   - configuration: the store it records.
+    ///   - options: the stall timeout of the requests.
     /// - Throws: ``CairnError`` `.busy` when another process is uploading with the state file;
     ///   `.corrupted` for a state file that does not parse; `.httpStatus`, `.network`,
     ///   `.sourceChanged` naming the endpoint (the state file is then kept).

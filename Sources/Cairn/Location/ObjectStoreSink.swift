@@ -31,7 +31,7 @@ import Synchronization
 /// - An encrypted archive (`Spec/0004-trusted-archives.md §6.9`) is cut at sealed-block
 ///   boundaries, each part recording the SHA-256 of the plaintext before its end; a resume that
 ///   seals with the same keys skips the held parts whose end and plaintext digest match.
-/// - ``finish()`` and ``recordedUpload(at:location:configuration:)`` decide that an object at the
+/// - ``finish()`` and ``recordedUpload(at:location:configuration:options:)`` decide that an object at the
 ///   key is this upload's by its content, never by its length alone
 ///   (`objectDifference(at:store:upload:length:)`).
 /// - An error of the store that repeating cannot cure (a 4xx status, too many parts) aborts the
