@@ -10,7 +10,8 @@ enum CommandLineTool {
           create   -o ARCHIVE [options] PATH...   archive files and directories (--resume)
           extract  ARCHIVE [-C DEST] [PATH...]    extract all or some entries, all-or-nothing
           list     ARCHIVE [--long] [--json]      one line per entry
-          info     ARCHIVE [--json]               header metadata and totals
+          info     ARCHIVE [--json]               header metadata and totals (or an upload's
+                                                  state: info s3://BUCKET/KEY --uploads)
           verify   ARCHIVE [--partial] [--json]   check every byte against its checksum
           cat      ARCHIVE [--from-offset N] [--expect-token T]
                                                   send the rest of an archive (resume a transfer)
@@ -23,6 +24,7 @@ enum CommandLineTool {
           sign     -s SECFILE FILE                write FILE.minisig, as minisign -S does
           key      generate -p PUBFILE -s SECFILE [-W] [-f]
                                                   a minisign key pair (Spec/0004 §2)
+          abort    s3://BUCKET/KEY                give up an interrupted upload (its parts dropped)
           demo     [--size-mib N] [--keep DIR]    run create/list/verify/extract on sample data
 
         ARCHIVE may be - for standard input (verify, extract) or output (create), an
@@ -55,6 +57,7 @@ enum CommandLineTool {
         case "fetch": (handler, help) = (FetchCommand.run, FetchCommand.usage)
         case "sign": (handler, help) = (SignCommand.run, SignCommand.usage)
         case "key": (handler, help) = (KeyCommand.run, KeyCommand.usage)
+        case "abort": (handler, help) = (AbortCommand.run, AbortCommand.usage)
         case "-h", "--help", "help":
             Output.out(usage)
             return .success

@@ -21,6 +21,9 @@ enum CreateCommand {
           --upload-state FILE       the state of an upload to s3://, for --resume (default:
                                     one per object in $XDG_STATE_HOME/cairn/uploads, else
                                     ~/.local/state/cairn/uploads)
+          \(TransferOptions.uploadConcurrencyHelp)
+          --timeout S               with s3://: seconds without a byte before a request counts
+                                    as cut and is retried (default 30)
           --sign SECFILE            sign the archive with the minisign secret key SECFILE
                                     (format 2.2; its password from the file CAIRN_KEY_PASSWORD_FILE
                                     names, else asked on the terminal); --resume of a signed
@@ -82,6 +85,7 @@ enum CreateCommand {
             valued: [
                 "-o", "--output", "--compression", "--chunking", "--resources-version", "--app-id", "--size-estimate", "--meta",
                 "--exclude", "--exclude-from", "--files-from", "-T", "--threads", ArchiveOperand.endpointOption, "--upload-state",
+                TransferOptions.uploadConcurrencyOption, TransferOptions.timeoutOption,
                 "--sign", EncryptionOptions.recipientOption, EncryptionOptions.recipientsFileOption,
                 EncryptionOptions.passphraseFileOption, EncryptionOptions.identityOption, EncryptionOptions.makerKeyOption,
             ],
@@ -162,6 +166,11 @@ enum CreateCommand {
     static func checkOutput(_ output: String, _ args: Arguments, toStore: Bool) throws {
         if !toStore, args.value("--upload-state") != nil { throw UsageError("--upload-state is for -o s3://BUCKET/KEY") }
         if !toStore, args.value(ArchiveOperand.endpointOption) != nil { throw UsageError("--s3-endpoint is for -o s3://BUCKET/KEY") }
+        for option in [TransferOptions.uploadConcurrencyOption, TransferOptions.timeoutOption] where !toStore && args.value(option) != nil {
+            throw UsageError("\(option) is for -o s3://BUCKET/KEY")
+        }
+        // Bad values are usage errors before anything is read or sent.
+        _ = try TransferOptions.uploadOptions(args)
         if output != "-", !toStore, (try? FileManager.default.attributesOfItem(atPath: output)[.type] as? FileAttributeType) == .typeDirectory {
             throw CairnError(.alreadyExists, "is a directory; -o names the archive file", path: output)
         }
@@ -258,7 +267,7 @@ enum CreateCommand {
             guard
                 let upload = try Self.makeObjectStoreSink(
                     output, args, configuration: &configuration, sources: sources, force: force,
-                    sizeEstimate: configuration.sizeEstimate ?? scanned)
+                    sizeEstimate: configuration.sizeEstimate ?? scanned, options: try TransferOptions.uploadOptions(args))
             else {
                 return nil
             }
@@ -418,7 +427,7 @@ enum CreateCommand {
     /// the sources).
     static func makeObjectStoreSink(
         _ output: String, _ args: Arguments, configuration: inout Archiver.Configuration, sources: [[UInt8]], force: Bool,
-        sizeEstimate: UInt64?
+        sizeEstimate: UInt64?, options: ObjectStoreSink.UploadOptions
     ) throws(CairnError) -> ObjectStoreSink? {
         guard case .object(let location, let store) = try ArchiveOperand.location(output, args) else {
             throw CairnError(.invalidArgument, "not an s3://BUCKET/KEY location", path: output)
@@ -427,7 +436,7 @@ enum CreateCommand {
         let statePath = try uploadStatePath(output, given: args.value("--upload-state"), endpoint: endpoint)
         let quiet = args.flag("-q", "--quiet")
         if args.flag("--resume") {
-            switch try ObjectStoreSink.recordedUpload(at: statePath, location: location, configuration: store) {
+            switch try ObjectStoreSink.recordedUpload(at: statePath, location: location, configuration: store, options: options) {
             case .complete:
                 if !quiet { Output.out("\(output) is already complete; nothing to resume") }
                 return nil
@@ -457,11 +466,12 @@ enum CreateCommand {
                     }
                     configuration.adopt(header, except: expected)
                 }
-                let upload = try ObjectStoreSink(resuming: location, configuration: store, overwrite: force, statePath: statePath)
+                let upload = try ObjectStoreSink(
+                    resuming: location, configuration: store, overwrite: force, statePath: statePath, options: options)
                 if !quiet { Output.err("cairn: resuming the upload to \(output) recorded in \(statePath)") }
                 return upload
             case .none:
-                if try S3Client(configuration: store).headObject(location) != nil {
+                if try options.client(for: store).headObject(location) != nil {
                     if !quiet { Output.out("\(output) is already complete; nothing to resume") }
                     return nil
                 }
@@ -470,7 +480,8 @@ enum CreateCommand {
         }
         do throws(CairnError) {
             return try ObjectStoreSink(
-                location: location, configuration: store, overwrite: force, statePath: statePath, sizeEstimate: sizeEstimate)
+                location: location, configuration: store, overwrite: force, statePath: statePath, sizeEstimate: sizeEstimate,
+                options: options)
         } catch {
             guard error.code == .alreadyExists, error.path == output else { throw error }
             throw CairnError(.alreadyExists, "already exists; use --force to replace it", path: output)

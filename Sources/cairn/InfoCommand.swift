@@ -5,6 +5,8 @@ import Foundation
 enum InfoCommand {
     static let usage = """
         usage: cairn info ARCHIVE [--json] [--trusted-key PUBFILE]... [--identity FILE]...
+               cairn info STATEFILE [--json]
+               cairn info s3://BUCKET/KEY --uploads [--upload-state FILE] [--json]
 
         Prints the header (format, chunking, codec, the creator's metadata) and the totals
         (entries, chunks, content, stored and archive bytes, deduplication savings).
@@ -26,15 +28,24 @@ enum InfoCommand {
         size (--json: encrypted, innerFormatVersion, encryption). Without --identity: only that
         envelope, and that the contents need an identity (exit 0; --json: contentsReadable false).
 
+        On the state file of an interrupted upload to s3:// (create -o s3://; --upload-state, or
+        the default one --uploads finds for the object): the object, the upload id, the parts
+        the store acknowledged and their bytes, the command that continues the upload, and the
+        one that gives it up (cairn abort). --json: complete (false) and upload.
+
         \(KeyOptions.trustedKeyHelp)
 
         \(EncryptionOptions.readingHelp)
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
-        let args = try Arguments(raw, valued: Set([ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption]).union(EncryptionOptions.readingOptions), flags: [EncryptionOptions.passphraseFlag, "--json", "-q", "--quiet"])
+        let args = try Arguments(raw, valued: Set([ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption, "--upload-state"]).union(EncryptionOptions.readingOptions), flags: [EncryptionOptions.passphraseFlag, "--json", "-q", "--quiet", "--uploads"])
         let trustedKeys = try KeyOptions.trustedKeys(args)
         let archive = try CommandLineTool.archiveOperand(args)
+        if let report = try Self.recordedUpload(archive, args) {
+            report.print(json: args.flag("--json"))
+            return .success
+        }
         let decryption = try EncryptionOptions.decryption(args)
         let extractor: Extractor
         do {
@@ -116,6 +127,38 @@ enum InfoCommand {
         return .success
     }
 
+    /// The upload state `info` describes instead of an archive (`Spec/0003-command-line.md §6`):
+    /// with `--uploads`, the one recorded for the object `archive` (`--upload-state`, else the
+    /// default file); without, `archive` itself when it is a local upload state file; else nil.
+    ///
+    /// - Throws: `UsageError` for `--uploads` without an `s3://` operand, or `--upload-state`
+    ///   without `--uploads`; `CairnError` `.notFound` when no upload is recorded for the
+    ///   object, `.invalidArgument` when the file records another one, `.corrupted`.
+    static func recordedUpload(_ archive: String, _ args: Arguments) throws -> RecordedUploadReport? {
+        guard args.flag("--uploads") else {
+            if args.value("--upload-state") != nil { throw UsageError("--upload-state is for --uploads") }
+            guard ArchiveLocation.kind(of: archive) == .file, RecordedUploadReport.isStateFile(archive) else { return nil }
+            // A file named as a state file that does not parse says why; any other is read as an
+            // archive, whose reader says what it is not.
+            let named = archive.hasSuffix(".upload")
+            guard let state = named ? try MultipartUploadState.load(from: archive) : try? MultipartUploadState.load(from: archive) else {
+                return nil
+            }
+            return RecordedUploadReport(state: state, statePath: archive)
+        }
+        guard ArchiveLocation.kind(of: archive) == .object else { throw UsageError("--uploads takes an s3://BUCKET/KEY object") }
+        let location = try S3Location(parsing: archive)
+        let statePath = try CreateCommand.uploadStatePath(
+            archive, given: args.value("--upload-state"), endpoint: args.value(ArchiveOperand.endpointOption))
+        guard let state = try MultipartUploadState.load(from: statePath) else {
+            throw CairnError(.notFound, "no interrupted upload to \(archive) is recorded here", path: statePath)
+        }
+        guard state.bucket == location.bucket, state.key == location.key else {
+            throw CairnError(.invalidArgument, "records an upload to s3://\(state.bucket)/\(state.key), not to \(archive)", path: statePath)
+        }
+        return RecordedUploadReport(state: state, statePath: statePath)
+    }
+
     /// The envelope of the encrypted archive `archive` (`Spec/0004-trusted-archives.md §6.1`),
     /// read without opening its key block.
     static func envelope(_ archive: String, _ args: Arguments) async throws(CairnError) -> EnvelopeSummary {
@@ -189,16 +232,19 @@ enum InfoCommand {
         ]
         if let reason = prefix.stopReason { lines.append("stopped at:        \(reason.description)") }
         if archive.hasSuffix(ArchiveLocation.partialSuffix) {
-            // The sources the interrupted run recorded (escaped as `list` prints names, one a line).
-            let recorded = prefix.header?.metadata[Archiver.sourcesMetadataKey].flatMap { value -> [String]? in
-                guard !value.hasPrefix("sha256:") else { return nil }
-                let paths = value.split(separator: "\n", omittingEmptySubsequences: false).map { PathBytes.unescaped(String($0)) }
-                guard !paths.isEmpty, paths.allSatisfy({ $0 != nil }) else { return nil }
-                return paths.compactMap { $0.map(Shell.quoted) }
-            }
-            let sources = recorded?.joined(separator: " ") ?? "PATH..."
+            let sources = prefix.header.flatMap(Self.recordedSources) ?? "PATH..."
             lines.append("continue it with:  cairn create --resume -o \(Shell.quoted(Array(archive.dropLast(ArchiveLocation.partialSuffix.count).utf8))) \(sources)")
         }
         Output.out(lines.joined(separator: "\n"))
+    }
+
+    /// The sources an interrupted run recorded in its header (`cairn.sources`, escaped as `list`
+    /// prints names, one a line), shell-quoted and joined by spaces; nil when there are none or
+    /// only their digest.
+    static func recordedSources(_ header: ArchiveHeader) -> String? {
+        guard let value = header.metadata[Archiver.sourcesMetadataKey], !value.hasPrefix("sha256:") else { return nil }
+        let paths = value.split(separator: "\n", omittingEmptySubsequences: false).map { PathBytes.unescaped(String($0)) }
+        guard !paths.isEmpty, paths.allSatisfy({ $0 != nil }) else { return nil }
+        return paths.compactMap { $0.map(Shell.quoted) }.joined(separator: " ")
     }
 }

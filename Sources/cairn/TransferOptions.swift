@@ -1,3 +1,5 @@
+import Cairn
+
 /// The options every command that moves bytes over the network shares (`Spec/0003-command-line.md
 /// §1.3`): how many requests it keeps in flight and how long a transfer may stall. One place
 /// parses them, so `fetch`, `create -o s3://` and the remote readers take the same values.
@@ -7,6 +9,9 @@ enum TransferOptions {
     static let connectionsOption = "--connections"
     /// `--timeout S`: seconds without a byte before a transfer counts as cut.
     static let timeoutOption = "--timeout"
+    /// `--upload-concurrency M`: parts of a multipart upload kept in flight at once
+    /// (`create -o s3://`, `Spec/0003-command-line.md §3.3`).
+    static let uploadConcurrencyOption = "--upload-concurrency"
     /// What a command that takes both adds to its valued options.
     static let valued: Set<String> = [connectionsOption, timeoutOption]
 
@@ -18,6 +23,11 @@ enum TransferOptions {
 
     static let connectionsHelp = """
         --connections N requests kept in flight at once, 1 to \(maximumConnections) (default \(defaultConnections))
+        """
+    /// `create`'s help line for ``uploadConcurrencyOption``, its text aligned with the others.
+    static let uploadConcurrencyHelp = """
+        --upload-concurrency M    with s3://: parts uploaded at once, 1 to \(ObjectStoreSink.UploadOptions.maximumUploadConcurrency) (default \(ObjectStoreSink.UploadOptions.defaultUploadConcurrency));
+                                    memory about (M + 1) x the part size (8 MiB)
         """
     static let timeoutHelp = """
         --timeout S     seconds without a byte before a transfer counts as cut (default 30)
@@ -32,6 +42,27 @@ enum TransferOptions {
             throw UsageError("\(connectionsOption) takes a count from 1 to \(maximumConnections), not '\(text)'")
         }
         return value
+    }
+
+    /// `--upload-concurrency M` in `args`, or the default (4) when it is not given.
+    ///
+    /// - Throws: ``UsageError`` (exit 2) for a value that is not a whole number from 1 to 64.
+    static func uploadConcurrency(_ args: Arguments) throws -> Int {
+        let maximum = ObjectStoreSink.UploadOptions.maximumUploadConcurrency
+        guard let text = args.value(uploadConcurrencyOption) else { return ObjectStoreSink.UploadOptions.defaultUploadConcurrency }
+        guard let value = Int(text), value >= 1, value <= maximum else {
+            throw UsageError("\(uploadConcurrencyOption) takes a count from 1 to \(maximum), not '\(text)'")
+        }
+        return value
+    }
+
+    /// The upload options `--upload-concurrency` and `--timeout` in `args` give.
+    ///
+    /// - Throws: ``UsageError`` (exit 2) for a value out of bounds.
+    static func uploadOptions(_ args: Arguments) throws -> ObjectStoreSink.UploadOptions {
+        var options = ObjectStoreSink.UploadOptions(uploadConcurrency: try uploadConcurrency(args))
+        if let timeout = try timeout(args) { options.stallTimeout = timeout }
+        return options
     }
 
     /// `--timeout S` in `args`, or nil when it is not given.

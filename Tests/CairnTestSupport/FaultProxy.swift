@@ -129,6 +129,15 @@ public final class FaultProxy {
         try Self.write(mode, generation: generation, into: scratch)
     }
 
+    /// Changes the mode for the next requests whose `METHOD TARGET` the regular expression
+    /// `pattern` matches (Python's `re.search`); the others pass and do not count in `times`.
+    /// For ``Mode/cut``, ``Mode/stall`` and ``Mode/cutRequest``: a fault on one S3 call only,
+    /// say `^POST .*uploadId=` (CompleteMultipartUpload).
+    public func set(_ mode: Mode, onlyFor pattern: String) throws {
+        generation += 1
+        try Self.write(mode, generation: generation, into: scratch, match: pattern)
+    }
+
     /// The requests the proxy has answered (at least begun to answer), oldest first.
     public var requests: [Request] {
         guard let text = try? String(contentsOfFile: scratch.appending("requests.log"), encoding: .utf8) else {
@@ -187,8 +196,9 @@ public final class FaultProxy {
         scratch.remove()
     }
 
-    private static func write(_ mode: Mode, generation: Int, into scratch: TemporaryDirectory) throws {
+    private static func write(_ mode: Mode, generation: Int, into scratch: TemporaryDirectory, match: String? = nil) throws {
         var control: [String: Any] = ["generation": generation]
+        if let match { control["match"] = match }
         switch mode {
         case .passThrough:
             control["mode"] = "pass"

@@ -23,7 +23,9 @@ is. Before each request it reads STATE_DIR/control.json:
                                          request body (as sent, chunk framing included) go
                                          upstream, then both connections are closed
 
-`times` limits the fault to the first K requests of that generation (null: every request). Each
+`times` limits the fault to the first K requests of that generation (null: every request). An
+optional `"match": REGEX` limits cut, stall and cutrequest to requests whose `METHOD TARGET`
+it matches (searched); the others pass and are not counted in `times`. Each
 request appends a line `METHOD TARGET STATUS FAULT` to STATE_DIR/requests.log, FAULT being
 "pass", "cut", "stall", "shift", "whole", "200range" or "cutrequest" (STATUS 0 when no answer
 came: a cut request); a mode that found nothing to change logs "pass". When a request is over
@@ -171,6 +173,10 @@ class Handler(socketserver.BaseRequestHandler):
         settings = control()
         mode = settings.get("mode", "pass")
         fault = "pass"
+        request_line = request.split(b"\r\n", 1)[0].decode(errors="replace").split(" ")
+        match = settings.get("match")
+        if match is not None and not re.search(match, " ".join(request_line[:2])):
+            mode = "pass"
         if mode in ("cut", "stall", "cutrequest"):
             with lock:
                 generation = settings.get("generation", 0)

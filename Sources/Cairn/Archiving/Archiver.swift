@@ -113,7 +113,7 @@ public final class Archiver {
     /// - Parameters:
     ///   - location: the archive's final place, a local file (`.file(path:)`); `<path>.partial`
     ///     is continued. (An interrupted upload to an object store is continued by its sink,
-    ///     ``ObjectStoreSink/resumeUpload(of:configuration:overwrite:statePath:)``.)
+    ///     ``ObjectStoreSink/resumeUpload(of:configuration:overwrite:statePath:options:)``.)
     ///   - configuration: settings that do not shape the header.
     ///   - expected: the sources and the options given explicitly, compared with the archive's.
     ///   - overwrite: whether ``finish()`` may replace an existing file at `path`.

@@ -5,7 +5,7 @@ import Glibc
 /// `--resume` continues the same multipart upload (`Spec/0003-command-line.md §3.3`).
 ///
 /// It records the store, the object, the upload id, the part sizes (``PartSizeRule``) and, for every part the store
-/// acknowledged, its number, ETag, size, where it ends in the archive and the chain digest of
+/// acknowledged (in the order acknowledged, which need not be the parts' order), its number, ETag, size, where it ends in the archive and the chain digest of
 /// the commit record it ends with (the last part, which ends with the footer, records only the
 /// SHA-256 of its bytes). A resume compares the parts it produces again with these before it
 /// skips them. It is kept in an ``UploadJournal`` file.
@@ -96,10 +96,13 @@ package struct MultipartUploadState: Codable, Sendable, Equatable {
             && (1...PartSizeRule.s3.largestPartSize).contains(largest) && (1...largest).contains(partSize)
     }
 
-    /// Records `part`: a part recorded again replaces the one of its number and every later one.
+    /// Records `part`, kept in number order: a part recorded again replaces the one of its
+    /// number. Parts in flight together are acknowledged in any order, so the numbers recorded
+    /// may have gaps (the parts still in flight when a run was killed).
     mutating func record(_ part: Part) {
-        parts.removeAll { $0.number >= part.number }
-        parts.append(part)
+        parts.removeAll { $0.number == part.number }
+        let index = parts.firstIndex { $0.number > part.number } ?? parts.endIndex
+        parts.insert(part, at: index)
     }
 
     /// The state in the journal at `path`; nil when there is no file, or when it holds no whole

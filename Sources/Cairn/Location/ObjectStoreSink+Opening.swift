@@ -11,6 +11,7 @@ extension ObjectStoreSink {
     ///   - statePath: the local state file (refused when one is already there, unless
     ///     `overwrite`: then the upload it records is aborted first).
     ///   - sizeEstimate: the archive's expected size in bytes, which picks the part size.
+    ///   - options: parts in flight (memory about `(M + 1) × part size`) and the stall timeout.
     /// - Returns: the sink, to hand to `Archiver(sink:configuration:)`.
     /// - Throws: ``CairnError`` `.alreadyExists` naming the object when it exists and `overwrite`
     ///   is false, or naming the state file when an interrupted upload is recorded there;
@@ -18,12 +19,12 @@ extension ObjectStoreSink {
     ///   the endpoint.
     public static func startUpload(
         to location: S3Location, configuration: S3Configuration, overwrite: Bool = false, statePath: String,
-        sizeEstimate: UInt64? = nil
+        sizeEstimate: UInt64? = nil, options: UploadOptions = UploadOptions()
     ) async throws(CairnError) -> ObjectStoreSink {
         try await DedicatedThread.run { () throws(CairnError) in
             try ObjectStoreSink(
                 location: location, configuration: configuration, overwrite: overwrite, statePath: statePath,
-                sizeEstimate: sizeEstimate)
+                sizeEstimate: sizeEstimate, options: options)
         }
     }
 
@@ -37,14 +38,16 @@ extension ObjectStoreSink {
     ///   - configuration: the store, as recorded (the same endpoint).
     ///   - overwrite: whether the final `CompleteMultipartUpload` may replace an object at the key.
     ///   - statePath: the state file the interrupted upload kept.
+    ///   - options: parts in flight and the stall timeout (need not be the interrupted run's).
     /// - Throws: ``CairnError`` `.notFound` when there is no state file; `.invalidArgument` when it
     ///   records another object or store; `.corrupted` for a state file that does not parse;
     ///   `.httpStatus` and `.network` naming the endpoint.
     public static func resumeUpload(
-        of location: S3Location, configuration: S3Configuration, overwrite: Bool = false, statePath: String
+        of location: S3Location, configuration: S3Configuration, overwrite: Bool = false, statePath: String,
+        options: UploadOptions = UploadOptions()
     ) async throws(CairnError) -> ObjectStoreSink {
         try await DedicatedThread.run { () throws(CairnError) in
-            try ObjectStoreSink(resuming: location, configuration: configuration, overwrite: overwrite, statePath: statePath)
+            try ObjectStoreSink(resuming: location, configuration: configuration, overwrite: overwrite, statePath: statePath, options: options)
         }
     }
 
@@ -54,14 +57,19 @@ extension ObjectStoreSink {
     /// another object. The state file is removed only when the object is confirmed as the
     /// upload's.
     ///
+    /// - Parameters:
+    ///   - statePath: the state file to look at.
+    ///   - location: the object it records.
+    ///   - configuration: the store it records.
+    ///   - options: the stall timeout of the requests.
     /// - Throws: ``CairnError`` `.busy` when another process is uploading with the state file;
     ///   `.corrupted` for a state file that does not parse; `.httpStatus`, `.network`,
     ///   `.sourceChanged` naming the endpoint (the state file is then kept).
     public static func recordedUpload(
-        at statePath: String, location: S3Location, configuration: S3Configuration
+        at statePath: String, location: S3Location, configuration: S3Configuration, options: UploadOptions = UploadOptions()
     ) async throws(CairnError) -> RecordedUpload {
         try await DedicatedThread.run { () throws(CairnError) in
-            try recordedUpload(at: statePath, location: location, configuration: configuration)
+            try recordedUpload(at: statePath, location: location, configuration: configuration, options: options)
         }
     }
 }

@@ -9,25 +9,29 @@ import Synchronization
 /// - The archive is cut into parts at commit records (`Spec/0001 §10.3`): each part
 ///   but the last ends just after a commit record and holds at least ``partSize(number:base:)``
 ///   bytes, a size that grows with the part number so that any archive S3 can store fits in
-///   its 10,000 parts (`PartSizeRule`). Part `n` is uploaded while part `n+1` fills, so
-///   memory holds at most two parts beyond the archiver's own budget.
-/// - After every acknowledged part, a local state file (JSON lines, mode 0600)
-///   records the upload id and the part's number, ETag, size, end offset and chain digest.
+///   its 10,000 parts (`PartSizeRule`). Up to `M` parts (``UploadOptions/uploadConcurrency``)
+///   are uploaded at once, each on a thread of its own, while the next one fills; the archiver
+///   waits only while `M` parts are in flight. Memory holds at most `(M + 1)` parts beyond the
+///   archiver's own budget: about `(M + 1) × part size` (`(4 + 1) × 8 MiB` = 40 MiB by default).
+/// - After every acknowledged part, in whatever order the store acknowledges them, a local state
+///   file (JSON lines, mode 0600) records the upload id and the part's number, ETag, size, end
+///   offset and chain digest.
 /// - ``finish()`` uploads the last part (manifest and footer) and only then sends
 ///   `CompleteMultipartUpload`, with `If-None-Match: *` unless overwriting; the state file is
 ///   removed once the object exists.
-/// - A new upload is started by ``startUpload(to:configuration:overwrite:statePath:sizeEstimate:)``,
+/// - A new upload is started by ``startUpload(to:configuration:overwrite:statePath:sizeEstimate:options:)``,
 ///   which sends `HeadObject` and `CreateMultipartUpload` on a thread of its own (never on the
 ///   caller's executor).
-/// - A resumed sink (``resumeUpload(of:configuration:overwrite:statePath:)``) continues the
+/// - A resumed sink (``resumeUpload(of:configuration:overwrite:statePath:options:)``) continues the
 ///   recorded upload: the archiver runs again from the start, and each part it produces that the
-///   store already holds (same end, same chain digest, listed by `ListParts` with the same ETag)
-///   is skipped instead of sent. Unchanged sources therefore give an object byte for byte the one
+///   store already holds (same end, same chain digest, listed by `ListParts` with the same ETag),
+///   whatever its number (parts complete out of order, so the held ones may have gaps), is
+///   skipped instead of sent. Unchanged sources therefore give an object byte for byte the one
 ///   an uninterrupted run uploads; changed ones are refused (`.notResumable`).
 /// - An encrypted archive (`Spec/0004-trusted-archives.md §6.9`) is cut at sealed-block
 ///   boundaries, each part recording the SHA-256 of the plaintext before its end; a resume that
 ///   seals with the same keys skips the held parts whose end and plaintext digest match.
-/// - ``finish()`` and ``recordedUpload(at:location:configuration:)`` decide that an object at the
+/// - ``finish()`` and ``recordedUpload(at:location:configuration:options:)`` decide that an object at the
 ///   key is this upload's by its content, never by its length alone
 ///   (`objectDifference(at:store:upload:length:)`).
 /// - An error of the store that repeating cannot cure (a 4xx status, too many parts) aborts the
@@ -62,10 +66,10 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     /// Commit records ending inside `filling`.
     private var commits: [CommitPoint] = []
     private var nextPartNumber = 1
-    /// Parts an earlier run uploaded that the store still holds, by number, in order from 1.
-    private var expected: [MultipartUploadState.Part]
-    /// The part being uploaded.
-    private var inFlight: Task<Void, any Error>?
+    /// Parts an earlier run uploaded that the store still holds, by number (gaps possible).
+    private var expected: [Int: MultipartUploadState.Part]
+    /// The parts being uploaded.
+    private let window: PartUploadWindow
     private var finished = false
 
     /// The smallest part (8 MiB; S3 requires 5 MiB for every part but the last).
@@ -114,22 +118,27 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     ///   for bad credentials, 404 for a missing bucket) and `.network` naming the endpoint.
     package convenience init(
         location: S3Location, configuration: S3Configuration, overwrite: Bool = false, statePath: String,
-        sizeEstimate: UInt64? = nil
+        sizeEstimate: UInt64? = nil, options: UploadOptions = UploadOptions()
     ) throws(CairnError) {
-        try self.init(location: location, store: S3Client(configuration: configuration), overwrite: overwrite, statePath: statePath, sizeEstimate: sizeEstimate)
+        try self.init(
+            location: location, store: options.client(for: configuration), overwrite: overwrite, statePath: statePath,
+            sizeEstimate: sizeEstimate, uploadConcurrency: options.uploadConcurrency)
     }
 
     /// Starts a new multipart upload whose parts follow `rule` (S3's limits unless a test
-    /// gives smaller ones); otherwise as ``startUpload(to:configuration:overwrite:statePath:sizeEstimate:)``.
+    /// gives smaller ones), with up to `uploadConcurrency` parts in flight; otherwise as
+    /// ``startUpload(to:configuration:overwrite:statePath:sizeEstimate:options:)``.
     package init(
-        location: S3Location, store: S3Client, overwrite: Bool, statePath: String, sizeEstimate: UInt64?, rule: PartSizeRule = .s3
+        location: S3Location, store: S3Client, overwrite: Bool, statePath: String, sizeEstimate: UInt64?, rule: PartSizeRule = .s3,
+        uploadConcurrency: Int = UploadOptions.defaultUploadConcurrency
     ) throws(CairnError) {
         self.location = location
         self.statePath = statePath
         self.overwrite = overwrite
         self.store = store
         isResumed = false
-        expected = []
+        expected = [:]
+        window = PartUploadWindow(limit: uploadConcurrency)
         self.rule = rule
         basePartSize = rule.baseSize(estimate: sizeEstimate)
         // Locked before it is read: a second process uploading with this state file is refused
@@ -184,8 +193,11 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     /// - Throws: `.notFound` when there is no state file; `.invalidArgument` when it records
     ///   another object or store; `.corrupted` for a state file that does not parse;
     ///   `.httpStatus` and `.network` naming the endpoint.
-    package init(resuming location: S3Location, configuration: S3Configuration, overwrite: Bool = false, statePath: String) throws(CairnError) {
-        let store = S3Client(configuration: configuration)
+    package init(
+        resuming location: S3Location, configuration: S3Configuration, overwrite: Bool = false, statePath: String,
+        options: UploadOptions = UploadOptions()
+    ) throws(CairnError) {
+        let store = options.client(for: configuration)
         let journal = try UploadJournal(path: statePath, creating: false)
         let loaded: MultipartUploadState?
         do throws(CairnError) {
@@ -209,15 +221,15 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
         self.overwrite = overwrite
         self.store = store
         isResumed = true
+        window = PartUploadWindow(limit: options.uploadConcurrency)
         basePartSize = state.partSize
         rule = state.partSizeRule
         var kept: [MultipartUploadState.Part] = []
         do throws(CairnError) {
+            // Every recorded part the store holds as recorded, gaps allowed: parts in flight
+            // together complete in any order, and a kill leaves the ones acknowledged.
             let listed = try Dictionary(store.listParts(location, uploadID: state.uploadID).map { ($0.number, $0) }) { first, _ in first }
-            for part in state.parts {
-                guard part.number == kept.count + 1, let held = listed[part.number], held.etag == part.etag, held.size == part.size else { break }
-                kept.append(part)
-            }
+            kept = state.parts.filter { part in listed[part.number].map { $0.etag == part.etag && $0.size == part.size } ?? false }
         } catch {
             guard error.httpStatusCode == 404 else { throw error }
             // The store lost the upload (aborted, expired, or a store that keeps uploads in memory
@@ -227,7 +239,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
                 partSize: state.partSize, rule: state.partSizeRule)
         }
         state.parts = kept
-        expected = kept
+        expected = Dictionary(kept.map { ($0.number, $0) }) { first, _ in first }
         headerRecorded = state.header != nil || state.envelope != nil
         ledger = Ledger(state: state, journal: journal)
         do throws(CairnError) {
@@ -262,14 +274,14 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     /// - Throws: `.busy` when another process is uploading with the state file; `.corrupted`
     ///   for a state file that does not parse; `.httpStatus`, `.network`, `.sourceChanged`
     ///   naming the endpoint (the state file is then kept).
-    package static func recordedUpload(at statePath: String, location: S3Location, configuration: S3Configuration) throws(CairnError)
-        -> RecordedUpload
-    {
+    package static func recordedUpload(
+        at statePath: String, location: S3Location, configuration: S3Configuration, options: UploadOptions = UploadOptions()
+    ) throws(CairnError) -> RecordedUpload {
         guard access(statePath, F_OK) == 0 else { return .none }
         let journal = try UploadJournal(path: statePath, creating: false)
         defer { journal.close() }
         guard let state = try MultipartUploadState.load(from: statePath) else { return .none }
-        let store = S3Client(configuration: configuration)
+        let store = options.client(for: configuration)
         guard let head = try store.headObject(location) else { return .resumable }
         if let difference = try objectDifference(at: location, store: store, upload: state, length: head.contentLength) {
             return .objectInTheWay(difference)
@@ -374,8 +386,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
         let sealed = !cutsAtAnyOffset && ledger.state.withLock { $0.envelope != nil }
         let chainDigest = sealed ? nil : digest
         let plainSHA256 = sealed ? digest?.hexString : nil
-        if number <= expected.count {
-            let earlier = expected[number - 1]
+        if let earlier = expected[number] {
             var same = earlier.end == end && earlier.size == UInt64(part.count)
             if same, sealed {
                 // Its ciphertext differs (new nonces); its plaintext must not.
@@ -395,7 +406,7 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
             ledger.counts.withLock { $0.kept += earlier.size }
             return
         }
-        try await waitForInFlight()
+        try await waitForRoom()
         var made = MultipartUploadState.Part(
             number: number, etag: "", size: UInt64(part.count), end: end, chainDigest: chainDigest?.hexString, sha256: "")
         if sealed {
@@ -403,32 +414,31 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
             made.last = isLast ? true : nil
         }
         let (store, location, ledger, record) = (store, location, ledger, made)
-        inFlight = Task {
-            try await DedicatedThread.run { () throws(CairnError) in
-                let uploadID = ledger.state.withLock { $0.uploadID }
-                var acknowledged = record
-                // Hashed here, off the archiver's task, once: the signature and the record use it.
-                acknowledged.sha256 = try SHA256.hash(part).hexString
-                acknowledged.etag = try store.uploadPart(
-                    location, uploadID: uploadID, number: number, bytes: part, sha256: acknowledged.sha256)
-                ledger.counts.withLock { $0.uploaded += UInt64(part.count) }
-                try ledger.record(acknowledged)
-            }
+        window.start { () throws(CairnError) in
+            let uploadID = ledger.state.withLock { $0.uploadID }
+            var acknowledged = record
+            // Hashed here, off the archiver's task, once: the signature and the record use it.
+            acknowledged.sha256 = try SHA256.hash(part).hexString
+            acknowledged.etag = try store.uploadPart(
+                location, uploadID: uploadID, number: number, bytes: part, sha256: acknowledged.sha256)
+            ledger.counts.withLock { $0.uploaded += UInt64(part.count) }
+            try ledger.record(acknowledged)
         }
     }
 
-    /// Awaits the part being uploaded; an error of the store that repeating cannot cure
-    /// aborts the upload.
-    nonisolated(nonsending) private func waitForInFlight() async throws(CairnError) {
-        guard let running = inFlight else { return }
-        inFlight = nil
-        do {
-            try await running.value
-        } catch let error as CairnError {
-            throw await aborting(error)
-        } catch {
-            throw CairnError(.io, "the part upload failed", path: location.description, cause: "\(error)")
+    /// Waits until fewer than `M` parts are in flight (back-pressure on the archiver). When a
+    /// part failed, waits for the others to end (each recorded if acknowledged) and throws its
+    /// error, after aborting the upload when repeating cannot cure it.
+    nonisolated(nonsending) private func waitForRoom() async throws(CairnError) {
+        if let failure = await window.waitForRoom() {
+            _ = await window.drain()
+            throw await aborting(failure)
         }
+    }
+
+    /// Waits for every part in flight to end; throws the first failure as ``waitForRoom()`` does.
+    nonisolated(nonsending) private func waitForInFlight() async throws(CairnError) {
+        if let failure = await window.drain() { throw await aborting(failure) }
     }
 
     /// `error`, after aborting the multipart upload when it is one repeating cannot cure (a
@@ -436,6 +446,8 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
     nonisolated(nonsending) private func aborting(_ error: CairnError) async -> CairnError {
         let curable = RetryPolicy.isTransient(error) || error.code == .io || error.code == .notResumable
         guard !curable else { return error }
+        // No part may still be on its way when the upload is given back.
+        _ = await window.drain()
         let (store, location, uploadID, statePath) = (store, location, uploadID, statePath)
         let aborted = (try? await DedicatedThread.run { () throws(CairnError) in
             try store.abortMultipartUpload(location, uploadID: uploadID)
@@ -473,6 +485,14 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
             try await emit(part, end: partStart, digest: plaintextDigest, isLast: true)
         }
         try await waitForInFlight()
+        if let beyond = expected.keys.max(), beyond >= nextPartNumber {
+            // The interrupted run's archive went on past this one's last part: another archive.
+            throw CairnError(
+                .notResumable,
+                "the archive ends at part \(nextPartNumber - 1), the interrupted upload's went on to part \(beyond) at least: "
+                    + "its sources changed; start over with --force",
+                path: location.description)
+        }
         let (store, location, overwrite, ledger, statePath) = (store, location, overwrite, ledger, statePath)
         let state = ledger.state.withLock { $0 }
         let parts = state.parts.map { S3Client.Part(number: $0.number, etag: $0.etag, size: $0.size) }
@@ -551,10 +571,13 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
             self.journal = journal
         }
 
-        /// Adds an acknowledged part and appends it to the state file.
+        /// Adds an acknowledged part and appends it to the state file; called by the part
+        /// threads, in any order, one at a time (the lock also keeps their lines whole).
         func record(_ part: MultipartUploadState.Part) throws(CairnError) {
-            state.withLock { $0.record(part) }
-            try journal.record(part)
+            try state.withLock { (state) throws(CairnError) in
+                state.record(part)
+                try journal.record(part)
+            }
         }
     }
 }
