@@ -96,6 +96,36 @@ struct ParallelRemoteReadTests {
         }
     }
 
+    @Test("§13.9: extract URL --resume fetches what is missing with several requests in flight, never more than connections")
+    func resumeKeepsRequestsInFlight() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = try await RemoteArchiveTests.archive(Self.spreadTree(), in: directory)
+        let bytes = try RawFileSystem.contents(ofFile: Array(path.utf8))
+        let server = try Self.serve(bytes, named: "a.cairn", in: directory)
+        defer { server.stop() }
+        // An extraction of everything whose input ends at 30%: the journal holds the first files.
+        try RawFileSystem.writeFile(Array((server.root + "/cut.cairn").utf8), Array(bytes[0..<(bytes.count * 3 / 10)]))
+        let out = directory.appending("out")
+        let cut = try Self.cairn(["extract", server.url("cut.cairn"), "-C", out])
+        #expect(cut.status == 1 && cut.stderr.contains("--resume"), "\(cut.stderr)")
+        let proxy = try FaultProxy(upstreamPort: server.port, mode: .shape(delay: 0.05))
+        defer { proxy.stop() }
+        let extractor = try await Extractor(
+            at: .http(url: try #require(URL(string: proxy.url("a.cairn")))), remote: RemoteReadOptions(connections: 3))
+        defer { extractor.close() }
+        let source = try #require(extractor.reader.source as? HTTPArchiveSource)
+        var options = ExtractionOptions()
+        options.resume = true
+        try await extractor.extractAll(to: URL(fileURLWithPath: out), options: options)
+        for index in 0..<40 {
+            let name = "t/f\(index).bin"
+            let written = try RawFileSystem.contents(ofFile: Array((out + "/" + name).utf8))
+            #expect(written == (try RawFileSystem.contents(ofFile: Array(directory.appending("src-a.cairn/" + name).utf8))), "\(name)")
+        }
+        #expect(source.peakRequestsInFlight > 1 && source.peakRequestsInFlight <= 3, "peak \(source.peakRequestsInFlight)")
+    }
+
     @Test("§1.3: extract, list and cat take --connections and --timeout, and refuse values out of range with exit 2")
     func commandLineOptions() throws {
         let directory = try TemporaryDirectory()
