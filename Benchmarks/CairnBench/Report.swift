@@ -148,6 +148,8 @@ struct Report {
     var transfer: TransferResult?
     /// Issue 12's object-storage case (`--only upload`), when it ran.
     var upload: UploadResult?
+    /// Issue 26's shaped-link case (`--only links`), when it ran.
+    var link: LinkResult?
     /// Issue 23's checkpoint case (`--only checkpoint`), when it ran.
     var checkpoint: [CheckpointStallBenchmark.Row]?
     var loadAtStart = Machine.loadAverage()
@@ -219,6 +221,7 @@ struct Report {
         }
         if let transfer { lines += transferSection(transfer) }
         if let upload { lines += uploadSection(upload) }
+        if let link { lines += linkSection(link) }
         if let checkpoint { lines += checkpointSection(checkpoint) }
         if !stages.isEmpty { lines += stageTable() }
         if cases.contains(where: { !$0.profiles.isEmpty }) { lines += profileSection() }
@@ -537,6 +540,7 @@ struct Report {
         if hasTrustedTools { object["trustedVerdicts"] = trustedVerdictRows().map(verdictJSON) }
         if let transfer { object["transfer"] = transferJSON(transfer) }
         if let upload { object["upload"] = uploadJSON(upload) }
+        if let link { object["links"] = linkJSON(link) }
         object["stages"] = stages.map { s -> [String: Any] in
             var o: [String: Any] = [
                 "stage": s.stage, "implementation": s.implementation, "bytes": s.bytes, "bestSeconds": s.bestSeconds,

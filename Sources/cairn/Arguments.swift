@@ -131,10 +131,12 @@ enum ArchiveOperand {
     }
 
     /// Opens `archive` for random access: a local file, or a URL or object through range
-    /// requests (which an HTTP server must support; the error says which commands work without).
+    /// requests (which an HTTP server must support; the error says which commands work without),
+    /// `remote`'s connections in flight (`TransferOptions.remoteReading(_:)`).
     ///
     /// - Throws: `CairnError` naming the path or URL.
-    static func open(_ archive: String, _ args: Arguments) async throws(CairnError) -> Extractor {
-        try await Extractor(at: location(archive, args), trustedKeys: KeyOptions.trustedKeys(args), decryption: EncryptionOptions.decryption(args))
+    static func open(_ archive: String, _ args: Arguments, remote: RemoteReadOptions = RemoteReadOptions()) async throws(CairnError) -> Extractor {
+        try await Extractor(
+            at: location(archive, args), trustedKeys: KeyOptions.trustedKeys(args), decryption: EncryptionOptions.decryption(args), remote: remote)
     }
 }

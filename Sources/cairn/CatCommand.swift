@@ -6,6 +6,7 @@ import Glibc
 enum CatCommand {
     static let usage = """
         usage: cairn cat ARCHIVE [--from-offset N] [--expect-token T] [--trusted-key PUBFILE]... [--identity FILE]...
+                   [--connections N] [--timeout S]
 
         Writes the archive's bytes from offset N (default 0) to the end on standard output: the
         sender's half of resuming a transfer. The receiver runs 'cairn verify --partial COPY' to
@@ -17,11 +18,15 @@ enum CatCommand {
         an http:// or https:// URL, whose bytes from N are fetched with range requests (the
         token is checked against the record before N first, one small range request), or
         an s3://BUCKET/KEY object, read the same way with signed requests (--s3-endpoint URL or
-        AWS_ENDPOINT_URL; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION).
+        AWS_ENDPOINT_URL; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION); each 8 MiB block
+        is fetched in up to --connections range requests at once.
         With --trusted-key, the archive's root signature is checked from its tail (a few small
         reads) before any byte is written. With --identity, an encrypted archive's key block
         must open first (a plain archive is then refused); the bytes sent are still the stored,
         sealed ones, for a receiver that holds the identity too.
+
+        \(TransferOptions.connectionsHelp)
+        \(TransferOptions.timeoutHelp)
 
         \(KeyOptions.trustedKeyHelp)
 
@@ -30,9 +35,11 @@ enum CatCommand {
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(
-            raw, valued: Set(["--from-offset", "--expect-token", ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption]).union(EncryptionOptions.readingOptions),
+            raw, valued: Set(["--from-offset", "--expect-token", ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption]).union(EncryptionOptions.readingOptions)
+                .union(TransferOptions.valued),
             flags: [EncryptionOptions.passphraseFlag])
         let trustedKeys = try KeyOptions.trustedKeys(args)
+        let remote = try TransferOptions.remoteReading(args)
         let archive = try CommandLineTool.archiveOperand(args)
         var offset: UInt64?
         if let text = args.value("--from-offset") {
@@ -51,7 +58,7 @@ enum CatCommand {
             token = parsed
         }
         try Terminal.refuseArchive(on: 1)
-        let source = try await ArchiveOperand.location(archive, args).openRandomAccess()
+        let source = try await ArchiveOperand.location(archive, args).openRandomAccess(remote: remote)
         defer { source.close() }
         // The bytes sent are the archive as stored (sealed blocks and all). Given identities, its
         // key block must open first, as for every reader (a plain archive or one no identity

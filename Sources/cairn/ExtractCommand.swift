@@ -21,6 +21,7 @@ enum ExtractCommand {
         is missing, after checking that the archive at the URL is the one the journal is of.
         ARCHIVE may also be an s3://BUCKET/KEY object, read the same way with signed requests (--s3-endpoint URL or
         AWS_ENDPOINT_URL; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION).
+        Read at random, up to --connections coalesced range requests are in flight at once.
 
         options:
           -C, --directory DEST     where to extract; created if missing (its parent must
@@ -52,6 +53,8 @@ enum ExtractCommand {
           --progress               draw the progress bar even when standard error is not a
                                    terminal, or when reading the archive from standard input
           --no-progress            never draw it (default: drawn on a terminal, except for -)
+          \(TransferOptions.connectionsHelp)
+          \(TransferOptions.timeoutHelp)
 
         \(KeyOptions.trustedKeyHelp)
                     From a stream (-, or a URL without PATHs) every signature is checked as
@@ -63,7 +66,8 @@ enum ExtractCommand {
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(
-            raw, valued: Set(["-C", "--directory", "--max-output", "--strip-components", ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption]).union(EncryptionOptions.readingOptions),
+            raw, valued: Set(["-C", "--directory", "--max-output", "--strip-components", ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption]).union(EncryptionOptions.readingOptions)
+                .union(TransferOptions.valued),
             flags: [
                 "--no-space-check", "-q", "--quiet", "--json", "--progress", "--no-progress", "--resume", "--overwrite",
                 "--keep-old-files", "--skip-old-files", "-v", "--verbose", "--no-xattrs", "-f", "--force",
@@ -72,6 +76,7 @@ enum ExtractCommand {
         let archive = try CommandLineTool.archiveOperand(args, takingPaths: true)
         let destination = args.rawValue("-C", "--directory") ?? Array(".".utf8)
         var options = try Self.options(args)
+        let remote = try TransferOptions.remoteReading(args)
         if args.flag("-v", "--verbose") {
             options.onEntry = { entry in Output.err(entry.path) }
         }
@@ -88,11 +93,12 @@ enum ExtractCommand {
         }
         let selection = args.operands.dropFirst().map { String(decoding: $0, as: UTF8.self) }
         if ArchiveLocation.kind(of: archive) != .file, selection.isEmpty, !options.resume {
-            return try await extractFromURL(archive, args, destination: destination, options: options, warnings: warnings)
+            return try await extractFromURL(archive, args, remote: remote, destination: destination, options: options, warnings: warnings)
         }
         let started = monotonicSeconds()
         let cpuStarted = ProcessTimes.cpuSeconds()
-        let extractor = try await Self.open(archive, args, resumingAll: options.resume && selection.isEmpty, destination: destination)
+        let extractor = try await Self.open(
+            archive, args, remote: remote, resumingAll: options.resume && selection.isEmpty, destination: destination)
         defer { extractor.close() }
         let bar = ProgressBar.shouldShow(args) ? ProgressBar(progress: extractor.progress, label: "extract") : nil
         bar?.start()
@@ -122,9 +128,11 @@ enum ExtractCommand {
     /// without range support, the interrupted extraction cannot be continued from there: the
     /// error names the one way out, starting over with `--force` (which the refusal without
     /// `--resume` names too), instead of sending the user between the two messages.
-    static func open(_ archive: String, _ args: Arguments, resumingAll: Bool, destination: [UInt8]) async throws(CairnError) -> Extractor {
+    static func open(
+        _ archive: String, _ args: Arguments, remote: RemoteReadOptions, resumingAll: Bool, destination: [UInt8]
+    ) async throws(CairnError) -> Extractor {
         do {
-            return try await ArchiveOperand.open(archive, args)
+            return try await ArchiveOperand.open(archive, args, remote: remote)
         } catch {
             guard resumingAll, error.message.hasPrefix(RangeAnswer.noRangesMessage) else { throw error }
             let staging = String(decoding: StagingLocation.path(for: destination), as: UTF8.self)
@@ -215,10 +223,10 @@ enum ExtractCommand {
     /// `cairn extract URL -C DEST`: reads the archive once, front to back, from one GET (the
     /// streaming extraction of `extract -`, which needs no range support).
     static func extractFromURL(
-        _ url: String, _ args: Arguments, destination: [UInt8], options: ExtractionOptions, warnings: Warnings
+        _ url: String, _ args: Arguments, remote: RemoteReadOptions, destination: [UInt8], options: ExtractionOptions, warnings: Warnings
     ) async throws -> ExitStatus {
         let decryption = try EncryptionOptions.decryption(args)
-        let outer = try await ArchiveOperand.location(url, args).openSequential()
+        let outer = try await ArchiveOperand.location(url, args).openSequential(remote: remote)
         let input = try await DedicatedThread.run { () throws(CairnError) in try decryption.open(outer, name: url) }
         return try await extractStreaming(input, url: url, args, destination: destination, options: options, warnings: warnings)
     }

@@ -4,7 +4,7 @@ import Foundation
 /// `cairn list ARCHIVE [--long] [--json]`
 enum ListCommand {
     static let usage = """
-        usage: cairn list ARCHIVE [--long] [--json] [--trusted-key PUBFILE]... [--identity FILE]...
+        usage: cairn list ARCHIVE [--long] [--json] [--trusted-key PUBFILE]... [--identity FILE]... [--connections N] [--timeout S]
 
         Prints one line per entry: its path, with the bytes of control characters (C0, DEL, C1)
         and bytes that are not UTF-8 escaped as \\xHH and backslashes doubled (reversible).
@@ -12,7 +12,11 @@ enum ListCommand {
         entry and line. ARCHIVE may be an
         http:// or https:// URL (the server must support range requests: the footer and the
         manifest are fetched, and for --json the packs holding files), or an s3://BUCKET/KEY object, read the same way with signed requests (--s3-endpoint URL or
-        AWS_ENDPOINT_URL; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION).
+        AWS_ENDPOINT_URL; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION). A large manifest
+        is fetched in up to --connections range requests at once.
+
+        \(TransferOptions.connectionsHelp)
+        \(TransferOptions.timeoutHelp)
 
         \(KeyOptions.trustedKeyHelp)
 
@@ -20,9 +24,9 @@ enum ListCommand {
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
-        let args = try Arguments(raw, valued: Set([ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption]).union(EncryptionOptions.readingOptions), flags: [EncryptionOptions.passphraseFlag, "--json", "-l", "--long", "-q", "--quiet"])
+        let args = try Arguments(raw, valued: Set([ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption]).union(EncryptionOptions.readingOptions).union(TransferOptions.valued), flags: [EncryptionOptions.passphraseFlag, "--json", "-l", "--long", "-q", "--quiet"])
         let archive = try CommandLineTool.archiveOperand(args)
-        let extractor = try await ArchiveOperand.open(archive, args)
+        let extractor = try await ArchiveOperand.open(archive, args, remote: TransferOptions.remoteReading(args))
         defer { extractor.close() }
         if args.flag("--json") {
             var lines = ["["]

@@ -16,10 +16,10 @@ enum TransferOptions {
     static let valued: Set<String> = [connectionsOption, timeoutOption]
 
     /// The most requests a command keeps in flight.
-    static let maximumConnections = 64
+    static let maximumConnections = RemoteReadOptions.maximumConnections
     /// The default number of requests in flight (issue 26: S3's guidance is many 8–16 MB ranges
     /// over several connections; 4 fills a link that caps each connection at a quarter of it).
-    static let defaultConnections = 4
+    static let defaultConnections = RemoteReadOptions.defaultConnections
 
     static let connectionsHelp = """
         --connections N requests kept in flight at once, 1 to \(maximumConnections) (default \(defaultConnections))
@@ -74,5 +74,16 @@ enum TransferOptions {
             throw UsageError("\(timeoutOption) takes seconds, more than 0 and at most 3600, not '\(text)'")
         }
         return value
+    }
+
+    /// How `extract`, `list` and `cat` read a remote archive (`Spec/0001-container-format.md
+    /// §13.9`): `--connections` and `--timeout` as given, the defaults otherwise. A command that
+    /// does not take the options gets the defaults.
+    ///
+    /// - Throws: ``UsageError`` (exit 2) as ``connections(_:default:)`` and ``timeout(_:)``.
+    static func remoteReading(_ args: Arguments) throws -> RemoteReadOptions {
+        var options = RemoteReadOptions(connections: try connections(args))
+        if let timeout = try timeout(args) { options.stallTimeout = timeout }
+        return options
     }
 }

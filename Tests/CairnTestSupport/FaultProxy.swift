@@ -39,6 +39,11 @@ public final class FaultProxy {
         /// an answer: a server that goes away mid-upload. Only for the first `times` requests
         /// when given.
         case cutRequest(afterBodyBytes: Int, times: Int? = nil)
+        /// A link with latency and a per-connection cap: each request's head waits `delay`
+        /// seconds before it goes upstream and the answer's head `delay` seconds before it
+        /// goes back (`2 × delay` added to every request's round trip), and each connection's
+        /// bodies, both ways, are paced to at most `bytesPerSecond` (nil: no cap).
+        case shape(delay: Double, bytesPerSecond: Int? = nil)
     }
 
     /// One request as the proxy saw it.
@@ -60,8 +65,10 @@ public final class FaultProxy {
         }
     }
 
-    /// The port the proxy listens on (127.0.0.1).
+    /// The port the proxy listens on.
     public let port: UInt16
+    /// The address the proxy listens on (127.0.0.1 unless given).
+    public let address: String
     private let scratch: TemporaryDirectory
     private let process: Process
     private var generation = 0
@@ -74,7 +81,11 @@ public final class FaultProxy {
     /// connections.
     ///
     /// - Throws: ``TestServerError`` when Python 3 is missing or the proxy does not start.
-    public init(upstreamPort: UInt16, mode: Mode = .passThrough) throws {
+    ///
+    /// - Parameter address: the IPv4 address to listen on; another than 127.0.0.1 lets a client
+    ///   in another network namespace reach it (``ShapedLink``'s host side).
+    public init(upstreamPort: UInt16, mode: Mode = .passThrough, address: String = "127.0.0.1") throws {
+        self.address = address
         guard FileManager.default.isExecutableFile(atPath: Self.python) else {
             throw TestServerError("the fault proxy needs Python 3 at \(Self.python)")
         }
@@ -85,7 +96,7 @@ public final class FaultProxy {
         self.scratch = scratch
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.python)
-        process.arguments = [script, String(upstreamPort), scratch.path]
+        process.arguments = [script, String(upstreamPort), scratch.path, address]
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         let errorLog = scratch.appending("stderr")
@@ -107,7 +118,7 @@ public final class FaultProxy {
                 usleep(10_000)
             }
         }
-        guard let found, Loopback.waitUntilAccepting(port: found, stillRunning: { process.isRunning }) else {
+        guard let found, Loopback.waitUntilAccepting(port: found, host: address, stillRunning: { process.isRunning }) else {
             process.stop(with: SIGKILL)
             let log = (try? String(contentsOfFile: errorLog, encoding: .utf8)) ?? ""
             scratch.remove()
@@ -118,9 +129,9 @@ public final class FaultProxy {
 
     deinit { stop() }
 
-    /// `http://127.0.0.1:PORT/` + `path` (without its leading slash, if any).
+    /// `http://ADDRESS:PORT/` + `path` (without its leading slash, if any).
     public func url(_ path: String) -> String {
-        "http://127.0.0.1:\(port)/" + (path.hasPrefix("/") ? String(path.dropFirst()) : path)
+        "http://\(address):\(port)/" + (path.hasPrefix("/") ? String(path.dropFirst()) : path)
     }
 
     /// Changes the mode for the next requests (a `times` count starts again).
@@ -221,6 +232,10 @@ public final class FaultProxy {
             control["mode"] = "cutrequest"
             control["after"] = after
             control["times"] = times.map { $0 as Any } ?? NSNull()
+        case .shape(let delay, let rate):
+            control["mode"] = "shape"
+            control["delay"] = delay
+            control["rate"] = rate.map { $0 as Any } ?? NSNull()
         }
         let data = try JSONSerialization.data(withJSONObject: control)
         // Atomically, so the proxy never reads half a file.

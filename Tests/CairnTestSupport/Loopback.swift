@@ -30,12 +30,14 @@ public enum Loopback {
         return UInt16(bigEndian: address.sin_port)
     }
 
-    /// Whether a TCP connection to 127.0.0.1:`port` is accepted now.
-    public static func accepts(port: UInt16) -> Bool {
+    /// Whether a TCP connection to `host` (an IPv4 address, 127.0.0.1 by default):`port` is
+    /// accepted now.
+    public static func accepts(port: UInt16, host: String = "127.0.0.1") -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         var address = loopbackAddress(port: port)
+        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else { return false }
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
@@ -48,10 +50,12 @@ public enum Loopback {
     /// as `stillRunning` says the server died, or after `timeout` seconds (only a bound against a
     /// hang: a server starting on a loaded machine can take many seconds).
     /// - Returns: whether it accepts.
-    public static func waitUntilAccepting(port: UInt16, timeout: Double = Await.safetyBound, stillRunning: () -> Bool) -> Bool {
+    public static func waitUntilAccepting(
+        port: UInt16, host: String = "127.0.0.1", timeout: Double = Await.safetyBound, stillRunning: () -> Bool
+    ) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if accepts(port: port) { return true }
+            if accepts(port: port, host: host) { return true }
             if !stillRunning() { return false }
             usleep(10_000)
         }

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """A fault-injecting HTTP/1.1 proxy for Cairn's tests (started and stopped by FaultProxy.swift).
 
-    fault-proxy.py UPSTREAM_PORT STATE_DIR
+    fault-proxy.py UPSTREAM_PORT STATE_DIR [LISTEN_ADDRESS]
 
-Listens on 127.0.0.1, a free port, which it writes to STATE_DIR/port once it accepts connections.
+Listens on LISTEN_ADDRESS (default 127.0.0.1), a free port, which it writes to STATE_DIR/port once it accepts connections.
 Each client connection carries one request (the proxy answers with `Connection: close`), which
 is forwarded to 127.0.0.1:UPSTREAM_PORT with its head unchanged (the client's Host header
 included, so an AWS SigV4 signature still verifies upstream) but for `Connection: close`. The
@@ -22,6 +22,12 @@ is. Before each request it reads STATE_DIR/control.json:
     {"generation": G, "mode": "cutrequest", "after": N, "times": K or null}  N bytes of the
                                          request body (as sent, chunk framing included) go
                                          upstream, then both connections are closed
+    {"generation": G, "mode": "shape", "delay": S, "rate": R or null}  a link: the request
+                                         head waits S seconds before it goes upstream and the
+                                         answer's head S seconds before it goes back (2 S added
+                                         to every round trip; netem does not exist everywhere),
+                                         and each connection's bodies, both ways, are paced to
+                                         at most R bytes per second (a per-connection cap)
 
 `times` limits the fault to the first K requests of that generation (null: every request). An
 optional `"match": REGEX` limits cut, stall and cutrequest to requests whose `METHOD TARGET`
@@ -51,6 +57,7 @@ import time
 UPSTREAM_PORT = int(sys.argv[1])
 STATE = sys.argv[2]
 CONTROL = os.path.join(STATE, "control.json")
+LISTEN = sys.argv[3] if len(sys.argv) > 3 else "127.0.0.1"
 LOG = os.path.join(STATE, "requests.log")
 BYTES_LOG = os.path.join(STATE, "bytes.log")
 STALLS_LOG = os.path.join(STATE, "stalls.log")
@@ -116,14 +123,46 @@ def close_both(client, upstream):
             pass
 
 
+class Pacer:
+    """Holds a connection's bytes to `rate` per second (None: no cap) from its first byte."""
+
+    def __init__(self, rate):
+        self.rate = rate
+        self.start = None
+        self.count = 0
+
+    def pace(self, n):
+        if not self.rate:
+            return
+        now = time.monotonic()
+        if self.start is None:
+            self.start = now
+        self.count += n
+        ahead = self.start + self.count / self.rate - now
+        if ahead > 0:
+            time.sleep(ahead)
+
+
+def send_paced(sock, data, pacer, piece=65536):
+    """`sock.sendall(data)` in pieces, each after its share of the pacer's time."""
+    if pacer is None or not pacer.rate:
+        sock.sendall(data)
+        return
+    for start in range(0, len(data), piece):
+        chunk = data[start:start + piece]
+        pacer.pace(len(chunk))
+        sock.sendall(chunk)
+
+
 class RequestBody(threading.Thread):
     """Relays the client's request body upstream as it arrives (from `rest`, what came with the
     head) until the client stops sending or `finish` is called; with `limit`, after `limit` bytes
     it closes both connections instead (a server gone mid-upload) and sets `cut`."""
 
-    def __init__(self, client, upstream, rest, limit):
+    def __init__(self, client, upstream, rest, limit, pacer=None):
         super().__init__(daemon=True)
         self.client, self.upstream, self.rest, self.limit = client, upstream, rest, limit
+        self.pacer = pacer
         self.wake_read, self.wake_write = os.pipe()
         self.sent = 0
         self.cut = False
@@ -135,7 +174,7 @@ class RequestBody(threading.Thread):
             self.cut = True
             close_both(self.client, self.upstream)
             return False
-        self.upstream.sendall(data)
+        send_paced(self.upstream, data, self.pacer)
         self.sent += len(data)
         return True
 
@@ -195,13 +234,18 @@ class Handler(socketserver.BaseRequestHandler):
             logged.append(status)
 
         logged = []
+        shaping = mode == "shape"
+        delay = float(settings.get("delay", 0)) if shaping else 0.0
+        rate = settings.get("rate") if shaping else None
+        if delay > 0:
+            time.sleep(delay)
         upstream = socket.create_connection(("127.0.0.1", UPSTREAM_PORT))
         body = None
         final = {"status": 0, "request": 0, "response": 0}
         try:
             upstream.sendall(with_connection_close(request))
             limit = int(settings.get("after", 0)) if fault == "cutrequest" else None
-            body = RequestBody(client, upstream, rest, limit)
+            body = RequestBody(client, upstream, rest, limit, Pacer(rate))
             body.start()
             answer = b""
             while True:
@@ -225,7 +269,10 @@ class Handler(socketserver.BaseRequestHandler):
                 head = b"HTTP/1.1 200 OK\r\n" + head.split(b"\r\n", 1)[1]
                 fault = "200range"
             log(status)
+            if delay > 0:
+                time.sleep(delay)
             client.sendall(with_connection_close(head))
+            pacer = Pacer(rate)
             limit = int(settings.get("after", 0)) if fault in ("cut", "stall") else None
             sent = 0
             while True:
@@ -233,7 +280,7 @@ class Handler(socketserver.BaseRequestHandler):
                     client.sendall(answer[: limit - sent])
                     final["response"] = limit
                     break
-                client.sendall(answer)
+                send_paced(client, answer, pacer)
                 sent += len(answer)
                 final["response"] = sent
                 answer = upstream.recv(262144)
@@ -288,7 +335,7 @@ def exit_with_parent(parent):
 
 def main():
     threading.Thread(target=exit_with_parent, args=(os.getppid(),), daemon=True).start()
-    server = Server(("127.0.0.1", 0), Handler)
+    server = Server((LISTEN, 0), Handler)
     port_file = os.path.join(STATE, "port")
     with open(port_file + ".tmp", "w") as f:
         f.write("%d\n" % server.server_address[1])

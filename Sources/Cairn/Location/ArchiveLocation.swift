@@ -220,25 +220,28 @@ extension ArchiveLocation {
     }
 
     /// Opens it for random access: a local file with `open(2)`, a remote archive with one suffix
-    /// range request for its footer (on a thread of its own, never the cooperative pool's).
+    /// range request for its footer (on a thread of its own, never the cooperative pool's),
+    /// later reads keeping up to `options.connections` requests in flight (§13.9).
     ///
     /// - Throws: as `LocalArchiveSource.init(path:)` or `HTTPArchiveSource`'s opening, naming
     ///   the location.
-    package func openRandomAccess(http: HTTPClient.Configuration = .init()) async throws(CairnError) -> any ArchiveSource {
+    package func openRandomAccess(remote options: RemoteReadOptions = RemoteReadOptions()) async throws(CairnError) -> any ArchiveSource {
         do throws(CairnError) {
-            guard let remote = remote(http: http) else { return try LocalArchiveSource(path: name) }
-            return try await DedicatedThread.run { () throws(CairnError) in try remote.openRandomAccess() }
+            guard let remote = remote(http: options.http) else { return try LocalArchiveSource(path: name) }
+            let connections = options.connections
+            return try await DedicatedThread.run { () throws(CairnError) in try remote.openRandomAccess(connections: connections) }
         } catch {
             throw error.withPath(name)
         }
     }
 
     /// Its bytes front to back, read once: a local file's descriptor, or a remote archive's body
-    /// from one GET (no range support needed), whose head is awaited on a thread of its own.
+    /// from one GET (no range support needed, `options`' timeouts), whose head is awaited on a
+    /// thread of its own.
     ///
     /// - Throws: `.notFound`, `.io` for a file; `.httpStatus`, `.network` naming the URL.
-    package func openSequential() async throws(CairnError) -> SequentialArchiveBytes {
-        guard let remote = remote() else {
+    package func openSequential(remote options: RemoteReadOptions = RemoteReadOptions()) async throws(CairnError) -> SequentialArchiveBytes {
+        guard let remote = remote(http: options.http) else {
             let input = try FileDescriptor.open(name, flags: O_RDONLY)
             return SequentialArchiveBytes(
                 descriptor: input, finish: { () throws(CairnError) in try input.close() }, cancel: { _ = try? input.close() })

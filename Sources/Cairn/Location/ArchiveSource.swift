@@ -15,6 +15,9 @@ package protocol ArchiveSource: Sendable {
     /// seekable reader then checks, instead of walking every record, the records of each entry
     /// it extracts (`Spec/0001-container-format.md §13.7`).
     var isRemote: Bool { get }
+    /// Requests a remote source keeps in flight at once (`Spec/0001-container-format.md §13.9`):
+    /// how many reads its users may usefully hand it together. 1 for a local file.
+    var connections: Int { get }
 
     /// Reads up to `buffer.count` bytes at `offset` into `buffer`, as `pread(2)`: fewer only at
     /// the end of the archive.
@@ -99,6 +102,9 @@ package struct SequentialArchiveBytes: Sendable {
 }
 
 extension ArchiveSource {
+    /// One: a local file gains nothing from reads in parallel.
+    package var connections: Int { 1 }
+
     /// Reads each range with ``read(fromAbsoluteOffset:into:)``, one after another: right for a
     /// local file, where a `pread` costs no round trip.
     package func readEachRange(_ ranges: [Range<UInt64>]) throws(CairnError) -> [[UInt8]] {
@@ -178,6 +184,7 @@ package struct PrefetchedArchiveBytes: ArchiveSource {
     package var name: String { base.name }
     package var size: UInt64 { base.size }
     package var isRemote: Bool { base.isRemote }
+    package var connections: Int { base.connections }
 
     /// Fetches `ranges` from `base` with ``ArchiveSource/read(ranges:)``.
     package init(_ base: any ArchiveSource, fetching ranges: [Range<UInt64>]) throws(CairnError) {

@@ -16,8 +16,12 @@ import Synchronization
 /// Small reads (record headers, entry records: at most ``smallRead`` bytes) go through a cache of
 /// ``blockSize`` blocks so the reader's many little reads do not each become a request.
 /// ``read(ranges:)`` coalesces neighbours (gaps up to ``coalescingGap``) into ranges of at most
-/// ``maximumRange`` bytes and runs at most ``maximumParallelRequests`` at once (for the whole
-/// source, however many tasks call it). Transient failures are retried with the ``RetryPolicy``.
+/// ``maximumRange`` bytes and runs at most ``connections`` at once (for the whole source, however
+/// many tasks call it): the bytes in flight are at most `connections × maximumRange`
+/// (`Spec/0001-container-format.md §13.9`). A read that would make fewer requests than
+/// ``connections`` is cut into as many requests of at least ``minimumSplit`` bytes, so that one
+/// large read (a manifest, `cat`'s blocks, a file's run of chunk records) uses every connection.
+/// Transient failures are retried with the ``RetryPolicy``.
 package final class HTTPArchiveSource: ArchiveSource {
     /// Bytes fetched before the footer when opening (the manifest of a small archive, often all of it).
     package static let tailSlack: UInt64 = 64 << 10
@@ -25,8 +29,9 @@ package final class HTTPArchiveSource: ArchiveSource {
     package static let coalescingGap: UInt64 = 64 << 10
     /// The largest range one request asks for.
     package static let maximumRange: UInt64 = 8 << 20
-    /// Requests in flight at once, per source.
-    package static let maximumParallelRequests = 4
+    /// The shortest request a large read is cut into to spread it over ``connections``: below
+    /// this, a request's round trip costs more than the bytes it carries.
+    package static let minimumSplit: UInt64 = 1 << 20
     /// The block size of the small-read cache: the prelude and header, say, cost one 8 KiB
     /// request (a seeded fetch counts every byte; 32 KiB blocks cost it 2% more).
     package static let blockSize: UInt64 = 8 << 10
@@ -48,7 +53,15 @@ package final class HTTPArchiveSource: ArchiveSource {
     private let tailOffset: UInt64
     private let tail: [UInt8]
     private let cache = Mutex(BlockCache())
-    private let slots = DispatchSemaphore(value: HTTPArchiveSource.maximumParallelRequests)
+    /// Requests in flight at once, for the whole source (1 to
+    /// ``RemoteReadOptions/maximumConnections``).
+    package let connections: Int
+    private let slots: DispatchSemaphore
+    /// Requests in flight now and the most there ever were (for tests and reports).
+    private let inFlight = Mutex<(now: Int, peak: Int)>((0, 0))
+
+    /// The most requests this source ever had in flight at once (at most ``connections``).
+    package var peakRequestsInFlight: Int { inFlight.withLock { $0.peak } }
 
     package var name: String { url }
     package var isRemote: Bool { true }
@@ -66,11 +79,14 @@ package final class HTTPArchiveSource: ArchiveSource {
     ///   need no ranges.
     /// - Parameter tailSlack: bytes asked for before the footer (a seeded fetch, which finds the
     ///   manifest records it lacks from the manifest index, asks for the footer alone).
+    /// - Parameter connections: requests kept in flight at once (clamped to 1...64).
     package init(
         url: String, client: HTTPClient = HTTPClient(), retry: RetryPolicy = RetryPolicy(), acceptingWholeObject: Bool = false,
-        tailSlack: UInt64 = HTTPArchiveSource.tailSlack
+        tailSlack: UInt64 = HTTPArchiveSource.tailSlack, connections: Int = RemoteReadOptions.defaultConnections
     ) throws(CairnError) {
         self.url = url
+        self.connections = min(RemoteReadOptions.maximumConnections, max(1, connections))
+        slots = DispatchSemaphore(value: self.connections)
         self.client = client
         self.retry = retry
         self.acceptsWholeObject = acceptingWholeObject
@@ -158,7 +174,14 @@ package final class HTTPArchiveSource: ArchiveSource {
     private func fetch(_ range: Range<UInt64>) throws(CairnError) -> [UInt8] {
         guard !range.isEmpty else { return [] }
         slots.wait()
-        defer { slots.signal() }
+        inFlight.withLock { state in
+            state.now += 1
+            state.peak = max(state.peak, state.now)
+        }
+        defer {
+            inFlight.withLock { $0.now -= 1 }
+            slots.signal()
+        }
         do throws(CairnError) {
             return try retry.run { () throws(CairnError) in
                 try RangeAnswer.download(
@@ -194,11 +217,18 @@ package final class HTTPArchiveSource: ArchiveSource {
             }
             return count
         }
-        // A large read: what precedes the tail by request, the rest from the tail.
+        // A large read: what precedes the tail by requests (spread over the connections), the
+        // rest from the tail.
         let fetchedEnd = min(end, tailOffset)
-        let bytes = try fetch(offset..<fetchedEnd)
-        copy(bytes, from: 0, count: bytes.count, into: buffer, at: 0)
-        if end > fetchedEnd { copy(tail, from: 0, count: Int(end - fetchedEnd), into: buffer, at: bytes.count) }
+        var position = 0
+        if offset < fetchedEnd {
+            let requests = requests(covering: [offset..<fetchedEnd], gap: 0)
+            for bytes in try fetchAll(requests) {
+                copy(bytes, from: 0, count: bytes.count, into: buffer, at: position)
+                position += bytes.count
+            }
+        }
+        if end > fetchedEnd { copy(tail, from: 0, count: Int(end - fetchedEnd), into: buffer, at: position) }
         return count
     }
 
@@ -218,7 +248,7 @@ package final class HTTPArchiveSource: ArchiveSource {
     }
 
     /// Coalesces `ranges` into at most ``maximumRange``-byte requests (gaps up to
-    /// ``coalescingGap`` are fetched and dropped), at most ``maximumParallelRequests`` at once.
+    /// ``coalescingGap`` are fetched and dropped), at most ``connections`` at once.
     package func read(ranges: [Range<UInt64>]) throws(CairnError) -> [[UInt8]] { try read(ranges: ranges, gap: Self.coalescingGap) }
 
     /// ``read(ranges:)`` merging only neighbours at most `gap` bytes apart (a seeded fetch, which
@@ -229,8 +259,12 @@ package final class HTTPArchiveSource: ArchiveSource {
         }
         // What the tail does not hold (a range straddling its start is fetched up to it).
         let wanted = ranges.compactMap { $0.lowerBound < tailOffset ? $0.lowerBound..<min($0.upperBound, tailOffset) : nil }
-        let requests = RangeCoalescer.coalesce(wanted, gap: gap, maximum: Self.maximumRange)
+        let requests = requests(covering: wanted, gap: gap)
         let fetched = try fetchAll(requests)
+        if requests == ranges {
+            // Each range is its own request: hand the bytes over without a copy.
+            return fetched
+        }
         return ranges.map { range in
             if range.isEmpty { return [] }
             if range.lowerBound >= tailOffset {
@@ -270,14 +304,27 @@ package final class HTTPArchiveSource: ArchiveSource {
         return out
     }
 
-    /// Runs `requests` on up to ``maximumParallelRequests`` threads (blocking transfers stay off
-    /// the cooperative pool's two threads).
+    /// The requests that fetch `wanted` (`Spec/0001-container-format.md §13.9`): neighbours at
+    /// most `gap` apart merged into requests of at most ``maximumRange`` bytes; when that makes
+    /// fewer requests than ``connections``, each is cut into pieces of
+    /// `max(minimumSplit, total / connections)` bytes (rounded up), so that the connections share
+    /// the read. With one connection, the coalesced requests as they are.
+    package func requests(covering wanted: [Range<UInt64>], gap: UInt64) -> [Range<UInt64>] {
+        let merged = RangeCoalescer.coalesce(wanted, gap: gap, maximum: Self.maximumRange)
+        guard connections > 1, merged.count < connections else { return merged }
+        let total = merged.reduce(UInt64(0)) { $0 + ($1.upperBound - $1.lowerBound) }
+        let piece = max(Self.minimumSplit, (total + UInt64(connections) - 1) / UInt64(connections))
+        return merged.flatMap { RangeCoalescer.coalesce([$0], gap: 0, maximum: piece) }
+    }
+
+    /// Runs `requests` on up to ``connections`` threads (blocking transfers stay off the
+    /// cooperative pool's two threads).
     private func fetchAll(_ requests: [Range<UInt64>]) throws(CairnError) -> [[UInt8]] {
         if requests.count <= 1 { return try requests.map { (range) throws(CairnError) in try fetch(range) } }
         let results = Mutex<(next: Int, bytes: [[UInt8]?], failure: CairnError?)>(
             (0, Array(repeating: nil, count: requests.count), nil))
         let group = DispatchGroup()
-        for _ in 0..<min(Self.maximumParallelRequests, requests.count) {
+        for _ in 0..<min(connections, requests.count) {
             group.enter()
             let thread = Thread { [self] in
                 defer { group.leave() }

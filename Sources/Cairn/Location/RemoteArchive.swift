@@ -33,9 +33,11 @@ package struct RemoteArchive: Sendable {
 
     /// Opens it for random access (``HTTPArchiveSource``), blocking.
     ///
-    /// - Throws: as ``HTTPArchiveSource/init(url:client:retry:acceptingWholeObject:tailSlack:)``.
-    package func openRandomAccess() throws(CairnError) -> HTTPArchiveSource {
-        try HTTPArchiveSource(url: url, client: client, acceptingWholeObject: acceptsWholeObject)
+    /// - Parameter connections: range requests the source keeps in flight at once
+    ///   (`Spec/0001-container-format.md §13.9`).
+    /// - Throws: as ``HTTPArchiveSource/init(url:client:retry:acceptingWholeObject:tailSlack:connections:)``.
+    package func openRandomAccess(connections: Int = RemoteReadOptions.defaultConnections) throws(CairnError) -> HTTPArchiveSource {
+        try HTTPArchiveSource(url: url, client: client, acceptingWholeObject: acceptsWholeObject, connections: connections)
     }
 
     /// Its bytes front to back with one GET (no ranges needed), blocking until the answer's head.

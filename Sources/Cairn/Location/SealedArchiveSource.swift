@@ -31,6 +31,7 @@ package final class SealedArchiveSource: ArchiveSource, PositionalInput {
     package var name: String { base.name }
     package var size: UInt64 { layout.innerSize }
     package var isRemote: Bool { base.isRemote }
+    package var connections: Int { base.connections }
 
     /// The inner archive behind the envelope `envelope` of `base`, with the keys its key block
     /// held.

@@ -38,9 +38,22 @@ public enum ArchiveTransfer {
     nonisolated(nonsending) public static func send(
         archiveAt location: ArchiveLocation, from offset: UInt64 = 0, expecting token: ResumeToken? = nil, to sink: any ArchiveSink
     ) async throws {
+        try await send(archiveAt: location, from: offset, expecting: token, remote: RemoteReadOptions(), to: sink)
+    }
+
+    /// ``send(archiveAt:from:expecting:to:)`` reading a remote archive with `remote`'s
+    /// connections and timeouts: each 8 MiB block is fetched in up to
+    /// ``RemoteReadOptions/connections`` range requests at once (`Spec/0001-container-format.md
+    /// §13.9`).
+    ///
+    /// - Throws: as ``send(archiveAt:from:expecting:to:)``.
+    nonisolated(nonsending) public static func send(
+        archiveAt location: ArchiveLocation, from offset: UInt64 = 0, expecting token: ResumeToken? = nil, remote: RemoteReadOptions,
+        to sink: any ArchiveSink
+    ) async throws {
         let source: any ArchiveSource
         do {
-            source = try await location.openRandomAccess()
+            source = try await location.openRandomAccess(remote: remote)
         } catch {
             await sink.abandon()
             throw error

@@ -5,6 +5,12 @@
 /// are cut into groups of about ``groupBytes`` raw bytes; up to ``window`` groups are decoded
 /// by their own tasks while the caller writes earlier ones, so memory stays near
 /// `window × groupBytes`.
+///
+/// From a remote source, each group's records are fetched on a thread of its own (never the
+/// cooperative pool's), and the window is at least the source's `connections` + 2, so that
+/// up to `connections` groups' range requests are in flight while the caller writes
+/// (`Spec/0001-container-format.md §13.9`): memory stays near
+/// `max(6, connections + 2) × groupBytes` of records and as much of decoded chunks.
 final class ChunkPrefetcher {
     /// What a decode task needs: the archive's source (a local file read with `pread`, or a
     /// remote one read with range requests; tasks share it) and the chunk table.
@@ -153,7 +159,7 @@ final class ChunkPrefetcher {
     init(source: Source, order: [Int], window: Int = 6, groupBytes: Int = 2 << 20) {
         self.source = source
         self.order = order
-        self.window = max(1, window)
+        self.window = max(1, window, source.source.isRemote ? source.source.connections + 2 : 1)
         self.groupBytes = max(1, groupBytes)
     }
 
@@ -169,14 +175,19 @@ final class ChunkPrefetcher {
                 nextToSchedule += 1
             }
             let source = source
+            let planned = group
             tasks.append(
                 Task.detached {
                     let decompressor = ChunkDecompressor()
-                    let source = try source.prefetching(group)
+                    // The network waits on a thread of its own; decoding runs on the pool.
+                    let source =
+                        source.source.isRemote
+                        ? try await DedicatedThread.run { () throws(CairnError) in try source.prefetching(planned) }
+                        : try source.prefetching(planned)
                     var out: [[UInt8]] = []
-                    out.reserveCapacity(group.count)
+                    out.reserveCapacity(planned.count)
                     var cache: Source.PackCache?
-                    for index in group {
+                    for index in planned {
                         try Task.checkCancellation()
                         out.append(try source.decode(index, using: decompressor, cache: &cache))
                     }

@@ -41,18 +41,32 @@ extension Extractor {
         try await self.init(at: location, trustedKeys: trustedKeys, decryption: decryption, keying: nil)
     }
 
+    /// Opens the archive at `location` as ``init(at:trustedKeys:decryption:)``; a remote one is
+    /// read with `remote`'s connections and timeouts: up to ``RemoteReadOptions/connections``
+    /// coalesced range requests in flight while the manifest is read, entries' records are
+    /// checked and their chunks fetched, so at most `connections × 8 MiB` in flight
+    /// (`Spec/0001-container-format.md §13.9`). A local archive ignores `remote`.
+    ///
+    /// - Throws: as ``init(at:trustedKeys:decryption:)``.
+    public convenience init(
+        at location: ArchiveLocation, trustedKeys: [PublicKey] = [], decryption: ArchiveDecryption = ArchiveDecryption(),
+        remote: RemoteReadOptions
+    ) async throws(CairnError) {
+        try await self.init(at: location, trustedKeys: trustedKeys, decryption: decryption, keying: nil, remote: remote)
+    }
+
     /// ``init(at:trustedKeys:decryption:)``, and for a keyed archive read without its envelope
     /// (tests), the `keying` its chunk ids are checked under (`Spec/0004-trusted-archives.md
     /// §6.6`). An encrypted archive's keying comes from its key block, never from here.
     package convenience init(
         at location: ArchiveLocation, trustedKeys: [PublicKey] = [], decryption: ArchiveDecryption = ArchiveDecryption(),
-        keying: ChunkKeying?
+        keying: ChunkKeying?, remote: RemoteReadOptions = RemoteReadOptions()
     ) async throws(CairnError) {
         switch location {
         case .file(let path) where decryption.isEmpty:
             try self.init(reader: ArchiveReader(path: path, trustedKeys: trustedKeys, keying: keying))
         case .file, .http, .object:
-            let outer = try await location.openRandomAccess()
+            let outer = try await location.openRandomAccess(remote: remote)
             // Opening the key block reads the envelope (a range request for a remote archive).
             let source = try await DedicatedThread.run { () throws(CairnError) in try decryption.open(outer) }
             // The reader owns the source, and closes it when opening fails.
@@ -83,6 +97,20 @@ extension Extractor {
         _ body: (Extractor) async throws -> R
     ) async throws -> R {
         try await withExtractor(at: location, trustedKeys: trustedKeys, decryption: decryption, keying: nil, body)
+    }
+
+    /// ``withExtractor(at:trustedKeys:decryption:_:)`` reading a remote archive with `remote`'s
+    /// connections and timeouts (``init(at:trustedKeys:decryption:remote:)``).
+    ///
+    /// - Returns: what `body` returns.
+    /// - Throws: what ``init(at:trustedKeys:decryption:remote:)`` throws, or what `body` throws.
+    nonisolated(nonsending) public static func withExtractor<R>(
+        at location: ArchiveLocation, trustedKeys: [PublicKey] = [], decryption: ArchiveDecryption = ArchiveDecryption(),
+        remote: RemoteReadOptions, _ body: (Extractor) async throws -> R
+    ) async throws -> R {
+        let extractor = try await Extractor(at: location, trustedKeys: trustedKeys, decryption: decryption, remote: remote)
+        defer { extractor.close() }
+        return try await body(extractor)
     }
 
     /// ``withExtractor(at:trustedKeys:decryption:_:)`` of a keyed archive (`Spec/0004 §6.6`).
