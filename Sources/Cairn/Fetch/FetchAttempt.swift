@@ -54,6 +54,12 @@ struct FetchAttempt {
     nonisolated(nonsending) private mutating func resume(_ run: inout FetchRun) async throws -> FetchReport? {
         let options = run.options
         ranged = options.connections > 1 && options.decryption.isEmpty && options.seeds.isEmpty && run.rangesWork
+        if var known = state, let received = known.received, !received.isEmpty {
+            // Ranges past the partial file's end (a file cut or removed since) are not there.
+            let length = try run.output.partialLength
+            known.received = RangeSchedule.subtract(length..<UInt64.max, from: known.receivedRanges).map(FetchState.ReceivedRange.init)
+            state = known
+        }
         if try run.output.partialLength > 0 {
             if let known = state, known.url == run.url {
                 // The last valid commit of the file (its CRC-32s and chain digests; the dead

@@ -63,38 +63,44 @@ extension FetchWriter {
         // A range answer without a validator: the rest follows in one request, as a resume's.
         var restFollows = false
         defer { download.map(finishDownload) }
-        _ = try client.perform(
-            request, isCancelled: { [self] in cancelled.load(ordering: .relaxed) },
-            onHead: { [self] (head) throws(CairnError) in
-                guard head.status == 200 || (head.isRangeAnswer && head.contentRange?.first == 0) else {
-                    throw CairnError(
-                        .httpStatus, "the server answered \(head.status) to a request for the start of the archive", path: url,
-                        underlyingCause: .httpStatus(head.status))
-                }
-                if let total = head.resourceLength, let validator = head.strongValidator, head.isRangeAnswer, total > first,
-                    head.contentRange?.last == first - 1
-                {
-                    try parallel.recorder.replace(FetchState(url: url, validator: validator, length: total, received: []))
-                    progress.totalUnitCount = Int64(clamping: total)
-                    let size = RangeSchedule.pieceSize(total: total, start: first, connections: parallel.connections, maximum: parallel.maximumRange)
-                    let schedule = RangeSchedule(total: total, start: 0, received: [], pieceSize: size, taken: 0..<first)
-                    let started = try makeDownload(validator: validator, total: total, schedule: schedule, parallel)
-                    started.start(connections: parallel.connections - 1)
-                    download = started
-                    landing = started.landing(for: 0..<first)
-                    return
-                }
-                // One answer holds it all (a 200, or an archive no longer than the first piece),
-                // or there is no validator to bind ranges with: front to back, as before.
-                restFollows = head.isRangeAnswer && (head.resourceLength.map { $0 > first } ?? true)
-                try onFreshHead(head)
-                if let length = head.resourceLength { progress.totalUnitCount = Int64(clamping: length) }
-            },
-            onBody: { [self] (piece) throws(CairnError) in
-                if let landing { return try landing.land(piece) }
-                try deliver(piece)
-                received += UInt64(piece.count)
-            })
+        do throws(CairnError) {
+            _ = try client.perform(
+                request, isCancelled: { [self] in cancelled.load(ordering: .relaxed) },
+                onHead: { [self] (head) throws(CairnError) in
+                    guard head.status == 200 || (head.isRangeAnswer && head.contentRange?.first == 0) else {
+                        throw CairnError(
+                            .httpStatus, "the server answered \(head.status) to a request for the start of the archive", path: url,
+                            underlyingCause: .httpStatus(head.status))
+                    }
+                    if let total = head.resourceLength, let validator = head.strongValidator, head.isRangeAnswer, total > first,
+                        head.contentRange?.last == first - 1
+                    {
+                        try parallel.recorder.replace(FetchState(url: url, validator: validator, length: total, received: []))
+                        progress.totalUnitCount = Int64(clamping: total)
+                        let size = RangeSchedule.pieceSize(total: total, start: first, connections: parallel.connections, maximum: parallel.maximumRange)
+                        let schedule = RangeSchedule(total: total, start: 0, received: [], pieceSize: size, taken: 0..<first)
+                        let started = try makeDownload(validator: validator, total: total, schedule: schedule, parallel)
+                        started.start(connections: parallel.connections - 1)
+                        download = started
+                        landing = started.landing(for: 0..<first)
+                        return
+                    }
+                    // One answer holds it all (a 200, or an archive no longer than the first piece),
+                    // or there is no validator to bind ranges with: front to back, as before.
+                    restFollows = head.isRangeAnswer && (head.resourceLength.map { $0 > first } ?? true)
+                    try onFreshHead(head)
+                    if let length = head.resourceLength { progress.totalUnitCount = Int64(clamping: length) }
+                },
+                onBody: { [self] (piece) throws(CairnError) in
+                    if let landing { return try landing.land(piece) }
+                    try deliver(piece)
+                    received += UInt64(piece.count)
+                })
+        } catch {
+            // What arrived is written and kept, as a cut piece's is.
+            landing?.keep()
+            throw error
+        }
         guard let download, let landing else {
             guard restFollows else { return }
             guard received == first else { throw CairnError(.network, "the server ended the range early", path: url, offset: received) }

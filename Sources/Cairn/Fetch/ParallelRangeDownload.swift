@@ -125,6 +125,8 @@ final class ParallelRangeDownload: Sendable {
                 try download(piece, into: landing)
                 schedule.withLock { $0.end(piece) }
             } catch {
+                // What arrived before the failure is written and kept (a rerun keeps it too).
+                landing.keep()
                 let stopping = isCancelled() || aborted.load(ordering: .relaxed)
                 if !stopping, RetryPolicy.isTransient(error), retried.add(1, ordering: .relaxed).newValue <= retries {
                     // What arrived before the cut is kept; the rest is asked for again.
@@ -208,6 +210,10 @@ final class ParallelRangeDownload: Sendable {
             try write()
             guard written == end else { throw CairnError(.network, "the server ended the range early", path: url, offset: written) }
         }
+
+        /// After a failed transfer: writes what arrived, if it can (a failure to write only
+        /// costs downloading it again).
+        func keep() { try? write() }
 
         private func write() throws(CairnError) {
             guard !buffer.isEmpty else { return }
