@@ -117,11 +117,13 @@ public final class ArchiveFetcher: Sendable {
         } catch {
             // The partial file keeps what verified (synced and unlocked), to be resumed; when
             // nothing did (a 404, a body that is not an archive), nothing is left. A parallel
-            // fetch's also keeps the ranges received after its prefix, which its state records
-            // (`Spec/0001 §13.8`).
-            if (FetchState.load(for: path)?.received ?? []).isEmpty {
+            // fetch's keeps every range after it too when the fetch was stopped or the network
+            // failed (`Spec/0001 §13.8`): a rerun asks only for the holes.
+            let parallel = !(FetchState.load(for: path)?.received ?? []).isEmpty
+            let interrupted = error is CancellationError || (error as? CairnError).map { RetryPolicy.isTransient($0) || $0.code == .io } ?? false
+            if !(parallel && interrupted) {
                 let verified = await resumableLength(ofPartial: output.partialPath)
-                try? output.truncate(to: verified)
+                if !parallel { try? output.truncate(to: verified) }
                 if verified == 0 {
                     unlink(output.partialPath)
                     FetchState.remove(for: path)

@@ -355,7 +355,7 @@ struct FetchAttempt {
         guard let failure = transfer.verifyError as? CairnError else {
             throw transfer.verifyError ?? CairnError(.io, "the fetch stopped", path: run.url)
         }
-        try await recover(fromVerificationFailure: failure, transfer.recorder, &run)
+        try await recover(fromVerificationFailure: failure, transfer.recorder, usedRanges: transfer.writer.usedRanges, &run)
         return nil
     }
 
@@ -377,7 +377,7 @@ struct FetchAttempt {
     /// The bytes did not verify. Returns when another attempt follows; throws the failure,
     /// naming the URL, when the remote archive itself is damaged.
     nonisolated(nonsending) private func recover(
-        fromVerificationFailure failure: CairnError, _ recorder: FetchProgressRecorder, _ run: inout FetchRun
+        fromVerificationFailure failure: CairnError, _ recorder: FetchProgressRecorder, usedRanges: Bool, _ run: inout FetchRun
     ) async throws {
         // After a verification failure the recorded progress is not used again in this run
         // (a damaged chunk found after its contents were recorded as checked, or a partial file
@@ -387,10 +387,6 @@ struct FetchAttempt {
             return
         }
         run.distrustRecorded = true
-        if ranged, planned == nil, let offset = failure.offset, Self.isWrongBytes(failure) {
-            try refetch(failingAt: offset, failure, recorder, &run)
-            return
-        }
         // The rebuilt bytes failed verification at `offset`: a seed's record that only
         // looked the same is downloaded next time (the copies between the last verified commit
         // and the failing record's end are the suspects, `DeltaPlan.suspects(after:failingAt:)`);
@@ -402,6 +398,14 @@ struct FetchAttempt {
             for segment in suspects { run.distrusted.insert(segment.range.lowerBound) }
             run.options.onEvent?(.restarting(reason: "bytes copied from seeds did not verify (\(failure)); downloading them"))
             run.report.rejectedCopies += 1
+            return
+        }
+        // Bytes of a parallel download (`Spec/0001 §13.8`) that fail, read back from the partial
+        // file or just received: forgotten from the last verified commit on and fetched again
+        // once (a range damaged on disk, a proxy that altered one); failing again at the same
+        // offset is an error naming it, never a splice.
+        if usedRanges, let offset = failure.offset, Self.isWrongBytes(failure) {
+            try refetch(failingAt: offset, failure, recorder, &run)
             return
         }
         // Bytes that do not continue the partial file fail at once: before the first commit
@@ -444,7 +448,8 @@ extension FetchAttempt {
             throw CairnError(
                 failure.code,
                 "\(failure.message); the bytes there were fetched again and still do not verify "
-                    + "(the archive is damaged there, or something between the server and this machine alters them)",
+                    + "(the archive is damaged there, something between the server and this machine alters them, "
+                    + "or the archive was replaced under the same validator: remove the partial file to start over)",
                 path: run.url, offset: offset)
         }
         let longestRecord = UInt64(FormatLimits.maximumRecordPayload) + UInt64(RecordFraming.overhead)
