@@ -181,3 +181,26 @@ struct ParallelFetchTests {
         }
     }
 }
+
+/// The parallel fetch of an `s3://` object (`Spec/0001 §13.8`) from `rclone serve s3`, which
+/// answers ranges with 200 and a `Content-Range`.
+@Suite("Parallel ranged fetch from S3", .serialized)
+struct ParallelS3FetchTests {
+    @Test("an s3:// object over 4 connections: byte-identical, several signed range requests (§13.8)")
+    func s3Object() async throws {
+        try await onDedicatedThread {
+            let work = try TemporaryDirectory(prefix: "cairn-parallel-s3")
+            defer { work.remove() }
+            let server = try RcloneS3Server()
+            defer { server.stop() }
+            let (source, local) = try ObjectStoreTests.source(work, seed: 0x26A8, count: 40)
+            let created = try ObjectStoreTests.cli(["create", "-q", "-o", "s3://cairn/p.cairn", "data"], in: source, server)
+            try #require(created.status == 0, "\(created.stderr)")
+            let fetched = try ObjectStoreTests.cli(["fetch", "s3://cairn/p.cairn", "-o", "copy.cairn", "--json"], in: work.path, server)
+            #expect(fetched.status == 0, "\(fetched.stderr)")
+            try FetchTests.expectSame(work.appending("copy.cairn"), local)
+            #expect(fetched.stdout.contains("\"connections\":4"), "\(fetched.stdout)")
+            #expect(ObjectStoreTests.number("requestCount", in: fetched.stdout) >= 4, "\(fetched.stdout)")
+        }
+    }
+}
