@@ -204,3 +204,52 @@ struct ParallelS3FetchTests {
         }
     }
 }
+
+/// The range arithmetic and hand-out order of a parallel fetch (`Spec/0001 §13.8`), as plain values.
+@Suite("Parallel fetch: range schedule")
+struct RangeScheduleTests {
+    @Test("pieces share the rest among the connections, in 64 KiB units, at most the largest range")
+    func pieceSize() {
+        #expect(RangeSchedule.pieceSize(total: 512 << 20, start: 1 << 20, connections: 4, maximum: 8 << 20) == 8 << 20)
+        #expect(RangeSchedule.pieceSize(total: 4 << 20, start: 0, connections: 4, maximum: 8 << 20) == 1 << 20)
+        #expect(RangeSchedule.pieceSize(total: (4 << 20) + 1, start: 0, connections: 4, maximum: 8 << 20) == (1 << 20) + (64 << 10))
+        #expect(RangeSchedule.pieceSize(total: 100, start: 0, connections: 4, maximum: 8 << 20) == 64 << 10)
+        #expect(RangeSchedule.pieceSize(total: 10, start: 20, connections: 4, maximum: 8 << 20) == 64 << 10)
+    }
+
+    @Test("merge, subtract, holes and the received end from a position")
+    func arithmetic() {
+        var ranges: [Range<UInt64>] = []
+        RangeSchedule.merge(10..<20, into: &ranges)
+        RangeSchedule.merge(30..<40, into: &ranges)
+        RangeSchedule.merge(20..<25, into: &ranges)
+        RangeSchedule.merge(0..<0, into: &ranges)
+        #expect(ranges == [10..<25, 30..<40])
+        RangeSchedule.merge(24..<31, into: &ranges)
+        #expect(ranges == [10..<40])
+        #expect(RangeSchedule.subtract(15..<20, from: ranges) == [10..<15, 20..<40])
+        #expect(RangeSchedule.subtract(0..<100, from: ranges).isEmpty)
+        #expect(RangeSchedule.holes(in: [10..<15, 20..<40], within: 0..<50) == [0..<10, 15..<20, 40..<50])
+        #expect(RangeSchedule.holes(in: [10..<15], within: 12..<14).isEmpty)
+        #expect(RangeSchedule.contiguousEnd(of: [10..<15, 20..<40], from: 12) == 15)
+        #expect(RangeSchedule.contiguousEnd(of: [10..<15, 20..<40], from: 15) == 15)
+    }
+
+    @Test("holes cut into pieces lowest first; a cut piece gives back its remainder; a failure stops the hand-out")
+    func handOut() {
+        var schedule = RangeSchedule(total: 100, start: 5, received: [0..<10, 40..<50], pieceSize: 20, taken: 10..<15)
+        #expect(schedule.next() == 15..<35)
+        #expect(schedule.next() == 35..<40)
+        schedule.receive(15..<20)
+        schedule.end(15..<35, remainder: 20..<35)
+        #expect(schedule.receivedEnd(from: 0) == 10)
+        schedule.receive(10..<15)
+        schedule.end(10..<15)
+        #expect(schedule.receivedEnd(from: 0) == 20)
+        #expect(schedule.next() == 20..<35)
+        schedule.fail(CairnError(.sourceChanged, "changed"))
+        #expect(schedule.next() == nil)
+        #expect(schedule.failure?.code == .sourceChanged)
+        #expect(!schedule.isIdle)
+    }
+}

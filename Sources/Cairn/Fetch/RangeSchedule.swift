@@ -41,7 +41,8 @@ struct RangeSchedule: Sendable {
     /// (8 MiB by default: S3's guidance is 8–16 MB ranges).
     static func pieceSize(total: UInt64, start: UInt64, connections: Int, maximum: UInt64) -> UInt64 {
         let remaining = total > start ? total - start : 0
-        let share = remaining / UInt64(max(1, connections)) + 1
+        let count = UInt64(max(1, connections))
+        let share = remaining / count + (remaining % count == 0 ? 0 : 1)
         let rounded = (share + minimumPiece - 1) / minimumPiece * minimumPiece
         return max(minimumPiece, min(max(minimumPiece, maximum), rounded))
     }
