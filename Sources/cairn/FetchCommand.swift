@@ -1,10 +1,10 @@
 import Cairn
 import Foundation
 
-/// `cairn fetch URL -o FILE [--seed ARCHIVE]... [--json] [--progress] [--retries N] [--force]`
+/// `cairn fetch URL -o FILE [--seed ARCHIVE]... [--connections N] [--json] [--progress] [--retries N] [--force]`
 enum FetchCommand {
     static let usage = """
-        usage: cairn fetch URL -o FILE [--seed ARCHIVE]... [--retries N] [--timeout S] [--force] [--json] [--progress] [-q]
+        usage: cairn fetch URL -o FILE [--seed ARCHIVE]... [--connections N] [--retries N] [--timeout S] [--force] [--json] [--progress] [-q]
                    [--trusted-key PUBFILE]... [--identity FILE]... [--passphrase | --passphrase-file FILE]
 
         Downloads the archive at URL (http://, https://, or an s3://BUCKET/KEY object read with
@@ -21,6 +21,12 @@ enum FetchCommand {
                         byte-identical to the archive at URL. A seed may also be remote (an
                         http(s):// URL or an s3:// object, a nearer copy): its chunk records
                         are copied with range requests (its packs only from local seeds).
+        \(TransferOptions.connectionsHelp)
+                        A plain archive without seeds is downloaded in ranges of up to 8 MiB
+                        over N connections, each written at its place in FILE.partial and
+                        checked in archive order as the ranges join; a rerun keeps every range
+                        that arrived whole. 1: one request front to back. An encrypted archive,
+                        or a fetch with --seed, uses one connection.
         --retries N     transient failures (cut connections, timeouts, 5xx) retried in this run,
                         with backoff (default 5)
         --force         replace an existing FILE, and set aside a FILE.partial not left by a
@@ -47,7 +53,8 @@ enum FetchCommand {
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(
             raw,
-            valued: Set(["-o", "--output", "--seed", "--retries", TransferOptions.timeoutOption, ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption])
+            valued: Set(["-o", "--output", "--seed", "--retries", ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption])
+                .union(TransferOptions.valued)
                 .union(EncryptionOptions.readingOptions),
             flags: ["--json", "--progress", "--no-progress", "--force", "-q", "--quiet", EncryptionOptions.passphraseFlag])
         guard args.operands.count == 1, let first = args.operands.first else { throw UsageError("fetch takes one URL") }
@@ -65,6 +72,7 @@ enum FetchCommand {
             options.retries = value
         }
         if let timeout = try TransferOptions.timeout(args) { options.stallTimeout = timeout }
+        options.connections = try TransferOptions.connections(args)
         let quiet = args.flag("-q", "--quiet") || args.flag("--json")
         let retries = options.retries
         options.onEvent = { event in
@@ -104,7 +112,7 @@ enum FetchCommand {
             Output.out(
                 Output.json([
                     "ok": true, "url": CairnError.hidingPassword(in: url), "file": output, "archiveBytes": report.archiveBytes,
-                    "fetchedBytes": report.fetchedBytes, "seedBytes": report.seedBytes, "resumedFrom": report.resumedFrom,
+                    "fetchedBytes": report.fetchedBytes, "seedBytes": report.seedBytes, "resumedFrom": report.resumedFrom, "keptRangeBytes": report.keptRangeBytes, "connections": report.connections,
                     "contentTrustedBytes": report.contentTrustedBytes, "requestCount": report.requestCount, "restarts": report.restarts, "retries": report.retries,
                     "wallSeconds": seconds,
                 ]))
@@ -113,6 +121,7 @@ enum FetchCommand {
             line += String(format: " (%.1f%% of the archive)", share)
             if report.seedBytes > 0 { line += ", \(Output.bytes(report.seedBytes)) from seeds" }
             if report.resumedFrom > 0 { line += ", resumed at \(report.resumedFrom)" }
+            if report.keptRangeBytes > 0 { line += ", \(Output.bytes(report.keptRangeBytes)) of ranges kept" }
             line += " in \(String(format: "%.2f", seconds)) s (\(Output.rate(report.archiveBytes, seconds: seconds)) of archive)"
             Output.out(line)
         }

@@ -34,6 +34,10 @@ public final class FaultProxy {
         /// Turns a 206's status line into `HTTP/1.1 200 OK`, keeping `Content-Range` and the
         /// body: a store that answers a range with 200 and the right bytes.
         case rangeAs200
+        /// In a 206 whose `Content-Range` holds the archive offset `offset`, inverts the body
+        /// byte at that offset (a proxy that alters bytes); only for the first `times` such
+        /// answers when given.
+        case flipByte(atOffset: UInt64, times: Int? = nil)
         /// Forwards the request head and the first `afterBodyBytes` bytes of the request body
         /// (as sent: chunk framing included when chunked), then closes both connections without
         /// an answer: a server that goes away mid-upload. Only for the first `times` requests
@@ -52,7 +56,7 @@ public final class FaultProxy {
         public var target: String
         /// The upstream's final status; 0 when it gave none (a ``Mode/cutRequest``).
         public var status: Int
-        /// "pass", "cut", "stall", "shift", "whole", "200range" or "cutrequest"; "pass" when the
+        /// "pass", "cut", "stall", "shift", "whole", "200range", "flip" or "cutrequest"; "pass" when the
         /// mode found nothing to change (no `Range` for ``Mode/wholeObject``, no 206 for
         /// ``Mode/rangeAs200``, a body shorter than the cut).
         public var fault: String
@@ -228,6 +232,10 @@ public final class FaultProxy {
             control["mode"] = "whole"
         case .rangeAs200:
             control["mode"] = "200range"
+        case .flipByte(let offset, let times):
+            control["mode"] = "flip"
+            control["at"] = offset
+            control["times"] = times.map { $0 as Any } ?? NSNull()
         case .cutRequest(let after, let times):
             control["mode"] = "cutrequest"
             control["after"] = after

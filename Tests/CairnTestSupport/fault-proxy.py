@@ -19,6 +19,9 @@ is. Before each request it reads STATE_DIR/control.json:
                                          upstream's whole-object answer goes back unchanged
     {"generation": G, "mode": "200range"}  a 206's status line becomes `HTTP/1.1 200 OK`
                                          (Content-Range and body kept)
+    {"generation": G, "mode": "flip", "at": A, "times": K or null}  in a 206 whose Content-Range
+                                         holds offset A, the body byte at A is inverted (a proxy
+                                         that alters bytes); the rest is unchanged
     {"generation": G, "mode": "cutrequest", "after": N, "times": K or null}  N bytes of the
                                          request body (as sent, chunk framing included) go
                                          upstream, then both connections are closed
@@ -33,7 +36,7 @@ is. Before each request it reads STATE_DIR/control.json:
 optional `"match": REGEX` limits cut, stall and cutrequest to requests whose `METHOD TARGET`
 it matches (searched); the others pass and are not counted in `times`. Each
 request appends a line `METHOD TARGET STATUS FAULT` to STATE_DIR/requests.log, FAULT being
-"pass", "cut", "stall", "shift", "whole", "200range" or "cutrequest" (STATUS 0 when no answer
+"pass", "cut", "stall", "shift", "whole", "200range", "flip" or "cutrequest" (STATUS 0 when no answer
 came: a cut request); a mode that found nothing to change logs "pass". When a request is over
 (answered, cut, or its client gone) a line `METHOD TARGET STATUS REQUEST_BYTES RESPONSE_BYTES`
 goes to STATE_DIR/bytes.log: the request body bytes relayed upstream (as sent, framing
@@ -265,6 +268,18 @@ class Handler(socketserver.BaseRequestHandler):
             if mode == "shift" and status == "206":
                 head = shifted(head, int(settings.get("by", 0)))
                 fault = "shift"
+            flip_at = None
+            if mode == "flip" and status == "206":
+                match = re.search(rb"(?im)^content-range:\s*bytes\s+(\d+)-(\d+)/", head)
+                at = int(settings.get("at", 0))
+                if match and int(match.group(1)) <= at <= int(match.group(2)):
+                    with lock:
+                        generation = settings.get("generation", 0)
+                        times = settings.get("times")
+                        if times is None or applied.get(generation, 0) < times:
+                            applied[generation] = applied.get(generation, 0) + 1
+                            flip_at = at - int(match.group(1))
+                            fault = "flip"
             if mode == "200range" and status == "206":
                 head = b"HTTP/1.1 200 OK\r\n" + head.split(b"\r\n", 1)[1]
                 fault = "200range"
@@ -280,6 +295,10 @@ class Handler(socketserver.BaseRequestHandler):
                     client.sendall(answer[: limit - sent])
                     final["response"] = limit
                     break
+                if flip_at is not None and sent <= flip_at < sent + len(answer):
+                    changed = bytearray(answer)
+                    changed[flip_at - sent] ^= 0xFF
+                    answer = bytes(changed)
                 send_paced(client, answer, pacer)
                 sent += len(answer)
                 final["response"] = sent

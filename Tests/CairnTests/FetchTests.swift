@@ -91,7 +91,9 @@ struct FetchTests {
         var generator = SeededGenerator(seed: 0xFE7C)
         var resumedAt: [UInt64] = []
         for round in 0..<3 {
-            let child = try FetchCLI.start(["fetch", url, "-o", out, "-q"])
+            // One connection: what a kill leaves is one prefix (`ParallelFetchTests` kills a
+            // fetch over several).
+            let child = try FetchCLI.start(["fetch", url, "-o", out, "-q", "--connections", "1"])
             usleep(useconds_t(Double.random(in: 0.3...0.8, using: &generator) * 1_000_000))
             kill(child.pid, SIGKILL)
             let killed = child.wait()
@@ -197,7 +199,8 @@ struct FetchTests {
         #expect(first.stderr.contains(url) && first.stderr.contains("offset"), "\(first.stderr)")
         #expect(!RawFileSystem.exists(Array(out.utf8)))
         let before = server.accessLog().count
-        let rerun = try FetchCLI.run(["fetch", url, "-o", out])
+        // One connection: the rerun's requests are counted below.
+        let rerun = try FetchCLI.run(["fetch", url, "-o", out, "--connections", "1"])
         #expect(rerun.status == 1)
         #expect(rerun.stderr.contains(url) && rerun.stderr.contains("offset"), "\(rerun.stderr)")
         #expect(!rerun.stderr.contains("starting over"), "\(rerun.stderr)")
@@ -548,7 +551,10 @@ struct FetchTests {
         defer { server.stop() }
         let url = server.url("slow/a.cairn")
         let out = work.appending("copy.cairn")
-        let task = Task { try await ArchiveFetcher(from: ArchiveLocation(parsing: url)).fetch(to: .file(path: out)) }
+        // One connection: what cancelling leaves is one prefix, not yet complete.
+        var one = FetchOptions()
+        one.connections = 1
+        let task = Task { [one] in try await ArchiveFetcher(from: ArchiveLocation(parsing: url), options: one).fetch(to: .file(path: out)) }
         // Cancelled once a commit has reached the partial file (the rest takes seconds at 1 MiB/s).
         try await Await.suspendingUntil("a commit reaches \(out).partial", interval: 0.02) {
             guard RawFileSystem.exists(Array((out + ".partial").utf8)) else { return false }
@@ -645,7 +651,10 @@ struct FetchTests {
         try FetchState(url: url, validator: "\"5f5e1000-\(String(oldBytes.count, radix: 16))\"", length: UInt64(oldBytes.count))
             .save(for: out)
 
-        let report = try await ArchiveFetcher(from: ArchiveLocation(parsing: url)).fetch(to: .file(path: out))
+        // One connection: the requests of the attempt before the restart are told apart below.
+        var one = FetchOptions()
+        one.connections = 1
+        let report = try await ArchiveFetcher(from: ArchiveLocation(parsing: url), options: one).fetch(to: .file(path: out))
         try FetchTests.expectSame(out, expected)
         #expect(report.restarts == 1, "\(report)")
         // nginx's ETag: the file's mtime and size in hex.

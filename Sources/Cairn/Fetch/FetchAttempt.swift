@@ -25,6 +25,9 @@ struct FetchAttempt {
     /// A seeded fetch of an encrypted archive: how the writer reads the remote's inner archive
     /// and seals what it produces (`Spec/0004-trusted-archives.md §6.10.3`).
     private var resealing: FetchWriter.Resealing?
+    /// Whether this attempt downloads over several connections (`Spec/0001 §13.8`): a plain
+    /// archive without seeds, from a server that takes ranges, with more than one connection.
+    private var ranged = false
 
     private init(_ run: FetchRun) {
         verifier = StreamVerifier(path: run.url, trustedKeys: run.fetcher.options.trustedKeys, keying: run.fetcher.options.keying)
@@ -49,6 +52,14 @@ struct FetchAttempt {
     ///
     /// - Returns: the report when the partial file already held the whole archive.
     nonisolated(nonsending) private mutating func resume(_ run: inout FetchRun) async throws -> FetchReport? {
+        let options = run.options
+        ranged = options.connections > 1 && options.decryption.isEmpty && options.seeds.isEmpty && run.rangesWork
+        if var known = state, let received = known.received, !received.isEmpty {
+            // Ranges past the partial file's end (a file cut or removed since) are not there.
+            let length = try run.output.partialLength
+            known.received = RangeSchedule.subtract(length..<UInt64.max, from: known.receivedRanges).map(FetchState.ReceivedRange.init)
+            state = known
+        }
         if try run.output.partialLength > 0 {
             if let known = state, known.url == run.url {
                 // The last valid commit of the file (its CRC-32s and chain digests; the dead
@@ -56,8 +67,11 @@ struct FetchAttempt {
                 // verifier that goes on with the server's bytes after it. Chunk contents
                 // before the recorded progress were checked by an earlier run, and are not
                 // decompressed and hashed again.
+                // A parallel fetch's partial file is read up to the end of the ranges received
+                // from offset 0 without a gap (`Spec/0001 §13.8`).
                 let resumed = try await run.fetcher.readPartial(
-                    of: run.output, trustingContentBelow: run.distrustRecorded ? 0 : known.contentChecked ?? 0)
+                    of: run.output, trustingContentBelow: run.distrustRecorded ? 0 : known.contentChecked ?? 0,
+                    limit: known.received.map { _ in RangeSchedule.contiguousEnd(of: known.receivedRanges, from: 0) })
                 verifier = resumed.verifier
                 start = resumed.start
                 sealed = resumed.sealed
@@ -75,9 +89,21 @@ struct FetchAttempt {
                 state = nil
             }
         }
-        try run.output.truncate(to: start)
+        if state?.received == nil || !ranged {
+            // Continued front to back: a parallel fetch's ranges after the prefix are dropped.
+            try run.output.truncate(to: start)
+            if state?.received != nil {
+                state?.received = nil
+                try state?.save(for: run.path)
+            }
+        }
         trusted = verifier.trustedBelow
-        if run.firstAttempt { run.report.resumedFrom = start }
+        if run.firstAttempt {
+            run.report.resumedFrom = start
+            if ranged, let received = state?.received, !received.isEmpty {
+                run.report.keptRangeBytes = RangeSchedule.subtract(0..<start, from: state?.receivedRanges ?? []).reduce(0) { $0 + UInt64($1.count) }
+            }
+        }
         run.report.contentTrustedBytes = trusted
         if start > 0 { run.options.onEvent?(.resuming(from: start)) }
         run.firstAttempt = false
@@ -92,7 +118,7 @@ struct FetchAttempt {
     ///
     /// - Returns: the writer's job; nil when the attempt ends here (``readManifest(_:)``).
     nonisolated(nonsending) private mutating func plan(_ run: inout FetchRun) async throws -> FetchWriter.Job? {
-        validator = start > 0 ? state?.validator : nil
+        validator = continuing ? state?.validator : nil
         let job: FetchWriter.Job
         // An encrypted archive is rebuilt from seeds only from offset 0 (§6.10.3); a partial
         // file of one is continued verbatim (§6.10.2).
@@ -213,11 +239,19 @@ struct FetchAttempt {
     nonisolated(nonsending) private func transfer(_ job: FetchWriter.Job, _ run: inout FetchRun) async -> Transfer {
         let channel = FetchChannel()
         let url = run.url
-        let recorder = FetchProgressRecorder(path: run.path, state: state, start: sealed?.innerOffset ?? start)
+        let recorder = FetchProgressRecorder(
+            path: run.path, state: state, start: sealed?.innerOffset ?? start, checked: run.fetcher.checkedProgress)
+        var parallel: FetchWriter.Parallel?
+        if ranged, case .rest = job {
+            parallel = FetchWriter.Parallel(
+                connections: run.options.connections, maximumRange: run.options.rangeSize,
+                received: state?.received.map { _ in state?.receivedRanges ?? [] }, recorder: recorder,
+                retries: max(0, run.options.retries - run.retries))
+        }
         let writer = FetchWriter(
             client: run.remote.client, url: run.remote.url, output: run.output, channel: channel, seeds: run.seeds,
-            progress: run.fetcher.progress, validator: validator, expectedLength: start > 0 ? state?.length : nil,
-            resealing: resealing,
+            progress: run.fetcher.progress, validator: validator, expectedLength: continuing ? state?.length : nil,
+            resealing: resealing, parallel: parallel,
             onFreshHead: { (head) throws(CairnError) in
                 try recorder.replace(FetchState(url: url, validator: head.strongValidator, length: head.resourceLength))
             })
@@ -247,6 +281,8 @@ struct FetchAttempt {
         channel.stopReading()
         let writerError = await completion.wait()
         run.report.seedBytes += writer.seedBytes
+        run.retries += writer.rangeRetries
+        run.report.connections = writer.usedRanges ? run.options.connections : 1
         run.report.rejectedCopies += writer.damagedSeedRecords
         return Transfer(verified: verified, verifyError: verifyError, writerError: writerError, writer: writer, recorder: recorder)
     }
@@ -319,7 +355,7 @@ struct FetchAttempt {
         guard let failure = transfer.verifyError as? CairnError else {
             throw transfer.verifyError ?? CairnError(.io, "the fetch stopped", path: run.url)
         }
-        try await recover(fromVerificationFailure: failure, transfer.recorder, &run)
+        try await recover(fromVerificationFailure: failure, transfer.recorder, usedRanges: transfer.writer.usedRanges, &run)
         return nil
     }
 
@@ -341,7 +377,7 @@ struct FetchAttempt {
     /// The bytes did not verify. Returns when another attempt follows; throws the failure,
     /// naming the URL, when the remote archive itself is damaged.
     nonisolated(nonsending) private func recover(
-        fromVerificationFailure failure: CairnError, _ recorder: FetchProgressRecorder, _ run: inout FetchRun
+        fromVerificationFailure failure: CairnError, _ recorder: FetchProgressRecorder, usedRanges: Bool, _ run: inout FetchRun
     ) async throws {
         // After a verification failure the recorded progress is not used again in this run
         // (a damaged chunk found after its contents were recorded as checked, or a partial file
@@ -364,6 +400,14 @@ struct FetchAttempt {
             run.report.rejectedCopies += 1
             return
         }
+        // Bytes of a parallel download (`Spec/0001 §13.8`) that fail, read back from the partial
+        // file or just received: forgotten from the last verified commit on and fetched again
+        // once (a range damaged on disk, a proxy that altered one); failing again at the same
+        // offset is an error naming it, never a splice.
+        if usedRanges, let offset = failure.offset, Self.isWrongBytes(failure) {
+            try refetch(failingAt: offset, failure, recorder, &run)
+            return
+        }
         // Bytes that do not continue the partial file fail at once: before the first commit
         // after it verified (an archive replaced with the same validator). A failure after such a
         // commit is damage in the remote archive itself, and downloading it again would not help.
@@ -379,6 +423,39 @@ struct FetchAttempt {
         // at once instead of starting over.
         if let offset = failure.offset { recorder.damaged(at: offset) }
         throw failure.withPath(run.url)
+    }
+}
+
+extension FetchAttempt {
+    /// Whether the partial file continues from offset `start` or holds a parallel fetch's
+    /// ranges: range requests then carry the recorded validator and length.
+    private var continuing: Bool { start > 0 || state?.received != nil }
+
+    /// Whether `failure` says the bytes themselves are wrong (not a transfer that stopped).
+    fileprivate static func isWrongBytes(_ failure: CairnError) -> Bool {
+        [.checksumMismatch, .corrupted, .limitExceeded, .truncated].contains(failure.code)
+    }
+
+    /// Bytes of a parallel fetch that did not verify at `offset` (`Spec/0001 §13.8`): the
+    /// received bytes from the last verified commit to the end of the longest record that can
+    /// start at `offset` are forgotten and fetched again by the next attempt (a proxy that
+    /// altered one range, a range damaged on the local disk). Failing again at the same offset
+    /// ends the run with an error naming the URL and the offset.
+    fileprivate func refetch(failingAt offset: UInt64, _ failure: CairnError, _ recorder: FetchProgressRecorder, _ run: inout FetchRun)
+        throws(CairnError)
+    {
+        guard offset != state?.damagedAt, run.retries < run.options.retries else {
+            throw CairnError(
+                failure.code,
+                "\(failure.message); the bytes there were fetched again and still do not verify "
+                    + "(the archive is damaged there, something between the server and this machine alters them, "
+                    + "or the archive was replaced under the same validator: remove the partial file to start over)",
+                path: run.url, offset: offset)
+        }
+        let longestRecord = UInt64(FormatLimits.maximumRecordPayload) + UInt64(RecordFraming.overhead)
+        recorder.refetch(min(recorder.verified, offset)..<(offset + longestRecord), damagedAt: offset)
+        run.retries += 1
+        run.options.onEvent?(.retrying(failure.withPath(run.url), attempt: run.retries))
     }
 }
 

@@ -115,6 +115,13 @@ package final class FetchChannel: ByteBlockSource, ByteInput, @unchecked Sendabl
         waiting?.resume(returning: nil)
     }
 
+    /// Whether the verifier has stopped reading (a writer waiting for other bytes stops too).
+    package var isStopped: Bool {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return stopped
+    }
+
     // MARK: The verifier's side
 
     /// Stops the verifier's side: its reads see end of input and the writer's calls fail.

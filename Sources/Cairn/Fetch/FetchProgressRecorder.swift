@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// Keeps a fetch's state file current: the fresh state a whole-archive answer gives (synced),
@@ -9,10 +10,45 @@ final class FetchProgressRecorder: Sendable {
     /// Where this attempt's new bytes start (the verified prefix read back ends there).
     private let start: UInt64
 
-    init(path: String, state: FetchState?, start: UInt64) {
+    /// Told the verified length as each commit verifies (``ArchiveFetcher/checkedProgress``).
+    private let checked: Progress?
+
+    init(path: String, state: FetchState?, start: UInt64, checked: Progress? = nil) {
         self.path = path
         self.state = Mutex(state)
         self.start = start
+        self.checked = checked
+        verifiedFlag.store(start, ordering: .relaxed)
+    }
+
+    /// The end of the last commit verified in this attempt (``start`` before the first).
+    var verified: UInt64 { verifiedFlag.load(ordering: .relaxed) }
+    private let verifiedFlag = Atomic<UInt64>(0)
+
+    /// Records that a parallel fetch received `range` whole (`Spec/0001 §13.8`), not synced:
+    /// every range is checked again before the rename, so a record the disk lost only costs
+    /// fetching that range again.
+    func received(_ range: Range<UInt64>) {
+        state.withLock { current in
+            guard var next = current else { return }
+            var ranges = next.receivedRanges
+            RangeSchedule.merge(range, into: &ranges)
+            next.received = ranges.map(FetchState.ReceivedRange.init)
+            try? next.save(for: path, syncing: false)
+            current = next
+        }
+    }
+
+    /// Forgets the received bytes in `suspect` (they are fetched again) and records where
+    /// verification failed (synced), after bytes of a parallel fetch did not verify.
+    func refetch(_ suspect: Range<UInt64>, damagedAt offset: UInt64) {
+        state.withLock { current in
+            guard var next = current else { return }
+            next.received = RangeSchedule.subtract(suspect, from: next.receivedRanges).map(FetchState.ReceivedRange.init)
+            next.damagedAt = offset
+            try? next.save(for: path)
+            current = next
+        }
     }
 
     func replace(_ fresh: FetchState) throws(CairnError) {
@@ -41,7 +77,10 @@ final class FetchProgressRecorder: Sendable {
     /// written: a record that lags only costs hashing those bytes again on a rerun.
     func advance(verified: UInt64, contentChecked: UInt64) {
         if verified > start { advancedFlag.store(true, ordering: .relaxed) }
+        verifiedFlag.store(verified, ordering: .relaxed)
+        checked?.completedUnitCount = Int64(clamping: verified)
         state.withLock { current in
+            if let checked, let length = current?.length { checked.totalUnitCount = Int64(clamping: length) }
             guard var next = current, contentChecked >= (next.contentChecked ?? 0) + Self.saveEvery else { return }
             next.contentChecked = contentChecked
             // A state that cannot be written (a full disk) only loses the shortcut.

@@ -63,6 +63,8 @@ struct FetchRun {
         if restarts > 0 { report.resumedFrom = 0 }  // it started over: nothing was continued
         report.retries = retries
         fetcher.progress.completedUnitCount = Int64(clamping: fileBytes)
+        fetcher.checkedProgress.totalUnitCount = Int64(clamping: fileBytes)
+        fetcher.checkedProgress.completedUnitCount = Int64(clamping: fileBytes)
         return report
     }
 

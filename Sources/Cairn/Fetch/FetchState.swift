@@ -27,11 +27,35 @@ package struct FetchState: Codable, Sendable, Equatable {
     /// Where the last run found the remote archive damaged (verification failed there with
     /// nothing to blame but the archive); a rerun failing at the same offset does not start over.
     package var damagedAt: UInt64?
+    /// A parallel fetch's ranges (`Spec/0001-container-format.md §13.8`): the byte ranges of
+    /// the partial file received from the server under ``validator`` and written, sorted and merged;
+    /// an empty list when none is yet. Nil for a fetch front to back, whose partial file is
+    /// one prefix. Every range is checked again (in archive order, by the verifier) before the
+    /// archive is renamed into place: a range recorded here but lost (a power cut before the
+    /// page cache reached the disk) fails its checks and is fetched again.
+    package var received: [ReceivedRange]?
 
-    package init(url: String, validator: String?, length: UInt64?) {
+    /// A range of the partial file, `start ..< end` in archive offsets.
+    package struct ReceivedRange: Codable, Sendable, Equatable {
+        package var start: UInt64
+        package var end: UInt64
+
+        package init(_ range: Range<UInt64>) {
+            start = range.lowerBound
+            end = range.upperBound
+        }
+
+        package var range: Range<UInt64> { start..<max(start, end) }
+    }
+
+    /// ``received`` as ranges.
+    package var receivedRanges: [Range<UInt64>] { (received ?? []).map(\.range) }
+
+    package init(url: String, validator: String?, length: UInt64?, received: [Range<UInt64>]? = nil) {
         self.url = url
         self.validator = validator
         self.length = length
+        self.received = received?.map(ReceivedRange.init)
     }
 
     /// The state file beside the partial file of `path`.

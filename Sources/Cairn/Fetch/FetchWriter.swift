@@ -32,20 +32,20 @@ package final class FetchWriter: @unchecked Sendable {
         var sealing: BlockSealing
     }
 
-    private let client: HTTPClient
-    private let url: String
-    private let output: FileSink
-    private let channel: FetchChannel
+    let client: HTTPClient
+    let url: String
+    let output: FileSink
+    let channel: FetchChannel
     private let seeds: SeedIndex
-    private let progress: Progress
-    private let validator: String?
-    private let expectedLength: UInt64?
-    private let cancelled = Atomic<Bool>(false)
+    let progress: Progress
+    let validator: String?
+    let expectedLength: UInt64?
+    let cancelled = Atomic<Bool>(false)
     private var resealing: Resealing?
 
     /// Called with the head of a whole-archive response from offset 0, before its first byte is
     /// written (the fetch records the validator beside the partial file there).
-    private let onFreshHead: @Sendable (HTTPResponseHead) throws(CairnError) -> Void
+    let onFreshHead: @Sendable (HTTPResponseHead) throws(CairnError) -> Void
 
     /// Bytes copied from seeds.
     package private(set) var seedBytes: UInt64 = 0
@@ -53,14 +53,21 @@ package final class FetchWriter: @unchecked Sendable {
     private var buffer = [UInt8](repeating: 0, count: 1 << 20)
     /// Whether the server answered a range request with the whole resource and the same
     /// validator: it does not support ranges.
-    package private(set) var sawNoRangeSupport = false
+    package internal(set) var sawNoRangeSupport = false
+    /// A `.rest(from:)` job over several connections (`Spec/0001 §13.8`); nil: one request.
+    private let parallel: Parallel?
+    /// Transient failures of a parallel job's pieces retried (each piece downloaded again).
+    package internal(set) var rangeRetries = 0
+    /// Whether the job was downloaded over several connections.
+    package internal(set) var usedRanges = false
 
     package init(
         client: HTTPClient, url: String, output: FileSink, channel: FetchChannel, seeds: SeedIndex, progress: Progress,
-        validator: String?, expectedLength: UInt64?, resealing: Resealing? = nil,
+        validator: String?, expectedLength: UInt64?, resealing: Resealing? = nil, parallel: Parallel? = nil,
         onFreshHead: @escaping @Sendable (HTTPResponseHead) throws(CairnError) -> Void
     ) {
         self.resealing = resealing
+        self.parallel = parallel
         self.client = client
         self.url = url
         self.output = output
@@ -97,7 +104,11 @@ package final class FetchWriter: @unchecked Sendable {
     private func produce(job: Job) throws(CairnError) {
         switch job {
         case .rest(let start):
-            try fetch(from: start, to: nil)
+            if let parallel, resealing == nil {
+                try fetchInParallel(from: start, parallel)
+            } else {
+                try fetch(from: start, to: nil)
+            }
         case .rebuild(let plan, let remote):
             let rebuilder = ArchiveRebuilder(
                 remote: remote, url: url, plan: plan, seeds: seeds,
@@ -191,7 +202,7 @@ package final class FetchWriter: @unchecked Sendable {
     /// for each cost more than the copy (20,000 writes for a 314 MiB archive, measured). The
     /// block is written to the file and then handed to the verifier as it is: that one copy is
     /// the only one a byte takes between libcurl and the checks.
-    private func deliver(_ bytes: UnsafeRawBufferPointer) throws(CairnError) {
+    func deliver(_ bytes: UnsafeRawBufferPointer) throws(CairnError) {
         guard resealing != nil else { return try emit(bytes) }
         guard let sealed = resealing?.sealing.seal(bytes), !sealed.isEmpty else { return }
         try sealed.withBytes { (raw) throws(CairnError) in try emit(raw) }
@@ -294,7 +305,7 @@ package final class FetchWriter: @unchecked Sendable {
     }
 
     /// Downloads `start ..< end` (`end` nil: to the end of the archive) and delivers it.
-    private func fetch(from start: UInt64, to end: UInt64?, total: UInt64? = nil) throws(CairnError) {
+    func fetch(from start: UInt64, to end: UInt64?, total: UInt64? = nil) throws(CairnError) {
         if let resealing, let end {
             // Through the remote's sealed blocks (``SealedRangeReader``), 8 MiB at a time.
             var position = start

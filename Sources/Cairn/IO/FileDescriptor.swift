@@ -84,6 +84,21 @@ package struct FileDescriptor: ByteInput, Sendable {
         return total
     }
 
+    /// Writes all of `buffer` at `offset` with `pwrite(2)` (the file offset does not move),
+    /// retrying on `EINTR` and short writes; safe from several threads at once on one descriptor.
+    ///
+    /// - Throws: `.io` naming the file and `offset` (a full disk is `ENOSPC`).
+    package func writeAll(_ buffer: UnsafeRawBufferPointer, atAbsoluteOffset offset: UInt64) throws(CairnError) {
+        var done = 0
+        while done < buffer.count {
+            guard let base = buffer.baseAddress else { return }
+            let position = off_t(truncatingIfNeeded: offset &+ UInt64(done))
+            let n = retryOnInterrupt { Glibc.pwrite(rawValue, base + done, buffer.count - done, position) }
+            guard n > 0 else { throw Errno.current.error("write failed", path: path, offset: offset &+ UInt64(done)) }
+            done += n
+        }
+    }
+
     /// Writes all of `buffer` with `write(2)`, retrying on `EINTR` and short writes.
     package func writeAll(_ buffer: UnsafeRawBufferPointer) throws(CairnError) {
         var done = 0

@@ -1,0 +1,255 @@
+import CairnTestSupport
+import Foundation
+import Glibc
+import Testing
+
+@testable import Cairn
+
+/// A fetch over several connections (`Spec/0001-container-format.md §13.8`, `Spec/0003 §13`,
+/// issue 26) against a real nginx on 127.0.0.1, with the fault proxy in front of it for the
+/// faults: pieces written at their offsets and checked in archive order, a cut connection, a
+/// range answered with wrong bytes, an archive replaced mid-fetch, a kill and a resume that keeps
+/// every range received, and a server without range support.
+@Suite("Parallel ranged fetch", .serialized)
+struct ParallelFetchTests {
+    /// A served archive of about 3 MiB (seeded, incompressible), nginx, and the proxy in front.
+    final class Setup {
+        let work: TemporaryDirectory
+        let served: String
+        let server: NginxServer
+        let proxy: FaultProxy
+        let expected: [UInt8]
+        var out: String { work.appending("copy.cairn") }
+
+        init(seed: UInt64, count: Int = 24, slowRate: String = "512k") throws {
+            work = try TemporaryDirectory(prefix: "cairn-parallel-fetch")
+            served = work.appending("www")
+            try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+            try FetchTests.archive(FetchTests.tree(seed: seed, count: count), at: served + "/a.cairn", work: work)
+            expected = try FetchTests.bytes(served + "/a.cairn")
+            server = try NginxServer(root: served, slowRate: slowRate)
+            proxy = try FaultProxy(upstreamPort: server.port)
+        }
+
+        deinit {
+            proxy.stop()
+            server.stop()
+            work.remove()
+        }
+    }
+
+    /// Options of a fetch over 4 connections in pieces of 256 KiB: a few-MiB archive gives a
+    /// dozen pieces.
+    static func options(retries: Int = 5) -> FetchOptions {
+        var options = FetchOptions(retries: retries)
+        options.connections = 4
+        options.rangeSize = 256 << 10
+        return options
+    }
+
+    @Test("4 connections in 256 KiB pieces: byte-identical, every piece a bounded range with If-Range, checked progress reaches the end (§13.8)")
+    func byteIdentical() async throws {
+        let setup = try Setup(seed: 0x26A1)
+        let fetcher = try ArchiveFetcher(from: ArchiveLocation(parsing: setup.server.url("a.cairn")), options: Self.options())
+        let report = try await fetcher.fetch(to: .file(path: setup.out))
+        try FetchTests.expectSame(setup.out, setup.expected)
+        #expect(report.connections == 4)
+        #expect(report.fetchedBytes == UInt64(setup.expected.count), "every byte downloaded once: \(report)")
+        #expect(fetcher.checkedProgress.completedUnitCount == Int64(setup.expected.count))
+        #expect(!RawFileSystem.exists(Array((setup.out + ".partial.fetch").utf8)))
+        let fields = setup.server.requestFields()
+        #expect(fields.count >= 10, "a dozen pieces: \(fields)")
+        // The first asks for the first piece alone; every other carries the validator it gave.
+        #expect(fields.first?.range == "bytes=0-262143", "\(fields)")
+        #expect(fields.dropFirst().allSatisfy { !$0.ifRange.isEmpty && $0.range.hasPrefix("bytes=") }, "\(fields)")
+        #expect(setup.server.accessLog().allSatisfy { $0.status == 206 && $0.bodyBytesSent <= 256 << 10 })
+    }
+
+    @Test("--connections 1 is one GET front to back without a Range field; a server without ranges gets one GET too (§13.8)")
+    func oneConnectionAndNoRanges() async throws {
+        try await onDedicatedThread {
+            let setup = try Setup(seed: 0x26A2)
+            let one = try FetchCLI.run(["fetch", setup.server.url("a.cairn"), "-o", setup.out, "--connections", "1", "--json"])
+            #expect(one.status == 0, "\(one.stderr)")
+            #expect(one.stdout.contains("\"connections\":1"), "\(one.stdout)")
+            try FetchTests.expectSame(setup.out, setup.expected)
+            #expect(setup.server.requestFields().map(\.range) == [""])
+
+            let noRanges = setup.work.appending("noranges.cairn")
+            let whole = try FetchCLI.run(["fetch", setup.server.url("noranges/a.cairn"), "-o", noRanges, "--json"])
+            #expect(whole.status == 0, "\(whole.stderr)")
+            #expect(whole.stdout.contains("\"connections\":1"), "\(whole.stdout)")
+            try FetchTests.expectSame(noRanges, setup.expected)
+            let log = setup.server.accessLog().filter { $0.path.hasPrefix("/noranges/") }
+            #expect(log.count == 1 && log.first?.status == 200, "\(log)")
+
+            let bad = try FetchCLI.run(["fetch", setup.server.url("a.cairn"), "-o", setup.work.appending("x"), "--connections", "0"])
+            #expect(bad.status == 2, "\(bad.stderr)")
+        }
+    }
+
+    @Test("one connection cut mid-piece while the others complete: what arrived is kept, the rest asked for again, nothing downloaded twice (§13.8)")
+    func oneConnectionCut() async throws {
+        let setup = try Setup(seed: 0x26A3)
+        try setup.proxy.set(.cut(afterBodyBytes: 100_000, times: 1))
+        let fetcher = try ArchiveFetcher(from: ArchiveLocation(parsing: setup.proxy.url("a.cairn")), options: Self.options())
+        let report = try await fetcher.fetch(to: .file(path: setup.out))
+        try FetchTests.expectSame(setup.out, setup.expected)
+        #expect(setup.proxy.requests.filter { $0.fault == "cut" }.count == 1, "\(setup.proxy.requests)")
+        #expect(report.retries == 1, "\(report)")
+        #expect(report.restarts == 0, "\(report)")
+        #expect(report.fetchedBytes == UInt64(setup.expected.count), "the bytes before the cut were kept: \(report)")
+    }
+
+    @Test("a range answered with a wrong byte is caught by the checks and fetched again; a byte wrong every time ends with an error naming the URL and offset (§13.8)")
+    func wrongBytes() async throws {
+        let setup = try Setup(seed: 0x26A4)
+        let url = setup.proxy.url("a.cairn")
+        let offset = UInt64(setup.expected.count * 2 / 3)
+        try setup.proxy.set(.flipByte(atOffset: offset, times: 1))
+        let report = try await ArchiveFetcher(from: ArchiveLocation(parsing: url), options: Self.options()).fetch(to: .file(path: setup.out))
+        try FetchTests.expectSame(setup.out, setup.expected)
+        #expect(setup.proxy.requests.filter { $0.fault == "flip" }.count == 1, "\(setup.proxy.requests)")
+        #expect(report.retries == 1, "\(report)")
+
+        let other = setup.work.appending("other.cairn")
+        try setup.proxy.set(.flipByte(atOffset: offset, times: nil))
+        let error = await #expect(throws: CairnError.self) {
+            _ = try await ArchiveFetcher(from: ArchiveLocation(parsing: url), options: Self.options()).fetch(to: .file(path: other))
+        }
+        #expect(error?.path == url, "\(String(describing: error))")
+        #expect(error.flatMap(\.offset).map { $0 <= offset && offset - $0 < 1 << 20 } == true, "\(String(describing: error))")
+        #expect(error?.message.contains("fetched again") == true, "\(String(describing: error))")
+        #expect(!RawFileSystem.exists(Array(other.utf8)))
+    }
+
+    @Test("the archive replaced on the server while a piece stalls: the fetch starts over and ends with the new archive, never a splice (§13.8)")
+    func replacedMidFetch() async throws {
+        try await onDedicatedThread {
+            let setup = try Setup(seed: 0x26A5)
+            // The first request stalls after its head and some bytes: the other connections
+            // have started on the archive its head described.
+            try setup.proxy.set(.stall(afterBodyBytes: 1000, times: 1))
+            let child = try FetchCLI.start(["fetch", setup.proxy.url("a.cairn"), "-o", setup.out, "--timeout", "2", "--json"])
+            try Await.until("a piece stalls") { setup.proxy.stallCount == 1 || !child.process.isRunning }
+            // Another archive, renamed over the served one: another ETag and length.
+            let next = setup.served + "/next.cairn"
+            try FetchTests.archive(FetchTests.tree(seed: 0x26A6, count: 20), at: next, work: setup.work, name: "next")
+            let replacement = try FetchTests.bytes(next)
+            #expect(rename(next, setup.served + "/a.cairn") == 0)
+            let result = child.wait()
+            #expect(result.status == 0, "\(result.stderr)")
+            // The rerun's pieces carried the old validator and were refused: nothing of the old
+            // archive is in the new one.
+            #expect(setup.server.requestFields().contains { !$0.ifRange.isEmpty }, "\(setup.server.requestFields())")
+            try FetchTests.expectSame(setup.out, replacement)
+            #expect(result.stdout.contains("\"restarts\":1"), "\(result.stdout) \(result.stderr)")
+        }
+    }
+
+    @Test("killed with pieces received, then rerun: every piece written is kept; the bytes sent twice are at most the connections' unwritten MiB (§13.8)")
+    func killAndResume() async throws {
+        try await onDedicatedThread {
+            let setup = try Setup(seed: 0x26A7, count: 40)
+            let url = setup.server.url("slow/a.cairn")
+            let total = UInt64(setup.expected.count)
+            let child = try FetchCLI.start(["fetch", url, "-o", setup.out, "-q"])
+            // Killed once the state records over a third of the archive.
+            try Await.until("the state records received ranges") {
+                let received = FetchState.load(for: setup.out)?.receivedRanges.reduce(0) { $0 + UInt64($1.count) } ?? 0
+                return received > total / 3 || !child.process.isRunning
+            }
+            kill(child.pid, SIGKILL)
+            let killed = child.wait()
+            try #require(killed.status != 0, "the fetch ended before the kill")
+            let state = try #require(FetchState.load(for: setup.out))
+            let kept = state.receivedRanges.reduce(0) { $0 + UInt64($1.count) }
+            #expect(state.receivedRanges.count > 1 || kept < total, "\(state)")
+            let firstRun = setup.server.accessLog().reduce(0) { $0 + $1.bodyBytesSent }
+
+            let resumed = try FetchCLI.run(["fetch", url, "-o", setup.out, "--json"])
+            #expect(resumed.status == 0, "\(resumed.stderr)")
+            try FetchTests.expectSame(setup.out, setup.expected)
+            #expect(resumed.stdout.contains("\"keptRangeBytes\":") && !resumed.stdout.contains("\"keptRangeBytes\":0,"), "\(resumed.stdout)")
+            let bothRuns = setup.server.accessLog().reduce(0) { $0 + $1.bodyBytesSent }
+            #expect(bothRuns > firstRun)
+            // Sent twice: at most the ranges in flight (each connection had written all but its
+            // last MiB, or less, of its piece).
+            let piece = RangeSchedule.pieceSize(total: total, start: FetchWriter.firstRequestBytes, connections: 4, maximum: 8 << 20)
+            #expect(bothRuns - total <= 4 * piece, "\(bothRuns - total) bytes sent twice, pieces of \(piece)")
+            #expect(bothRuns - firstRun <= total - kept, "the rerun asked only for what the state did not hold")
+        }
+    }
+}
+
+/// The parallel fetch of an `s3://` object (`Spec/0001 §13.8`) from `rclone serve s3`, which
+/// answers ranges with 200 and a `Content-Range`.
+@Suite("Parallel ranged fetch from S3", .serialized)
+struct ParallelS3FetchTests {
+    @Test("an s3:// object over 4 connections: byte-identical, several signed range requests (§13.8)")
+    func s3Object() async throws {
+        try await onDedicatedThread {
+            let work = try TemporaryDirectory(prefix: "cairn-parallel-s3")
+            defer { work.remove() }
+            let server = try RcloneS3Server()
+            defer { server.stop() }
+            let (source, local) = try ObjectStoreTests.source(work, seed: 0x26A8, count: 40)
+            let created = try ObjectStoreTests.cli(["create", "-q", "-o", "s3://cairn/p.cairn", "data"], in: source, server)
+            try #require(created.status == 0, "\(created.stderr)")
+            let fetched = try ObjectStoreTests.cli(["fetch", "s3://cairn/p.cairn", "-o", "copy.cairn", "--json"], in: work.path, server)
+            #expect(fetched.status == 0, "\(fetched.stderr)")
+            try FetchTests.expectSame(work.appending("copy.cairn"), local)
+            #expect(fetched.stdout.contains("\"connections\":4"), "\(fetched.stdout)")
+            #expect(ObjectStoreTests.number("requestCount", in: fetched.stdout) >= 4, "\(fetched.stdout)")
+        }
+    }
+}
+
+/// The range arithmetic and hand-out order of a parallel fetch (`Spec/0001 §13.8`), as plain values.
+@Suite("Parallel fetch: range schedule")
+struct RangeScheduleTests {
+    @Test("pieces share the rest among the connections, in 64 KiB units, at most the largest range")
+    func pieceSize() {
+        #expect(RangeSchedule.pieceSize(total: 512 << 20, start: 1 << 20, connections: 4, maximum: 8 << 20) == 8 << 20)
+        #expect(RangeSchedule.pieceSize(total: 4 << 20, start: 0, connections: 4, maximum: 8 << 20) == 1 << 20)
+        #expect(RangeSchedule.pieceSize(total: (4 << 20) + 1, start: 0, connections: 4, maximum: 8 << 20) == (1 << 20) + (64 << 10))
+        #expect(RangeSchedule.pieceSize(total: 100, start: 0, connections: 4, maximum: 8 << 20) == 64 << 10)
+        #expect(RangeSchedule.pieceSize(total: 10, start: 20, connections: 4, maximum: 8 << 20) == 64 << 10)
+    }
+
+    @Test("merge, subtract, holes and the received end from a position")
+    func arithmetic() {
+        var ranges: [Range<UInt64>] = []
+        RangeSchedule.merge(10..<20, into: &ranges)
+        RangeSchedule.merge(30..<40, into: &ranges)
+        RangeSchedule.merge(20..<25, into: &ranges)
+        RangeSchedule.merge(0..<0, into: &ranges)
+        #expect(ranges == [10..<25, 30..<40])
+        RangeSchedule.merge(24..<31, into: &ranges)
+        #expect(ranges == [10..<40])
+        #expect(RangeSchedule.subtract(15..<20, from: ranges) == [10..<15, 20..<40])
+        #expect(RangeSchedule.subtract(0..<100, from: ranges).isEmpty)
+        #expect(RangeSchedule.holes(in: [10..<15, 20..<40], within: 0..<50) == [0..<10, 15..<20, 40..<50])
+        #expect(RangeSchedule.holes(in: [10..<15], within: 12..<14).isEmpty)
+        #expect(RangeSchedule.contiguousEnd(of: [10..<15, 20..<40], from: 12) == 15)
+        #expect(RangeSchedule.contiguousEnd(of: [10..<15, 20..<40], from: 15) == 15)
+    }
+
+    @Test("holes cut into pieces lowest first; a cut piece gives back its remainder; a failure stops the hand-out")
+    func handOut() {
+        var schedule = RangeSchedule(total: 100, start: 5, received: [0..<10, 40..<50], pieceSize: 20, taken: 10..<15)
+        #expect(schedule.next() == 15..<35)
+        #expect(schedule.next() == 35..<40)
+        schedule.receive(15..<20)
+        schedule.end(15..<35, remainder: 20..<35)
+        #expect(schedule.receivedEnd(from: 0) == 10)
+        schedule.receive(10..<15)
+        schedule.end(10..<15)
+        #expect(schedule.receivedEnd(from: 0) == 20)
+        #expect(schedule.next() == 20..<35)
+        schedule.fail(CairnError(.sourceChanged, "changed"))
+        #expect(schedule.next() == nil)
+        #expect(schedule.failure?.code == .sourceChanged)
+        #expect(!schedule.isIdle)
+    }
+}
