@@ -4,7 +4,7 @@ import Foundation
 /// `cairn diff ARCHIVE DIR [--json]`
 enum DiffCommand {
     static let usage = """
-        usage: cairn diff ARCHIVE DIR [--json] [--trusted-key PUBFILE]... [--identity FILE]...
+        usage: cairn diff ARCHIVE DIR [--json] [--trusted-key PUBFILE]... [--identity FILE]... [--connections N] [--timeout S]
 
         Compares the archive's entries (ARCHIVE: a file, an http(s):// URL or s3://BUCKET/KEY,
         read through range requests) with the tree at DIR (entry paths are taken relative to
@@ -26,6 +26,9 @@ enum DiffCommand {
           -q, --quiet   print nothing; only the exit status tells
           --s3-endpoint URL   the object store of an s3:// ARCHIVE (default: AWS_ENDPOINT_URL)
 
+        \(TransferOptions.connectionsHelp)
+        \(TransferOptions.timeoutHelp)
+
         \(KeyOptions.trustedKeyHelp)
 
         \(EncryptionOptions.readingHelp)
@@ -33,7 +36,7 @@ enum DiffCommand {
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
         let args = try Arguments(
-            raw, valued: Set([KeyOptions.trustedKeyOption, ArchiveOperand.endpointOption]).union(EncryptionOptions.readingOptions),
+            raw, valued: Set([KeyOptions.trustedKeyOption, ArchiveOperand.endpointOption]).union(EncryptionOptions.readingOptions).union(TransferOptions.valued),
             flags: [EncryptionOptions.passphraseFlag, "--json", "-q", "--quiet"])
         guard args.operands.count == 2 else { throw UsageError("diff takes ARCHIVE and DIR") }
         let archive = String(decoding: args.operands[0], as: UTF8.self)
@@ -41,7 +44,7 @@ enum DiffCommand {
         // An encrypted archive's entries are compared with its keyed chunker and ids, which
         // `keying` carries from the key block (`Spec/0004 §6.6–§6.7`).
         // A URL or s3:// object is read through range requests, as list and extract read it.
-        let extractor = try await ArchiveOperand.open(archive, args)
+        let extractor = try await ArchiveOperand.open(archive, args, remote: TransferOptions.remoteReading(args))
         defer { extractor.close() }
         let differences = try ArchiveDiff.compare(
             entries: try extractor.entriesWithContentDigests(), chunking: extractor.header.chunking, keying: extractor.keying,

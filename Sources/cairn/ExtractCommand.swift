@@ -75,6 +75,8 @@ enum ExtractCommand {
             ])
         let archive = try CommandLineTool.archiveOperand(args, takingPaths: true)
         let destination = args.rawValue("-C", "--directory") ?? Array(".".utf8)
+        // tar refuses -C "" too: an empty name is a mistake, not the current directory.
+        guard !destination.isEmpty else { throw UsageError("-C needs a directory name") }
         var options = try Self.options(args)
         let remote = try TransferOptions.remoteReading(args)
         if args.flag("-v", "--verbose") {

@@ -44,10 +44,12 @@ enum FetchCommand {
                     its sealed blocks are opened as they arrive and its inner archive verified
                     as a plain one is; FILE is the remote's bytes, byte-identical, and a rerun
                     resumes from the sealed block holding the last verified commit. With
-                    --seed, an earlier export of the same --sign maker (opened with the same
+                    --seed, an earlier export of the same maker (--sign or --maker-key; opened with the same
                     identities) gives what it shares, and the rebuilt archive is sealed again
                     under the remote's keys (the same content, not the same bytes); a seed
-                    made with other keys is named and left out.
+                    made with other keys is named and left out. A rerun after a cut
+                    continues the partial file verbatim from the remote: the seeds help
+                    only the first run.
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
@@ -61,6 +63,11 @@ enum FetchCommand {
         let url = String(decoding: first, as: UTF8.self)
         guard ArchiveLocation.kind(of: url) != .file else { throw UsageError("'\(url)' is not an http://, https:// or s3:// location") }
         guard let output = args.value("-o", "--output") else { throw UsageError("missing -o FILE") }
+        guard !output.isEmpty else { throw UsageError("-o needs a file name") }
+        if (try? FileManager.default.attributesOfItem(atPath: output)[.type] as? FileAttributeType) == .typeDirectory {
+            // Refused before a byte is downloaded, as create refuses it.
+            throw CairnError(.alreadyExists, "is a directory; -o names the archive file", path: output)
+        }
         guard output != "-" else { throw UsageError("fetch writes a file (-o FILE): it verifies the whole archive before FILE appears; use 'cairn cat URL' for standard output") }
         let endpoint = args.value(ArchiveOperand.endpointOption)
         let seeds = try args.allValues("--seed").map { (seed) throws(CairnError) in try ArchiveLocation(parsing: seed, s3Endpoint: endpoint) }

@@ -4,7 +4,7 @@ import Foundation
 /// `cairn info ARCHIVE [--json]`
 enum InfoCommand {
     static let usage = """
-        usage: cairn info ARCHIVE [--json] [--trusted-key PUBFILE]... [--identity FILE]...
+        usage: cairn info ARCHIVE [--json] [--trusted-key PUBFILE]... [--identity FILE]... [--connections N] [--timeout S]
                cairn info STATEFILE [--json]
                cairn info s3://BUCKET/KEY --uploads [--upload-state FILE] [--json]
 
@@ -33,13 +33,16 @@ enum InfoCommand {
         the store acknowledged and their bytes, the command that continues the upload, and the
         one that gives it up (cairn abort). --json: complete (false) and upload.
 
+        \(TransferOptions.connectionsHelp)
+        \(TransferOptions.timeoutHelp)
+
         \(KeyOptions.trustedKeyHelp)
 
         \(EncryptionOptions.readingHelp)
         """
 
     static func run(_ raw: [[UInt8]]) async throws -> ExitStatus {
-        let args = try Arguments(raw, valued: Set([ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption, "--upload-state"]).union(EncryptionOptions.readingOptions), flags: [EncryptionOptions.passphraseFlag, "--json", "-q", "--quiet", "--uploads"])
+        let args = try Arguments(raw, valued: Set([ArchiveOperand.endpointOption, KeyOptions.trustedKeyOption, "--upload-state"]).union(EncryptionOptions.readingOptions).union(TransferOptions.valued), flags: [EncryptionOptions.passphraseFlag, "--json", "-q", "--quiet", "--uploads"])
         let trustedKeys = try KeyOptions.trustedKeys(args)
         let archive = try CommandLineTool.archiveOperand(args)
         if let report = try Self.recordedUpload(archive, args) {
@@ -47,9 +50,10 @@ enum InfoCommand {
             return .success
         }
         let decryption = try EncryptionOptions.decryption(args)
+        let remote = try TransferOptions.remoteReading(args)
         let extractor: Extractor
         do {
-            extractor = try await ArchiveOperand.open(archive, args)
+            extractor = try await ArchiveOperand.open(archive, args, remote: remote)
         } catch {
             // Encrypted, read without an identity: what the envelope shows (`Spec/0004 §6.1`).
             // Not with --trusted-key: a signature inside cannot be checked, so that is refused.

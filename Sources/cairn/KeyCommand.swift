@@ -37,6 +37,7 @@ enum KeyCommand {
                 throw UsageError("--maker writes a maker key alone: not with -p, -s or -W")
             }
             let replacing = args.flag("-f", "--force")
+            try requireWritable(makerPath, option: "--maker")
             if !replacing, access(makerPath, F_OK) == 0 {
                 throw CairnError(.alreadyExists, "already exists; give -f to replace the maker key (nothing was written)", path: makerPath)
             }
@@ -48,6 +49,9 @@ enum KeyCommand {
             throw UsageError("key generate needs -p PUBFILE and -s SECFILE")
         }
         guard publicPath != secretPath else { throw UsageError("-p and -s name the same file") }
+        // Both checked before either is written: a pair half replaced loses the old secret key.
+        try requireWritable(publicPath, option: "-p")
+        try requireWritable(secretPath, option: "-s")
         let replacing = args.flag("-f", "--force")
         if !replacing {
             // Checked before asking for a password; checked again when writing.
@@ -68,5 +72,22 @@ enum KeyCommand {
         Output.out("The public key was saved as \(publicPath) - give it to readers.")
         Output.out("Key id \(key.keyID); public key \(key.publicKey.minisignBase64)")
         return .success
+    }
+
+    /// Refuses, before anything is written, a key file name that cannot be written: empty (a
+    /// usage error), an existing directory, or in a directory that does not exist.
+    ///
+    /// - Throws: ``UsageError`` for an empty name; `CairnError` naming the path (exit 1).
+    private static func requireWritable(_ path: String, option: String) throws {
+        guard !path.isEmpty else { throw UsageError("\(option) needs a file name") }
+        var status = stat()
+        if stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR {
+            throw CairnError(.invalidArgument, "is a directory: name a file (nothing was written)", path: path)
+        }
+        let directory = path.contains("/") ? String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)]) : "."
+        var parent = stat()
+        guard stat(directory.isEmpty ? "/" : directory, &parent) == 0, parent.st_mode & S_IFMT == S_IFDIR else {
+            throw CairnError(.notFound, "its directory does not exist (nothing was written)", path: path)
+        }
     }
 }

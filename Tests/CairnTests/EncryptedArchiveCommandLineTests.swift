@@ -63,7 +63,7 @@ struct EncryptedArchiveCommandLineTests {
         #expect(blind.status == 1 && blind.stderr.contains("encrypted") && blind.stderr.contains("--identity"), "\(blind.stderr)")
     }
 
-    @Test("§6.2 rule 1, §14.1: cat --trusted-key of an encrypted archive without an identity names --identity (not a bad header record); key files are named as asked for when they cannot be created, and an empty name is refused")
+    @Test("§6.2 rule 1, §14.1: cat --trusted-key of an encrypted archive without an identity names --identity (not a bad header record); key files are checked before either is written (a failed -f never replaces a secret key), named as asked for, and an empty name is a usage error")
     func reviewMessages() throws {
         let work = try TemporaryDirectory(prefix: "cairn-encrypt-messages")
         defer { work.remove() }
@@ -77,9 +77,18 @@ struct EncryptedArchiveCommandLineTests {
         #expect(cat.status == 1 && cat.stderr.contains("encrypted") && cat.stderr.contains("--identity") && cat.stdout.isEmpty, "\(cat.stderr)")
         let missing = work.appending("no-such-dir/maker.key")
         let maker = try FetchCLI.run(["key", "generate", "--maker", missing], in: work.path)
-        #expect(maker.status == 1 && maker.stderr.contains("\(missing): cannot create") && !maker.stderr.contains(".tmp"), "\(maker.stderr)")
+        #expect(maker.status == 1 && maker.stderr.contains("\(missing): its directory does not exist") && !maker.stderr.contains(".tmp"), "\(maker.stderr)")
         let empty = try FetchCLI.run(["key", "generate", "--maker", ""], in: work.path)
-        #expect(empty.status != 0 && empty.stderr.contains("empty file name"), "\(empty.stderr)")
+        #expect(empty.status == 2 && empty.stderr.contains("--maker needs a file name"), "\(empty.stderr)")
+        // A key pair whose public half cannot be written is refused before the secret half is
+        // replaced: an existing secret key is never lost to a failed -f.
+        let pair = try FetchCLI.run(["key", "generate", "-W", "-p", work.appending("pub"), "-s", work.appending("sec")], in: work.path)
+        try #require(pair.status == 0, "\(pair.stderr)")
+        let secret = try RawFileSystem.contents(ofFile: Array(work.appending("sec").utf8))
+        try FileManager.default.createDirectory(atPath: work.appending("adir"), withIntermediateDirectories: false)
+        let replaced = try FetchCLI.run(["key", "generate", "-W", "-f", "-p", work.appending("adir"), "-s", work.appending("sec")], in: work.path)
+        #expect(replaced.status == 1 && replaced.stderr.contains("is a directory"), "\(replaced.stderr)")
+        #expect(try RawFileSystem.contents(ofFile: Array(work.appending("sec").utf8)) == secret, "the secret key was replaced")
     }
 
     @Test("§6.3 Opening 1: extract - of an archive whose middle block was altered is refused with exit 1 naming the block, and leaves no staging directory (damage is not a cut to resume); one cut short keeps its staging directory for --resume")

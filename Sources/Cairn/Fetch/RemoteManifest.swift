@@ -106,8 +106,12 @@ package struct RemoteManifest: Sendable {
     ) throws(CairnError) -> RemoteManifest {
         let size = source.size
         do throws(CairnError) {
-            let footer = try source.readFooter(fileSize: size)
+            // The head first: its prelude says what the archive is (an encrypted one read without
+            // an identity is named as such, `Spec/0004 §6.2` rule 1, not as a footer that does
+            // not parse).
             var head = try read([0..<min(size, headRead)], 0)[0]
+            _ = try Prelude.parse(Array(head.prefix(Prelude.length)))
+            let footer = try source.readFooter(fileSize: size)
             if head.count >= Prelude.length + RecordFraming.headerLength {
                 let header = try head.withBytes { (raw) throws(CairnError) in
                     try RecordCodec.parseHeader(UnsafeRawBufferPointer(rebasing: raw[Prelude.length...]), offset: UInt64(Prelude.length))
