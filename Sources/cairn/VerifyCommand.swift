@@ -125,7 +125,9 @@ enum VerifyCommand {
             Output.out(Output.json(object))
         } else {
             Output.out("verified length: \(result.verifiedLength)")
-            Output.out("resume token: \(result.resumeToken)")
+            // The token names inner offsets, which cat --expect-token cannot check against the
+            // stored bytes: an encrypted copy gets the outer offset to cut at instead (below).
+            if decryption.isEmpty { Output.out("resume token: \(result.resumeToken)") }
             Output.out(
                 !decryption.isEmpty
                     ? (result.isComplete
@@ -139,7 +141,7 @@ enum VerifyCommand {
             if let outerCut, !result.isComplete {
                 Output.out(
                     "to resume this encrypted copy, cut it to \(outerCut) bytes (the start of the sealed block holding inner offset \(result.verifiedLength)) "
-                        + "and ask the sender for the rest as stored: cairn cat ARCHIVE --from-offset \(outerCut) (the resume token checks a plain archive only)")
+                        + "and ask the sender for the rest as stored: cairn cat ARCHIVE --from-offset \(outerCut)")
             }
             if let reason = result.stopReason { Output.err("cairn: stopped at: \(reason.description)") }
         }
