@@ -406,7 +406,12 @@ public final class ObjectStoreSink: ArchiveSink, CommitAwareArchiveSink, Rewinda
             ledger.counts.withLock { $0.kept += earlier.size }
             return
         }
-        try await waitForRoom()
+        // An encrypted archive's part cannot be sent again with the same bytes (a resumed write
+        // seals with new nonces), and a store may refuse to replace a part it holds with other
+        // bytes (rclone serve s3 does): a part acknowledged but not yet recorded when the upload
+        // was killed would then block the resume. With one part in flight that window is one
+        // part's record, as before parallel parts; a plain archive's parts are re-sent the same.
+        if sealed { try await waitForInFlight() } else { try await waitForRoom() }
         var made = MultipartUploadState.Part(
             number: number, etag: "", size: UInt64(part.count), end: end, chainDigest: chainDigest?.hexString, sha256: "")
         if sealed {
