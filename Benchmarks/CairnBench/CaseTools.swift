@@ -169,6 +169,8 @@ struct CaseTools {
         var publicKey: String { "\(directory)/bench.pub" }
         var identity: String { "\(directory)/identity.txt" }
         var recipients: String { "\(directory)/recipients.txt" }
+        /// A maker key file (`cairn key generate --maker`): stable chunk keys without signing.
+        var makerKey: String { "\(directory)/maker.key" }
 
         /// Makes the keys that are missing.
         ///
@@ -178,6 +180,10 @@ struct CaseTools {
             if !FileManager.default.fileExists(atPath: secretKey) {
                 let made = try runner.run([cairn, "key", "generate", "-W", "-p", publicKey, "-s", secretKey], label: "key-generate")
                 guard made.succeeded else { throw BenchError("cairn key generate failed: \(made.standardError.suffix(300))") }
+            }
+            if !FileManager.default.fileExists(atPath: makerKey) {
+                let made = try runner.run([cairn, "key", "generate", "--maker", makerKey], label: "key-generate-maker")
+                guard made.succeeded else { throw BenchError("cairn key generate --maker failed: \(made.standardError.suffix(300))") }
             }
             if !FileManager.default.fileExists(atPath: recipients) {
                 try? removeTree(identity)
