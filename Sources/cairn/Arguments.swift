@@ -1,4 +1,5 @@
 import Cairn
+import Foundation
 
 /// A small command-line parser: options (`-o X`, `--name X`, `--name=X`, flags) and operands,
 /// operands kept as raw bytes.
@@ -135,6 +136,16 @@ enum ArchiveOperand {
     /// `remote`'s connections in flight (`TransferOptions.remoteReading(_:)`).
     ///
     /// - Throws: `CairnError` naming the path or URL.
+    /// Refuses an output archive path that names an existing directory, before anything is
+    /// read or downloaded: `create -o` and `fetch -o` write a file there.
+    ///
+    /// - Throws: `CairnError` `.alreadyExists` naming the path (exit 1).
+    static func refuseDirectoryOutput(_ output: String) throws(CairnError) {
+        if (try? FileManager.default.attributesOfItem(atPath: output)[.type] as? FileAttributeType) == .typeDirectory {
+            throw CairnError(.alreadyExists, "is a directory; -o names the archive file", path: output)
+        }
+    }
+
     static func open(_ archive: String, _ args: Arguments, remote: RemoteReadOptions = RemoteReadOptions()) async throws(CairnError) -> Extractor {
         try await Extractor(
             at: location(archive, args), trustedKeys: KeyOptions.trustedKeys(args), decryption: EncryptionOptions.decryption(args), remote: remote)

@@ -171,9 +171,7 @@ enum CreateCommand {
         }
         // Bad values are usage errors before anything is read or sent.
         _ = try TransferOptions.uploadOptions(args)
-        if output != "-", !toStore, (try? FileManager.default.attributesOfItem(atPath: output)[.type] as? FileAttributeType) == .typeDirectory {
-            throw CairnError(.alreadyExists, "is a directory; -o names the archive file", path: output)
-        }
+        if output != "-", !toStore { try ArchiveOperand.refuseDirectoryOutput(output) }
     }
 
     /// The archiver's configuration the options ask for.

@@ -64,10 +64,8 @@ enum FetchCommand {
         guard ArchiveLocation.kind(of: url) != .file else { throw UsageError("'\(url)' is not an http://, https:// or s3:// location") }
         guard let output = args.value("-o", "--output") else { throw UsageError("missing -o FILE") }
         guard !output.isEmpty else { throw UsageError("-o needs a file name") }
-        if (try? FileManager.default.attributesOfItem(atPath: output)[.type] as? FileAttributeType) == .typeDirectory {
-            // Refused before a byte is downloaded, as create refuses it.
-            throw CairnError(.alreadyExists, "is a directory; -o names the archive file", path: output)
-        }
+        // Refused before a byte is downloaded, as create refuses it.
+        try ArchiveOperand.refuseDirectoryOutput(output)
         guard output != "-" else { throw UsageError("fetch writes a file (-o FILE): it verifies the whole archive before FILE appears; use 'cairn cat URL' for standard output") }
         let endpoint = args.value(ArchiveOperand.endpointOption)
         let seeds = try args.allValues("--seed").map { (seed) throws(CairnError) in try ArchiveLocation(parsing: seed, s3Endpoint: endpoint) }

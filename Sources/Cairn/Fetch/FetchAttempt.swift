@@ -216,7 +216,7 @@ struct FetchAttempt {
         let plan = DeltaPlan(
             manifest: remote.manifest, manifestOffset: remote.footer.manifestOffset,
             manifestIndexLength: remote.manifestIndexLength, start: start, seeds: run.seeds,
-            distrusted: run.distrusted, signed: remote.version.major == Prelude.majorVersion && remote.version.minor >= 2)
+            distrusted: run.distrusted, signed: remote.version.major == Prelude.majorVersion && remote.version.minor >= Prelude.signedMinorVersion)
         planned = plan
         run.options.onEvent?(
             .planned(

@@ -50,10 +50,10 @@ struct SealedRemote: Sendable {
     /// The sealing of a rebuilt inner archive under the remote's block key and archive id, with
     /// fresh nonces (§6.10.3): its blocks open under the same keys as the remote's.
     func resealing() throws(CairnError) -> FetchWriter.Resealing {
-        let sealer = try BlockSealer(key: envelope.secrets.blockKey, archiveID: envelope.record.archiveID)
+        let ranges = try ranges()
         return FetchWriter.Resealing(
-            ranges: try ranges(), envelopeBytes: envelope.prefix,
-            sealing: BlockSealing(sealer: sealer, blockSize: Int(envelope.record.blockSize)))
+            ranges: ranges, envelopeBytes: envelope.prefix,
+            sealing: BlockSealing(sealer: ranges.sealer, blockSize: Int(envelope.record.blockSize)))
     }
 }
 
