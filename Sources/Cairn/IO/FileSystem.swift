@@ -121,6 +121,14 @@ package enum FileSystem {
         try setPermissions(name, in: directory, mode: extractedPermissions(mode), display: display)
     }
 
+    /// `fchmod(2)` with ``extractedPermissions(_:)`` applied, on a file extraction holds open
+    /// (no path to look up again).
+    package static func setExtractedPermissions(of fd: FileDescriptor, mode: UInt32) throws(CairnError) {
+        guard fchmod(fd.rawValue, mode_t(extractedPermissions(mode) & 0o7777)) == 0 else {
+            throw Errno.current.error("cannot set permissions", path: fd.path)
+        }
+    }
+
     /// `renameat2(2)` with `RENAME_NOREPLACE`: never replaces an existing name.
     package static func renameNoReplace(
         _ from: [UInt8], in fromDirectory: FileDescriptor?, to: [UInt8], in toDirectory: FileDescriptor?,

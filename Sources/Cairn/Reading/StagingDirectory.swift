@@ -710,7 +710,9 @@ final class StagingDirectory {
         }
     }
 
-    private static var umask: UInt32 {
+    /// The process's file mode creation mask (read by setting and restoring it: call it while no
+    /// other thread creates files).
+    static var umask: UInt32 {
         let current = Glibc.umask(0o022)
         _ = Glibc.umask(current)
         return UInt32(current)

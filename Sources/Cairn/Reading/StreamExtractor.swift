@@ -32,11 +32,16 @@ final class StreamExtractor {
     /// Inline chunks of the current pack, checked by the scanner: held until their reference.
     private var verified: [Digest: [UInt8]] = [:]
     /// The file being written, with its destination path (its path after `stripComponents`, or
-    /// nil for a dropped file written to a scratch file); `fd` is nil while skipping a file an
+    /// nil for a dropped file written to a scratch file); `file` is nil while skipping a file an
     /// interrupted run completed.
-    private var openFile: (entry: ArchiveEntry, fd: FileDescriptor?, written: UInt64, scratch: Bool)?
-    /// Writes the open file's chunks, leaving holes for zero chunks; made at its first chunk.
-    private var sparse: SparseWriter?
+    private var openFile: (entry: ArchiveEntry, file: StagedFile?, written: UInt64, scratch: Bool)?
+    /// Makes the files: every change to the staging directory goes through it, in order
+    /// (``FileSystemWriter``), except the rare ones made after ``FileSystemWriter/drain()``
+    /// (hard links, special files, scratch files, read-backs, a resumed run's skips).
+    private let writer = FileSystemWriter()
+    /// The umask, read before the writer's first job: a file whose mode it leaves whole is
+    /// created with that mode, and needs no `fchmod` after.
+    private let umask = StagingDirectory.umask
     /// Chunks whose verified bytes are all zero: a later reference to one is a hole, neither
     /// read back nor written.
     private var zeroChunks: Set<Digest> = []
@@ -63,6 +68,27 @@ final class StreamExtractor {
     /// Events a started scanner gave before the run (``ArchiveScanner/startWithSignedHeader(_:)``),
     /// handled first.
     private let startEvents: [ArchiveScanner.Event]
+
+    /// A file being written by the ``FileSystemWriter``'s jobs: its descriptor once the job that
+    /// creates it ran, and what writes its chunks, leaving holes for zero chunks. Touched by the
+    /// jobs, and by the extractor only after ``FileSystemWriter/drain()``.
+    private final class StagedFile: @unchecked Sendable {
+        var descriptor: FileDescriptor?
+        var sparse: SparseWriter?
+        /// Whether the file was created with its final mode (no `fchmod` when it is complete).
+        var hasMode = false
+
+        init(descriptor: FileDescriptor? = nil) {
+            self.descriptor = descriptor
+            if let descriptor { sparse = SparseWriter(file: descriptor, offset: 0) }
+        }
+
+        /// The descriptor, which a job that ran created.
+        func opened(_ entry: ArchiveEntry) throws(CairnError) -> FileDescriptor {
+            guard let descriptor else { throw CairnError(.io, "the file was not created", path: entry.path) }
+            return descriptor
+        }
+    }
 
     /// - Parameters:
     ///   - expectedOutput: the total content bytes to be written, when known (from a manifest);
@@ -94,6 +120,11 @@ final class StreamExtractor {
         }
     }
 
+    deinit {
+        // An extractor whose `run` never came: its writer's thread ends with it.
+        try? writer.stop()
+    }
+
     /// Reads the whole stream and extracts it into the staging directory; on success the
     /// staging directory is committed, on failure discarded.
     ///
@@ -123,13 +154,16 @@ final class StreamExtractor {
                 progress.totalUnitCount = Int64(clamping: outputBytes)
                 progress.completedUnitCount = Int64(clamping: outputBytes)
             }
+            try writer.stop()
             try finishTree()
-            if let open = openFile, !open.scratch { _ = try? open.fd?.close() }
+            if let open = openFile, !open.scratch { _ = try? open.file?.descriptor?.close() }
             closeScratchFiles()
             try staging.commit()
         } catch {
+            // Nothing may touch the staging directory once it is discarded or released.
+            try? writer.stop()
             let error = describe(error)
-            if let open = openFile, !open.scratch { _ = try? open.fd?.close() }
+            if let open = openFile, !open.scratch { _ = try? open.file?.descriptor?.close() }
             openFile = nil
             closeScratchFiles()
             if let error = error as? CairnError, error.code == .truncated, let damage = damage(endingWith: error) {
@@ -165,7 +199,6 @@ final class StreamExtractor {
     private nonisolated(nonsending) func handle(_ event: ArchiveScanner.Event) async throws {
         switch event {
         case .entry(let index, let archived, _):
-            sparse = nil
             guard let entry = Extractor.destinationEntry(for: archived, stripping: options.stripComponents) else {
                 // Dropped by stripComponents: a file is still written, unnamed, for the chunks and
                 // hard links that may need its bytes.
@@ -173,9 +206,13 @@ final class StreamExtractor {
                 return
             }
             if index < skipUntil {
+                try writer.drain()
                 try skip(entry)
             } else {
-                if staging.isResumed, entry.kind != .directory { try staging.removeLeftover(entry.pathBytes) }
+                if staging.isResumed, entry.kind != .directory {
+                    try writer.drain()
+                    try staging.removeLeftover(entry.pathBytes)
+                }
                 let droppedTarget =
                     archived.kind == .hardLink && Extractor.strippedPath(archived.linkTarget, components: options.stripComponents) == nil
                     ? scratchFiles[archived.linkTarget] : nil
@@ -206,20 +243,21 @@ final class StreamExtractor {
             }
             // Every chunk of the file must decode and verify, referenced or not.
             for task in pending.values { _ = try await task.value }
-            try sparse?.finish(size: size)
-            sparse = nil
-            guard let fd = open.fd, !open.scratch else {
-                openFile = nil
-                pending.removeAll()
-                verified.removeAll()
-                return
+            if let file = open.file {
+                let (entry, scratch, options) = (open.entry, open.scratch, options)
+                try writer.submit { () throws(CairnError) in
+                    try file.sparse?.finish(size: size)
+                    file.sparse = nil
+                    // A scratch file stays open for the hard links to it.
+                    guard !scratch else { return }
+                    let fd = try file.opened(entry)
+                    ExtendedAttributes.restore(entry.extendedAttributes, to: .descriptor(fd), display: entry.path, options: options)
+                    if !file.hasMode { try FileSystem.setExtractedPermissions(of: fd, mode: entry.permissions) }
+                    try SpecialFiles.setModificationTime(of: fd, entry, options: options)
+                    file.descriptor = nil
+                    try fd.close()
+                }
             }
-            ExtendedAttributes.restore(open.entry.extendedAttributes, to: .descriptor(fd), display: open.entry.path, options: options)
-            try FileSystem.setExtractedPermissions(
-                PathBytes.lastComponent(open.entry.pathBytes), in: try staging.parentDirectory(of: open.entry.pathBytes),
-                mode: open.entry.permissions, display: open.entry.path)
-            try SpecialFiles.setModificationTime(of: fd, open.entry, options: options)
-            try fd.close()
             openFile = nil
             pending.removeAll()
             verified.removeAll()
@@ -235,7 +273,11 @@ final class StreamExtractor {
                 }
                 resumePointVerified = true
             }
-            if count > skipUntil { try staging.journalCommit(entryCount: count, chainDigest: commit.chainDigest) }
+            if count > skipUntil {
+                // After the files it counts, in the writer's order.
+                let (staging, digest) = (staging, commit.chainDigest)
+                try writer.submit { () throws(CairnError) in try staging.journalCommit(entryCount: count, chainDigest: digest) }
+            }
         case .footer:
             if skipUntil > 0, !resumePointVerified {
                 throw CairnError(
@@ -253,11 +295,14 @@ final class StreamExtractor {
         if let top = PathValidator.components(entry.pathBytes).first, checkedTopLevelNames.insert(top).inserted {
             try staging.checkTopLevelName(top)
         }
+        let staging = staging
         switch entry.kind {
         case .directory:
-            let parent = try staging.parentDirectory(of: entry.pathBytes)
-            if (try? FileStatus.of(name, relativeTo: parent))?.kind != .directory {
-                try FileSystem.makeDirectory(name, in: parent, mode: 0o700, display: entry.path)
+            try writer.submit { () throws(CairnError) in
+                let parent = try staging.parentDirectory(of: entry.pathBytes)
+                if (try? FileStatus.of(name, relativeTo: parent))?.kind != .directory {
+                    try FileSystem.makeDirectory(name, in: parent, mode: 0o700, display: entry.path)
+                }
             }
             directories.append(entry)
         case .file:
@@ -273,11 +318,23 @@ final class StreamExtractor {
                     .limitExceeded, "the archive declares \(declaredBytes) bytes up to this file but only \(free) bytes are free",
                     path: entry.path)
             }
-            let parent = try staging.parentDirectory(of: entry.pathBytes)
-            let fd = try FileDescriptor.open(
-                name, flags: O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600, relativeTo: parent)
-            openFile = (entry, FileDescriptor(rawValue: fd.rawValue, path: entry.path), 0, false)
+            let file = StagedFile()
+            // Created with its mode when the umask keeps it whole and it has no special bits
+            // (the staging directory is 0700: nobody else sees the file meanwhile); otherwise
+            // 0600, and the mode is set when the file is complete.
+            let mode = FileSystem.extractedPermissions(entry.permissions)
+            file.hasMode = mode & 0o7000 == 0 && mode & umask == 0
+            try writer.submit { [hasMode = file.hasMode] () throws(CairnError) in
+                let parent = try staging.parentDirectory(of: entry.pathBytes)
+                let fd = try FileDescriptor.open(
+                    name, flags: O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: hasMode ? mode : 0o600, relativeTo: parent)
+                file.descriptor = FileDescriptor(rawValue: fd.rawValue, path: entry.path)
+                file.sparse = file.descriptor.map { SparseWriter(file: $0, offset: 0) }
+            }
+            openFile = (entry, file, 0, false)
         case .hardLink:
+            // Rare: made in place once what came before is.
+            try writer.drain()
             let parent = try staging.parentDirectory(of: entry.pathBytes)
             if let scratch {
                 // The target was dropped by stripComponents: link its unnamed file.
@@ -288,6 +345,7 @@ final class StreamExtractor {
         case .symlink:
             symlinks.append(entry)
         case .fifo, .characterDevice, .blockDevice:
+            try writer.drain()
             let parent = try staging.parentDirectory(of: entry.pathBytes)
             if try SpecialFiles.make(entry, named: name, in: parent, options: options) {
                 try SpecialFiles.finish(entry, named: name, in: parent, options: options)
@@ -345,10 +403,11 @@ final class StreamExtractor {
     /// A file that `stripComponents` drops: written to an unnamed file (`O_TMPFILE`) in the
     /// staging directory, so later references and hard links can use its bytes.
     private func beginScratch(_ entry: ArchiveEntry) throws {
+        try writer.drain()
         let fd = try FileDescriptor.open([0x2E], flags: O_RDWR | Self.temporaryFileFlag, mode: 0o600, relativeTo: staging.descriptor)
         let scratch = FileDescriptor(rawValue: fd.rawValue, path: entry.path)
         scratchFiles[entry.pathBytes] = scratch
-        openFile = (entry, scratch, 0, true)
+        openFile = (entry, StagedFile(descriptor: scratch), 0, true)
     }
 
     /// `O_TMPFILE`, which Glibc declares only under `_GNU_SOURCE`: the kernel's generic
@@ -363,7 +422,7 @@ final class StreamExtractor {
     private nonisolated(nonsending) func write(_ references: [ChunkReference]) async throws {
         guard var open = openFile else { return }
         for reference in references {
-            guard let fd = open.fd else {
+            guard let file = open.file else {
                 // Skipping a completed file: only learn where its chunks are (and still check
                 // that they decode).
                 if let task = pending.removeValue(forKey: reference.id), SparseWriter.isZero(try await task.value) {
@@ -382,13 +441,16 @@ final class StreamExtractor {
             if fresh == nil, let task = pending.removeValue(forKey: reference.id) { fresh = try await task.value }
             if let decoded = fresh {
                 locations.recordFirst(
-                    reference.id, path: open.entry.pathBytes, scratch: open.scratch ? fd : nil, offset: open.written, length: decoded.count)
+                    reference.id, path: open.entry.pathBytes, scratch: open.scratch ? file.descriptor : nil, offset: open.written,
+                    length: decoded.count)
                 if SparseWriter.isZero(decoded) { zeroChunks.insert(reference.id) }
                 (bytes, length) = (decoded, decoded.count)
             } else if zeroChunks.contains(reference.id), let location = locations[reference.id] {
                 (bytes, length) = (nil, location.length)
             } else {
-                let readBack = try readBack(reference.id, into: open.entry, fd: fd)
+                // Read back from a file the writer may not have written yet.
+                try writer.drain()
+                let readBack = try readBack(reference.id, into: open.entry, fd: try file.opened(open.entry))
                 (bytes, length) = (readBack, readBack.count)
             }
             let (total, overflow) = outputBytes.addingReportingOverflow(UInt64(length))
@@ -402,9 +464,9 @@ final class StreamExtractor {
                     path: open.entry.path)
             }
             outputBytes = total
-            var writer = sparse ?? SparseWriter(file: fd, offset: open.written)
-            if let bytes { try writer.write(bytes) } else { writer.skip(UInt64(length)) }
-            sparse = writer
+            try writer.submit(bytes: bytes?.count ?? 0) { () throws(CairnError) in
+                if let bytes { try file.sparse?.write(bytes) } else { file.sparse?.skip(UInt64(length)) }
+            }
             open.written += UInt64(length)
             if let progress { ByteProgress.report(outputBytes, to: progress) }
         }
