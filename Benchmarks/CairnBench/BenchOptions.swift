@@ -43,8 +43,9 @@ struct BenchOptions {
                            once under --work (refused when the disk lacks room), peak RSS of
                            cairn create and extract
           --large-file-mib N  size of that file in MiB (default 4096; implies --large-file)
-          --profile        perf record / perf report of cairn create and extract of the
-                           small-files case, top symbols saved in the results
+          --profile        perf record / perf report of cairn create and extract of every
+                           case but the large file: the top five costs, the share of each
+                           thread and the top symbols, saved in the results
           --peers LIST     comma-separated peers: tar-lz4, tar-zstd, casync, borg, restic, cairn-signed,
                            cairn-encrypted, tar-lz4-age, all
                            or none (default: every installed peer on the corpus, tar-lz4 and

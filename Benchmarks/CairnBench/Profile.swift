@@ -25,6 +25,9 @@ struct Profile {
     var objects: [Line] = []
     /// The top symbols (`--sort dso,symbol`), largest first.
     var symbols: [Line] = []
+    /// Shares by thread name (`--sort comm`; ``Line/object`` holds the name), largest first:
+    /// how the work spreads over the cores (Cairn's file-system writer is `cairn-writer`).
+    var threads: [Line] = []
     /// Why there is no profile: "perf not available: …".
     var unavailable: String?
 }
@@ -94,6 +97,8 @@ struct Profiler {
             let report = "\(shellQuoted(perf)) report -i \(shellQuoted(data)) --stdio --no-children --percent-limit 0.1"
             let byObject = try runner.shell("\(report) --sort dso", label: "perf-report-dso-\(String(slug))")
             let bySymbol = try runner.shell("\(report) --sort dso,symbol\(demangle)", label: "perf-report-sym-\(String(slug))")
+            let byThread = try runner.shell("\(report) --sort comm", label: "perf-report-comm-\(String(slug))")
+            if byThread.succeeded { result.threads = Self.parse(report: byThread.standardOutput, symbols: false).lines }
             guard byObject.succeeded, bySymbol.succeeded else {
                 let failed = byObject.succeeded ? bySymbol : byObject
                 result.unavailable = "perf not available: perf report exited \(failed.exitStatus): \(failed.standardError.suffix(300))"

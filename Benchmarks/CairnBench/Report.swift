@@ -419,6 +419,17 @@ struct Report {
                     lines.append(String(format: "- Under perf: %.2f s wall, %.2f s CPU, ", w, c) + "\(p.samples.map(String.init) ?? "?") samples")
                 }
                 lines.append("- By object: " + p.objects.prefix(8).map { String(format: "%.1f%% ", $0.percent) + "`\($0.object)`" }.joined(separator: ", "))
+                if !p.threads.isEmpty {
+                    lines.append(
+                        "- By thread (how the work spreads over the cores): "
+                            + p.threads.prefix(6).map { String(format: "%.1f%% ", $0.percent) + "`\($0.object)`" }.joined(separator: ", "))
+                }
+                lines.append(
+                    "- Top five costs: "
+                        + p.symbols.prefix(5).map { line in
+                            let symbol = line.symbol.count > 60 ? String(line.symbol.prefix(57)) + "…" : line.symbol
+                            return String(format: "%.1f%% ", line.percent) + "`\(symbol.replacingOccurrences(of: "`", with: "'"))`"
+                        }.joined(separator: ", "))
                 lines.append("")
                 lines.append("| share | object | symbol |")
                 lines.append("|--:|---|---|")
