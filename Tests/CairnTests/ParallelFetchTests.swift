@@ -175,10 +175,57 @@ struct ParallelFetchTests {
             #expect(bothRuns > firstRun)
             // Sent twice: at most the ranges in flight (each connection had written all but its
             // last MiB, or less, of its piece).
-            let piece = RangeSchedule.pieceSize(total: total, start: FetchWriter.firstRequestBytes, connections: 4, maximum: 8 << 20)
+            let piece = RangeSchedule.pieceSize(remaining: total - FetchWriter.firstRequestBytes, connections: 4, maximum: 8 << 20)
             #expect(bothRuns - total <= 4 * piece, "\(bothRuns - total) bytes sent twice, pieces of \(piece)")
             #expect(bothRuns - firstRun <= total - kept, "the rerun asked only for what the state did not hold")
         }
+    }
+
+    /// nginx's ETag of the file at `path`: its mtime and size in hex.
+    static func etag(of path: String) throws -> String {
+        var status = stat()
+        try #require(stat(path, &status) == 0)
+        return "\"\(String(status.st_mtim.tv_sec, radix: 16))-\(String(status.st_size, radix: 16))\""
+    }
+
+    /// What a run killed with three of its four pieces done leaves: `FILE.partial` holding the
+    /// archive but for `hole` (zeros there), and a state file that records every other byte as
+    /// received under the served archive's ETag.
+    static func leaveKilledRun(_ setup: Setup, url: String, hole: Range<UInt64>) throws {
+        var partial = setup.expected
+        for offset in hole { partial[Int(offset)] = 0 }
+        try RawFileSystem.writeFile(Array((setup.out + ".partial").utf8), partial)
+        let total = UInt64(setup.expected.count)
+        try FetchState(
+            url: url, validator: etag(of: setup.served + "/a.cairn"), length: total, received: [0..<hole.lowerBound, hole.upperBound..<total]
+        ).save(for: setup.out)
+    }
+
+    @Test("a rerun whose one hole is the piece a killed run had in flight asks for it over every connection, and for nothing else (§13.8)")
+    func resumedHoleSharedAmongConnections() async throws {
+        let setup = try Setup(seed: 0x26B1, count: 40)
+        let url = setup.server.url("a.cairn")
+        let total = UInt64(setup.expected.count)
+        // The first request's MiB and the pieces after the hole arrived; the hole is what one
+        // connection had in flight: a quarter of the rest.
+        let start = FetchWriter.firstRequestBytes
+        let hole = start..<(start + (total - start) / 4)
+        try Self.leaveKilledRun(setup, url: url, hole: hole)
+
+        var options = FetchOptions()
+        options.connections = 4
+        let report = try await ArchiveFetcher(from: ArchiveLocation(parsing: url), options: options).fetch(to: .file(path: setup.out))
+        try FetchTests.expectSame(setup.out, setup.expected)
+        #expect(report.connections == 4, "\(report)")
+        #expect(report.restarts == 0, "\(report)")
+        // Every completed range kept: nginx sent the hole's bytes and no more, in one piece per
+        // connection, each bound to the archive by its ETag.
+        let log = setup.server.accessLog()
+        #expect(log.reduce(0) { $0 + $1.bodyBytesSent } == UInt64(hole.count), "\(log)")
+        #expect(log.count == 4 && log.allSatisfy { $0.status == 206 }, "the hole went to one connection: \(log)")
+        let etag = try Self.etag(of: setup.served + "/a.cairn")
+        #expect(setup.server.requestFields().allSatisfy { $0.ifRange == etag }, "\(setup.server.requestFields())")
+        #expect(report.keptRangeBytes >= total - hole.upperBound, "\(report)")
     }
 }
 
@@ -210,11 +257,24 @@ struct ParallelS3FetchTests {
 struct RangeScheduleTests {
     @Test("pieces share the rest among the connections, in 64 KiB units, at most the largest range")
     func pieceSize() {
-        #expect(RangeSchedule.pieceSize(total: 512 << 20, start: 1 << 20, connections: 4, maximum: 8 << 20) == 8 << 20)
-        #expect(RangeSchedule.pieceSize(total: 4 << 20, start: 0, connections: 4, maximum: 8 << 20) == 1 << 20)
-        #expect(RangeSchedule.pieceSize(total: (4 << 20) + 1, start: 0, connections: 4, maximum: 8 << 20) == (1 << 20) + (64 << 10))
-        #expect(RangeSchedule.pieceSize(total: 100, start: 0, connections: 4, maximum: 8 << 20) == 64 << 10)
-        #expect(RangeSchedule.pieceSize(total: 10, start: 20, connections: 4, maximum: 8 << 20) == 64 << 10)
+        #expect(RangeSchedule.pieceSize(remaining: 511 << 20, connections: 4, maximum: 8 << 20) == 8 << 20)
+        #expect(RangeSchedule.pieceSize(remaining: 4 << 20, connections: 4, maximum: 8 << 20) == 1 << 20)
+        #expect(RangeSchedule.pieceSize(remaining: (4 << 20) + 1, connections: 4, maximum: 8 << 20) == (1 << 20) + (64 << 10))
+        #expect(RangeSchedule.pieceSize(remaining: 100, connections: 4, maximum: 8 << 20) == 64 << 10)
+        #expect(RangeSchedule.pieceSize(remaining: 0, connections: 4, maximum: 8 << 20) == 64 << 10)
+    }
+
+    @Test("the pieces share the bytes still wanted, not the rest after the prefix: one hole of a killed run goes to every connection")
+    func sharingTheHoles() {
+        let mib: UInt64 = 1 << 20
+        // 32 MiB received but for 4..<8 MiB: four pieces of 1 MiB, not one of 4 MiB.
+        var schedule = RangeSchedule.sharing(total: 32 * mib, start: 1 * mib, received: [0..<4 * mib, 8 * mib..<32 * mib], connections: 4, maximum: 8 * mib)
+        var pieces: [Range<UInt64>] = []
+        while let piece = schedule.next() { pieces.append(piece) }
+        #expect(pieces == [4 * mib..<5 * mib, 5 * mib..<6 * mib, 6 * mib..<7 * mib, 7 * mib..<8 * mib])
+        // A fresh fetch: the first request's piece is taken, the rest shared.
+        var fresh = RangeSchedule.sharing(total: 9 * mib, start: 0, received: [], connections: 4, maximum: 8 * mib, taken: 0..<mib)
+        #expect(fresh.next() == mib..<3 * mib)
     }
 
     @Test("merge, subtract, holes and the received end from a position")
