@@ -127,6 +127,7 @@ enum FetchCommand {
             if report.seedBytes > 0 { line += ", \(Output.bytes(report.seedBytes)) from seeds" }
             if report.resumedFrom > 0 { line += ", resumed at \(report.resumedFrom)" }
             if report.keptRangeBytes > 0 { line += ", \(Output.bytes(report.keptRangeBytes)) of ranges kept" }
+            if report.restarts > 0 { line += ", started over " + (report.restarts == 1 ? "once" : "\(report.restarts) times") }
             line += " in \(String(format: "%.2f", seconds)) s (\(Output.rate(report.archiveBytes, seconds: seconds)) of archive)"
             Output.out(line)
         }

@@ -171,6 +171,7 @@ struct ParallelFetchTests {
             #expect(resumed.status == 0, "\(resumed.stderr)")
             try FetchTests.expectSame(setup.out, setup.expected)
             #expect(resumed.stdout.contains("\"keptRangeBytes\":") && !resumed.stdout.contains("\"keptRangeBytes\":0,"), "\(resumed.stdout)")
+            #expect(resumed.stdout.contains("\"connections\":4"), "the rerun went on over one connection: \(resumed.stdout)")
             let bothRuns = setup.server.accessLog().reduce(0) { $0 + $1.bodyBytesSent }
             #expect(bothRuns > firstRun)
             // Sent twice: at most the ranges in flight (each connection had written all but its
@@ -226,6 +227,39 @@ struct ParallelFetchTests {
         let etag = try Self.etag(of: setup.served + "/a.cairn")
         #expect(setup.server.requestFields().allSatisfy { $0.ifRange == etag }, "\(setup.server.requestFields())")
         #expect(report.keptRangeBytes >= total - hole.upperBound, "\(report)")
+    }
+
+    @Test("a rerun after the archive at the URL was replaced keeps no range: the report says 0 kept and that it started over (§13.8, Spec/0003 §13)")
+    func replacedBetweenRunsKeepsNothing() async throws {
+        try await onDedicatedThread {
+            let setup = try Setup(seed: 0x26B2, count: 40)
+            let url = setup.server.url("a.cairn")
+            let total = UInt64(setup.expected.count)
+            let hole = FetchWriter.firstRequestBytes..<(total / 2)
+            try Self.leaveKilledRun(setup, url: url, hole: hole)
+            let human = setup.work.appending("human.cairn")
+            try RawFileSystem.writeFile(Array((human + ".partial").utf8), try FetchTests.bytes(setup.out + ".partial"))
+            try FetchState(url: url, validator: Self.etag(of: setup.served + "/a.cairn"), length: total, received: [0..<hole.lowerBound, hole.upperBound..<total])
+                .save(for: human)
+            // Another archive renamed over the served one: another ETag and length.
+            let next = setup.served + "/next.cairn"
+            try FetchTests.archive(FetchTests.tree(seed: 0x26B3, count: 30), at: next, work: setup.work, name: "next")
+            let replacement = try FetchTests.bytes(next)
+            #expect(rename(next, setup.served + "/a.cairn") == 0)
+
+            let json = try FetchCLI.run(["fetch", url, "-o", setup.out, "--json"])
+            #expect(json.status == 0, "\(json.stderr)")
+            try FetchTests.expectSame(setup.out, replacement)
+            #expect(json.stdout.contains("\"restarts\":1"), "\(json.stdout)")
+            #expect(json.stdout.contains("\"keptRangeBytes\":0,"), "the old archive's ranges were counted as kept: \(json.stdout)")
+            #expect(json.stdout.contains("\"resumedFrom\":0,"), "\(json.stdout)")
+
+            let line = try FetchCLI.run(["fetch", url, "-o", human])
+            #expect(line.status == 0, "\(line.stderr)")
+            try FetchTests.expectSame(human, replacement)
+            #expect(line.stdout.contains("started over once"), "\(line.stdout)")
+            #expect(!line.stdout.contains("of ranges kept") && !line.stdout.contains("resumed at"), "\(line.stdout)")
+        }
     }
 }
 

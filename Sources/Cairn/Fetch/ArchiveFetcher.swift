@@ -318,7 +318,8 @@ public struct FetchReport: Sendable, Equatable {
     /// bytes of failed attempts too): after an attempt that did not verify, more than the
     /// archive's size.
     public var seedBytes: UInt64 = 0
-    /// The verified prefix of an earlier run this run continued from (0 for a fresh fetch).
+    /// The verified prefix of an earlier run this run continued from (0 for a fresh fetch, and
+    /// when the run started over).
     public var resumedFrom: UInt64 = 0
     /// HTTP requests sent.
     public var requestCount = 0
@@ -335,7 +336,8 @@ public struct FetchReport: Sendable, Equatable {
     /// of the run's last attempt.
     public var contentTrustedBytes: UInt64 = 0
     /// Bytes after the verified prefix that an earlier parallel run received whole and this one
-    /// kept instead of downloading again (`Spec/0001-container-format.md §13.8`).
+    /// kept instead of downloading again (`Spec/0001-container-format.md §13.8`); 0 when the run
+    /// started over (``restarts`` > 0: the archive at the URL changed, nothing was kept).
     public var keptRangeBytes: UInt64 = 0
     /// Connections the download used: ``FetchOptions/connections``, or 1 when it went front to
     /// back (one connection asked for, an encrypted archive, seeds, a server without ranges).
