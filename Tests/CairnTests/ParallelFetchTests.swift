@@ -286,6 +286,77 @@ struct ParallelS3FetchTests {
     }
 }
 
+/// A seeded fetch's downloads over several connections (`Spec/0001 §13.6.2`, §13.8): the
+/// downloads of a plan of copies and downloads are read ahead through the remote source's
+/// connections; the bytes downloaded are those of one connection, the result the same.
+@Suite("Parallel seeded fetch", .serialized)
+struct ParallelSeededFetchTests {
+    /// Served `new.cairn` and `old.cairn`: 12 files of 600 KiB, of which 6 differ, so the
+    /// downloads are several MiB in several ranges.
+    final class Setup {
+        let work: TemporaryDirectory
+        let server: NginxServer
+        let expected: [UInt8]
+        let old: String
+
+        init() throws {
+            work = try TemporaryDirectory(prefix: "cairn-parallel-seeded")
+            let served = work.appending("www")
+            try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+            var generator = SeededGenerator(seed: 0x26C1)
+            var old = TreeBuilder()
+            var new = TreeBuilder()
+            old.directory("data")
+            new.directory("data")
+            for index in 0..<12 {
+                let contents = generator.bytes(600 << 10)
+                old.file("data/big\(index).bin", contents)
+                new.file("data/big\(index).bin", index % 2 == 1 ? generator.bytes(600 << 10) : contents)
+            }
+            self.old = served + "/old.cairn"
+            try FetchTests.archive(old, at: self.old, work: work, name: "old")
+            try FetchTests.archive(new, at: served + "/new.cairn", work: work, name: "new")
+            expected = try FetchTests.bytes(served + "/new.cairn")
+            server = try NginxServer(root: served)
+        }
+
+        deinit {
+            server.stop()
+            work.remove()
+        }
+
+        /// Fetches new.cairn with `seed` over `connections`; returns the report, the body bytes
+        /// nginx sent for new.cairn, and the connections they came on.
+        func fetch(seed: ArchiveLocation, connections: Int, name: String) async throws -> (FetchReport, UInt64, Set<Int>) {
+            let before = server.accessLog().count
+            let fieldsBefore = server.requestFields().count
+            var options = FetchOptions(seeds: [seed])
+            options.connections = connections
+            let out = work.appending(name)
+            let report = try await ArchiveFetcher(from: ArchiveLocation(parsing: server.url("new.cairn")), options: options)
+                .fetch(to: .file(path: out))
+            try FetchTests.expectSame(out, expected)
+            let log = server.accessLog().dropFirst(before).filter { $0.request.contains("/new.cairn") }
+            let serials = Set(server.requestFields().dropFirst(fieldsBefore).map(\.connection))
+            return (report, log.reduce(0) { $0 + $1.bodyBytesSent }, serials)
+        }
+    }
+
+    @Test("a plan of copies and downloads (a remote seed) downloads its ranges over 4 connections: the same bytes of the archive as over one (§13.6.2, §13.8)")
+    func deltaPlanInParallel() async throws {
+        let setup = try Setup()
+        let seed = try ArchiveLocation(parsing: setup.server.url("old.cairn"))
+        let (one, oneBytes, _) = try await setup.fetch(seed: seed, connections: 1, name: "one.cairn")
+        let (four, fourBytes, serials) = try await setup.fetch(seed: seed, connections: 4, name: "four.cairn")
+        #expect(one.connections == 1, "\(one)")
+        #expect(four.connections == 4, "the plan's downloads went one at a time: \(four)")
+        #expect(fourBytes == oneBytes, "4 connections downloaded \(fourBytes) bytes of the archive, one \(oneBytes)")
+        #expect(fourBytes < UInt64(setup.expected.count * 2 / 3), "\(fourBytes) of \(setup.expected.count)")
+        #expect(four.restarts == 0 && four.rejectedCopies == 0, "\(four)")
+        #expect(serials.count > 1, "\(serials)")
+    }
+}
+
 /// The range arithmetic and hand-out order of a parallel fetch (`Spec/0001 §13.8`), as plain values.
 @Suite("Parallel fetch: range schedule")
 struct RangeScheduleTests {
