@@ -342,8 +342,9 @@ public struct FetchReport: Sendable, Equatable {
     /// started over (``restarts`` > 0: the archive at the URL changed, nothing was kept).
     public var keptRangeBytes: UInt64 = 0
     /// Connections the download used: ``FetchOptions/connections``, or 1 when it went front to
-    /// back (one connection asked for, an encrypted archive, a server without ranges) or a
-    /// seeded plan downloaded nothing.
+    /// back (one connection asked for, an encrypted archive, a server without ranges), a
+    /// rebuild from seeds asked for its ranges one at a time, or a plan of copies and downloads
+    /// downloaded nothing.
     public var connections = 1
 
     public init() {}
