@@ -25,8 +25,9 @@ enum FetchCommand {
                         A plain archive without seeds is downloaded in ranges of up to 8 MiB
                         over N connections, each written at its place in FILE.partial and
                         checked in archive order as the ranges join; a rerun keeps every range
-                        that arrived whole. 1: one request front to back. An encrypted archive,
-                        or a fetch with --seed, uses one connection.
+                        that arrived whole. 1: one request front to back. With --seed, the
+                        downloads between copies are read ahead over N connections (a rebuild
+                        from local seeds asks one at a time). An encrypted archive uses one.
         --retries N     transient failures (cut connections, timeouts, 5xx) retried in this run,
                         with backoff (default 5)
         --force         replace an existing FILE, and set aside a FILE.partial not left by a
@@ -127,6 +128,7 @@ enum FetchCommand {
             if report.seedBytes > 0 { line += ", \(Output.bytes(report.seedBytes)) from seeds" }
             if report.resumedFrom > 0 { line += ", resumed at \(report.resumedFrom)" }
             if report.keptRangeBytes > 0 { line += ", \(Output.bytes(report.keptRangeBytes)) of ranges kept" }
+            if report.restarts > 0 { line += ", started over " + (report.restarts == 1 ? "once" : "\(report.restarts) times") }
             line += " in \(String(format: "%.2f", seconds)) s (\(Output.rate(report.archiveBytes, seconds: seconds)) of archive)"
             Output.out(line)
         }

@@ -67,7 +67,10 @@ struct FetchFaultTests {
         #expect(failed.stderr.contains(setup.url), "\(failed.stderr)")
         #expect(!RawFileSystem.exists(Array(setup.out.utf8)))
 
-        try setup.proxy.set(.stall(afterBodyBytes: 400_000, times: 1))
+        // The rerun shares the first piece's remaining 648 kB among the connections (three
+        // pieces of 192 KiB and one of 57 KiB, in whichever order they reach the proxy): the
+        // first stalls after 50 kB.
+        try setup.proxy.set(.stall(afterBodyBytes: 50_000, times: 1))
         let retried = try FetchCLI.run(["fetch", setup.url, "-o", setup.out, "--timeout", "1", "--json"])
         #expect(retried.status == 0, "\(retried.stderr)")
         try FetchTests.expectSame(setup.out, setup.expected)

@@ -171,13 +171,94 @@ struct ParallelFetchTests {
             #expect(resumed.status == 0, "\(resumed.stderr)")
             try FetchTests.expectSame(setup.out, setup.expected)
             #expect(resumed.stdout.contains("\"keptRangeBytes\":") && !resumed.stdout.contains("\"keptRangeBytes\":0,"), "\(resumed.stdout)")
+            #expect(resumed.stdout.contains("\"connections\":4"), "the rerun went on over one connection: \(resumed.stdout)")
             let bothRuns = setup.server.accessLog().reduce(0) { $0 + $1.bodyBytesSent }
             #expect(bothRuns > firstRun)
             // Sent twice: at most the ranges in flight (each connection had written all but its
             // last MiB, or less, of its piece).
-            let piece = RangeSchedule.pieceSize(total: total, start: FetchWriter.firstRequestBytes, connections: 4, maximum: 8 << 20)
+            let piece = RangeSchedule.pieceSize(remaining: total - FetchWriter.firstRequestBytes, connections: 4, maximum: 8 << 20)
             #expect(bothRuns - total <= 4 * piece, "\(bothRuns - total) bytes sent twice, pieces of \(piece)")
             #expect(bothRuns - firstRun <= total - kept, "the rerun asked only for what the state did not hold")
+        }
+    }
+
+    /// nginx's ETag of the file at `path`: its mtime and size in hex.
+    static func etag(of path: String) throws -> String {
+        var status = stat()
+        try #require(stat(path, &status) == 0)
+        return "\"\(String(status.st_mtim.tv_sec, radix: 16))-\(String(status.st_size, radix: 16))\""
+    }
+
+    /// What a run killed with three of its four pieces done leaves: `FILE.partial` holding the
+    /// archive but for `hole` (zeros there), and a state file that records every other byte as
+    /// received under the served archive's ETag.
+    static func leaveKilledRun(_ setup: Setup, url: String, hole: Range<UInt64>) throws {
+        var partial = setup.expected
+        for offset in hole { partial[Int(offset)] = 0 }
+        try RawFileSystem.writeFile(Array((setup.out + ".partial").utf8), partial)
+        let total = UInt64(setup.expected.count)
+        try FetchState(
+            url: url, validator: etag(of: setup.served + "/a.cairn"), length: total, received: [0..<hole.lowerBound, hole.upperBound..<total]
+        ).save(for: setup.out)
+    }
+
+    @Test("a rerun whose one hole is the piece a killed run had in flight asks for it over every connection, and for nothing else (§13.8)")
+    func resumedHoleSharedAmongConnections() async throws {
+        let setup = try Setup(seed: 0x26B1, count: 40)
+        let url = setup.server.url("a.cairn")
+        let total = UInt64(setup.expected.count)
+        // The first request's MiB and the pieces after the hole arrived; the hole is what one
+        // connection had in flight: a quarter of the rest.
+        let start = FetchWriter.firstRequestBytes
+        let hole = start..<(start + (total - start) / 4)
+        try Self.leaveKilledRun(setup, url: url, hole: hole)
+
+        var options = FetchOptions()
+        options.connections = 4
+        let report = try await ArchiveFetcher(from: ArchiveLocation(parsing: url), options: options).fetch(to: .file(path: setup.out))
+        try FetchTests.expectSame(setup.out, setup.expected)
+        #expect(report.connections == 4, "\(report)")
+        #expect(report.restarts == 0, "\(report)")
+        // Every completed range kept: nginx sent the hole's bytes and no more, in one piece per
+        // connection, each bound to the archive by its ETag.
+        let log = setup.server.accessLog()
+        #expect(log.reduce(0) { $0 + $1.bodyBytesSent } == UInt64(hole.count), "\(log)")
+        #expect(log.count == 4 && log.allSatisfy { $0.status == 206 }, "the hole went to one connection: \(log)")
+        let etag = try Self.etag(of: setup.served + "/a.cairn")
+        #expect(setup.server.requestFields().allSatisfy { $0.ifRange == etag }, "\(setup.server.requestFields())")
+        #expect(report.keptRangeBytes >= total - hole.upperBound, "\(report)")
+    }
+
+    @Test("a rerun after the archive at the URL was replaced keeps no range: the report says 0 kept and that it started over (§13.8, Spec/0003 §13)")
+    func replacedBetweenRunsKeepsNothing() async throws {
+        try await onDedicatedThread {
+            let setup = try Setup(seed: 0x26B2, count: 40)
+            let url = setup.server.url("a.cairn")
+            let total = UInt64(setup.expected.count)
+            let hole = FetchWriter.firstRequestBytes..<(total / 2)
+            try Self.leaveKilledRun(setup, url: url, hole: hole)
+            let human = setup.work.appending("human.cairn")
+            try RawFileSystem.writeFile(Array((human + ".partial").utf8), try FetchTests.bytes(setup.out + ".partial"))
+            try FetchState(url: url, validator: Self.etag(of: setup.served + "/a.cairn"), length: total, received: [0..<hole.lowerBound, hole.upperBound..<total])
+                .save(for: human)
+            // Another archive renamed over the served one: another ETag and length.
+            let next = setup.served + "/next.cairn"
+            try FetchTests.archive(FetchTests.tree(seed: 0x26B3, count: 30), at: next, work: setup.work, name: "next")
+            let replacement = try FetchTests.bytes(next)
+            #expect(rename(next, setup.served + "/a.cairn") == 0)
+
+            let json = try FetchCLI.run(["fetch", url, "-o", setup.out, "--json"])
+            #expect(json.status == 0, "\(json.stderr)")
+            try FetchTests.expectSame(setup.out, replacement)
+            #expect(json.stdout.contains("\"restarts\":1"), "\(json.stdout)")
+            #expect(json.stdout.contains("\"keptRangeBytes\":0,"), "the old archive's ranges were counted as kept: \(json.stdout)")
+            #expect(json.stdout.contains("\"resumedFrom\":0,"), "\(json.stdout)")
+
+            let line = try FetchCLI.run(["fetch", url, "-o", human])
+            #expect(line.status == 0, "\(line.stderr)")
+            try FetchTests.expectSame(human, replacement)
+            #expect(line.stdout.contains("started over once"), "\(line.stdout)")
+            #expect(!line.stdout.contains("of ranges kept") && !line.stdout.contains("resumed at"), "\(line.stdout)")
         }
     }
 }
@@ -205,16 +286,100 @@ struct ParallelS3FetchTests {
     }
 }
 
+/// A seeded fetch's downloads over several connections (`Spec/0001 §13.6.2`, §13.8): the
+/// downloads of a plan of copies and downloads are read ahead through the remote source's
+/// connections; the bytes downloaded are those of one connection, the result the same.
+@Suite("Parallel seeded fetch", .serialized)
+struct ParallelSeededFetchTests {
+    /// Served `new.cairn` and `old.cairn`: 12 files of 600 KiB, of which 6 differ, so the
+    /// downloads are several MiB in several ranges.
+    final class Setup {
+        let work: TemporaryDirectory
+        let server: NginxServer
+        let expected: [UInt8]
+        let old: String
+
+        init() throws {
+            work = try TemporaryDirectory(prefix: "cairn-parallel-seeded")
+            let served = work.appending("www")
+            try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+            var generator = SeededGenerator(seed: 0x26C1)
+            var old = TreeBuilder()
+            var new = TreeBuilder()
+            old.directory("data")
+            new.directory("data")
+            for index in 0..<12 {
+                let contents = generator.bytes(600 << 10)
+                old.file("data/big\(index).bin", contents)
+                new.file("data/big\(index).bin", index % 2 == 1 ? generator.bytes(600 << 10) : contents)
+            }
+            self.old = served + "/old.cairn"
+            try FetchTests.archive(old, at: self.old, work: work, name: "old")
+            try FetchTests.archive(new, at: served + "/new.cairn", work: work, name: "new")
+            expected = try FetchTests.bytes(served + "/new.cairn")
+            server = try NginxServer(root: served)
+        }
+
+        deinit {
+            server.stop()
+            work.remove()
+        }
+
+        /// Fetches new.cairn with `seed` over `connections`; returns the report, the body bytes
+        /// nginx sent for new.cairn, and the connections they came on.
+        func fetch(seed: ArchiveLocation, connections: Int, name: String) async throws -> (FetchReport, UInt64, Set<Int>) {
+            let before = server.accessLog().count
+            let fieldsBefore = server.requestFields().count
+            var options = FetchOptions(seeds: [seed])
+            options.connections = connections
+            let out = work.appending(name)
+            let report = try await ArchiveFetcher(from: ArchiveLocation(parsing: server.url("new.cairn")), options: options)
+                .fetch(to: .file(path: out))
+            try FetchTests.expectSame(out, expected)
+            let log = server.accessLog().dropFirst(before).filter { $0.request.contains("/new.cairn") }
+            let serials = Set(server.requestFields().dropFirst(fieldsBefore).map(\.connection))
+            return (report, log.reduce(0) { $0 + $1.bodyBytesSent }, serials)
+        }
+    }
+
+    @Test("a plan of copies and downloads (a remote seed) downloads its ranges over 4 connections: the same bytes of the archive as over one (§13.6.2, §13.8)")
+    func deltaPlanInParallel() async throws {
+        let setup = try Setup()
+        let seed = try ArchiveLocation(parsing: setup.server.url("old.cairn"))
+        let (one, oneBytes, _) = try await setup.fetch(seed: seed, connections: 1, name: "one.cairn")
+        let (four, fourBytes, serials) = try await setup.fetch(seed: seed, connections: 4, name: "four.cairn")
+        #expect(one.connections == 1, "\(one)")
+        #expect(four.connections == 4, "the plan's downloads went one at a time: \(four)")
+        #expect(fourBytes == oneBytes, "4 connections downloaded \(fourBytes) bytes of the archive, one \(oneBytes)")
+        #expect(fourBytes < UInt64(setup.expected.count * 2 / 3), "\(fourBytes) of \(setup.expected.count)")
+        #expect(four.restarts == 0 && four.rejectedCopies == 0, "\(four)")
+        #expect(serials.count > 1, "\(serials)")
+    }
+}
+
 /// The range arithmetic and hand-out order of a parallel fetch (`Spec/0001 §13.8`), as plain values.
 @Suite("Parallel fetch: range schedule")
 struct RangeScheduleTests {
     @Test("pieces share the rest among the connections, in 64 KiB units, at most the largest range")
     func pieceSize() {
-        #expect(RangeSchedule.pieceSize(total: 512 << 20, start: 1 << 20, connections: 4, maximum: 8 << 20) == 8 << 20)
-        #expect(RangeSchedule.pieceSize(total: 4 << 20, start: 0, connections: 4, maximum: 8 << 20) == 1 << 20)
-        #expect(RangeSchedule.pieceSize(total: (4 << 20) + 1, start: 0, connections: 4, maximum: 8 << 20) == (1 << 20) + (64 << 10))
-        #expect(RangeSchedule.pieceSize(total: 100, start: 0, connections: 4, maximum: 8 << 20) == 64 << 10)
-        #expect(RangeSchedule.pieceSize(total: 10, start: 20, connections: 4, maximum: 8 << 20) == 64 << 10)
+        #expect(RangeSchedule.pieceSize(remaining: 511 << 20, connections: 4, maximum: 8 << 20) == 8 << 20)
+        #expect(RangeSchedule.pieceSize(remaining: 4 << 20, connections: 4, maximum: 8 << 20) == 1 << 20)
+        #expect(RangeSchedule.pieceSize(remaining: (4 << 20) + 1, connections: 4, maximum: 8 << 20) == (1 << 20) + (64 << 10))
+        #expect(RangeSchedule.pieceSize(remaining: 100, connections: 4, maximum: 8 << 20) == 64 << 10)
+        #expect(RangeSchedule.pieceSize(remaining: 0, connections: 4, maximum: 8 << 20) == 64 << 10)
+    }
+
+    @Test("the pieces share the bytes still wanted, not the rest after the prefix: one hole of a killed run goes to every connection")
+    func sharingTheHoles() {
+        let mib: UInt64 = 1 << 20
+        // 32 MiB received but for 4..<8 MiB: four pieces of 1 MiB, not one of 4 MiB.
+        var schedule = RangeSchedule.sharing(total: 32 * mib, start: 1 * mib, received: [0..<4 * mib, 8 * mib..<32 * mib], connections: 4, maximum: 8 * mib)
+        var pieces: [Range<UInt64>] = []
+        while let piece = schedule.next() { pieces.append(piece) }
+        #expect(pieces == [4 * mib..<5 * mib, 5 * mib..<6 * mib, 6 * mib..<7 * mib, 7 * mib..<8 * mib])
+        // A fresh fetch: the first request's piece is taken, the rest shared.
+        var fresh = RangeSchedule.sharing(total: 9 * mib, start: 0, received: [], connections: 4, maximum: 8 * mib, taken: 0..<mib)
+        #expect(fresh.next() == mib..<3 * mib)
     }
 
     @Test("merge, subtract, holes and the received end from a position")

@@ -250,7 +250,9 @@ public struct FetchOptions: Sendable {
     /// its offset in the partial file and checked in archive order as it joins the verified
     /// prefix. 1: one request front to back. Default 4. Memory: each connection gathers 1 MiB
     /// before writing, and the verifier's channel holds 16 MiB, so about N × 1 MiB + 16 MiB
-    /// (plus the verifier's own checks); an encrypted archive, or a fetch with seeds, uses one.
+    /// (plus the verifier's own checks). With seeds, the downloads between copies (`DeltaPlan`)
+    /// are read ahead 16 MiB at a time over this many connections; a rebuild from local seeds
+    /// asks for its ranges one at a time. An encrypted archive uses one.
     public var connections = 4
     /// The most bytes one range request of a parallel fetch asks for (8 MiB: S3's guidance is
     /// 8–16 MB ranges); smaller when the archive shared among ``connections`` gives less.
@@ -318,7 +320,8 @@ public struct FetchReport: Sendable, Equatable {
     /// bytes of failed attempts too): after an attempt that did not verify, more than the
     /// archive's size.
     public var seedBytes: UInt64 = 0
-    /// The verified prefix of an earlier run this run continued from (0 for a fresh fetch).
+    /// The verified prefix of an earlier run this run continued from (0 for a fresh fetch, and
+    /// when the run started over).
     public var resumedFrom: UInt64 = 0
     /// HTTP requests sent.
     public var requestCount = 0
@@ -335,10 +338,13 @@ public struct FetchReport: Sendable, Equatable {
     /// of the run's last attempt.
     public var contentTrustedBytes: UInt64 = 0
     /// Bytes after the verified prefix that an earlier parallel run received whole and this one
-    /// kept instead of downloading again (`Spec/0001-container-format.md §13.8`).
+    /// kept instead of downloading again (`Spec/0001-container-format.md §13.8`); 0 when the run
+    /// started over (``restarts`` > 0: the archive at the URL changed, nothing was kept).
     public var keptRangeBytes: UInt64 = 0
     /// Connections the download used: ``FetchOptions/connections``, or 1 when it went front to
-    /// back (one connection asked for, an encrypted archive, seeds, a server without ranges).
+    /// back (one connection asked for, an encrypted archive, a server without ranges), a
+    /// rebuild from seeds asked for its ranges one at a time, or a plan of copies and downloads
+    /// downloaded nothing.
     public var connections = 1
 
     public init() {}

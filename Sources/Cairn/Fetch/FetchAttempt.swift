@@ -170,7 +170,7 @@ struct FetchAttempt {
             }
             let remote = try RemoteManifest.fetch(
                 client: run.remote.client, url: run.remote.url, validator: validator, length: start > 0 ? state?.length : nil,
-                seeds: run.seeds, keying: run.fetcher.options.keying)
+                seeds: run.seeds, keying: run.fetcher.options.keying, connections: run.options.connections)
             run.report.seedBytes += remote.manifestSeedBytes
             return remote
         } catch {
@@ -252,6 +252,8 @@ struct FetchAttempt {
             client: run.remote.client, url: run.remote.url, output: run.output, channel: channel, seeds: run.seeds,
             progress: run.fetcher.progress, validator: validator, expectedLength: continuing ? state?.length : nil,
             resealing: resealing, parallel: parallel,
+            // A seeded plan's downloads over the connections (`Spec/0001 §13.8`); one at a time with one.
+            plannedSource: run.options.connections > 1 ? run.cachedRemote?.source : nil,
             onFreshHead: { (head) throws(CairnError) in
                 try recorder.replace(FetchState(url: url, validator: head.strongValidator, length: head.resourceLength))
             })

@@ -60,7 +60,6 @@ struct FetchRun {
         report.fetchedBytes = remote.client.bytesReceived + seedClients.reduce(0) { $0 + $1.bytesReceived }
         report.requestCount = remote.client.requestCount + seedClients.reduce(0) { $0 + $1.requestCount }
         report.restarts = restarts
-        if restarts > 0 { report.resumedFrom = 0 }  // it started over: nothing was continued
         report.retries = retries
         fetcher.progress.completedUnitCount = Int64(clamping: fileBytes)
         fetcher.checkedProgress.totalUnitCount = Int64(clamping: fileBytes)
@@ -108,8 +107,12 @@ struct FetchRun {
     }
 
     /// Counts a restart, tells why, and sets the partial file aside (``setAside(indexingAsSeed:)``).
+    /// Nothing of the partial file is continued: the report's resumed prefix and kept ranges
+    /// (the replaced archive's) are 0.
     nonisolated(nonsending) mutating func restart(because reason: String, indexingAsSeed: Bool) async throws {
         restarts += 1
+        report.resumedFrom = 0
+        report.keptRangeBytes = 0
         options.onEvent?(.restarting(reason: reason))
         try await setAside(indexingAsSeed: indexingAsSeed)
     }

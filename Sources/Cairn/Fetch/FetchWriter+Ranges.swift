@@ -31,8 +31,8 @@ extension FetchWriter {
     /// is read front to back from that one answer as before.
     func fetchInParallel(from start: UInt64, _ parallel: Parallel) throws(CairnError) {
         if let validator, let total = expectedLength, start > 0 || parallel.received != nil {
-            let size = RangeSchedule.pieceSize(total: total, start: start, connections: parallel.connections, maximum: parallel.maximumRange)
-            let schedule = RangeSchedule(total: total, start: start, received: parallel.received ?? [], pieceSize: size)
+            let schedule = RangeSchedule.sharing(
+                total: total, start: start, received: parallel.received ?? [], connections: parallel.connections, maximum: parallel.maximumRange)
             let download = try makeDownload(validator: validator, total: total, schedule: schedule, parallel)
             download.start(connections: parallel.connections)
             defer { finishDownload(download) }
@@ -77,8 +77,9 @@ extension FetchWriter {
                     {
                         try parallel.recorder.replace(FetchState(url: url, validator: validator, length: total, received: []))
                         progress.totalUnitCount = Int64(clamping: total)
-                        let size = RangeSchedule.pieceSize(total: total, start: first, connections: parallel.connections, maximum: parallel.maximumRange)
-                        let schedule = RangeSchedule(total: total, start: 0, received: [], pieceSize: size, taken: 0..<first)
+                        let schedule = RangeSchedule.sharing(
+                            total: total, start: 0, received: [], connections: parallel.connections, maximum: parallel.maximumRange,
+                            taken: 0..<first)
                         let started = try makeDownload(validator: validator, total: total, schedule: schedule, parallel)
                         started.start(connections: parallel.connections - 1)
                         download = started

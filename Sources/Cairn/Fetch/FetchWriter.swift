@@ -60,12 +60,18 @@ package final class FetchWriter: @unchecked Sendable {
     package internal(set) var rangeRetries = 0
     /// Whether the job was downloaded over several connections.
     package internal(set) var usedRanges = false
+    /// The remote archive through which a seeded plan's downloads are read ahead over several
+    /// connections (``PlannedDownloads``); nil: one request at a time (and always for a rebuild).
+    private let plannedSource: HTTPArchiveSource?
+    /// A seeded job's downloads, read ahead (``plannedSource``).
+    private var planned: PlannedDownloads?
 
     package init(
         client: HTTPClient, url: String, output: FileSink, channel: FetchChannel, seeds: SeedIndex, progress: Progress,
         validator: String?, expectedLength: UInt64?, resealing: Resealing? = nil, parallel: Parallel? = nil,
-        onFreshHead: @escaping @Sendable (HTTPResponseHead) throws(CairnError) -> Void
+        plannedSource: HTTPArchiveSource? = nil, onFreshHead: @escaping @Sendable (HTTPResponseHead) throws(CairnError) -> Void
     ) {
+        self.plannedSource = resealing == nil ? plannedSource : nil
         self.resealing = resealing
         self.parallel = parallel
         self.client = client
@@ -88,7 +94,10 @@ package final class FetchWriter: @unchecked Sendable {
     ///   not the requested part of the same archive; `.io` for the partial file (a full disk),
     ///   a seed, or a verifier that stopped (``FetchChannel/readerStopped``).
     package func run(job: Job) throws(CairnError) {
-        defer { channel.finishSending() }
+        defer {
+            channel.finishSending()
+            if planned?.used == true { usedRanges = true }
+        }
         do throws(CairnError) {
             if let resealing { try resealing.envelopeBytes.withBytes { (raw) throws(CairnError) in try emit(raw) } }
             try produce(job: job)
@@ -123,10 +132,13 @@ package final class FetchWriter: @unchecked Sendable {
         case .plan(let plan, let tail, let length):
             var index = 0
             let segments = plan.segments
+            planned = plannedSource.map { source in
+                PlannedDownloads(PlannedDownloads.pieces(of: segments.compactMap { if case .fetch(let range) = $0 { range } else { nil } }), source: source)
+            }
             while index < segments.count {
                 switch segments[index] {
                 case .fetch(let range):
-                    try fetch(from: range.lowerBound, to: range.upperBound, total: length)
+                    try fetchPlanned(range, total: length)
                 case .copy(let seed, let from, let range):
                     try prefetchRemoteCopies(at: index, of: segments)
                     try copy(seed: seed, from: from, count: range.upperBound - range.lowerBound)
@@ -190,9 +202,10 @@ package final class FetchWriter: @unchecked Sendable {
     }
 
     /// Downloads `range` into memory (a few KiB: the commit after a pack; up to 8 MiB of
-    /// records for a rebuild).
+    /// records for a rebuild): read ahead with the next planned downloads when it is one.
     private func download(_ range: Range<UInt64>, total: UInt64) throws(CairnError) -> [UInt8] {
         if let resealing { return try resealing.ranges.read(range) }
+        if let bytes = try planned?.bytes(of: range) { return bytes }
         return try RangeAnswer.download(client: client, url: url, range: range, validator: validator, total: total).body
     }
 
@@ -302,6 +315,15 @@ package final class FetchWriter: @unchecked Sendable {
             done += UInt64(n)
         }
         seedBytes += count
+    }
+
+    /// Downloads a plan's `range` and delivers it: read ahead over several connections
+    /// (``PlannedDownloads``) when there are, else in one request.
+    private func fetchPlanned(_ range: Range<UInt64>, total: UInt64) throws(CairnError) {
+        guard planned != nil else { return try fetch(from: range.lowerBound, to: range.upperBound, total: total) }
+        for piece in PlannedDownloads.pieces(of: [range]) {
+            try download(piece, total: total).withBytes { (raw) throws(CairnError) in try deliver(raw) }
+        }
     }
 
     /// Downloads `start ..< end` (`end` nil: to the end of the archive) and delivers it.

@@ -27,20 +27,39 @@ struct RangeSchedule: Sendable {
     init(total: UInt64, start: UInt64, received: [Range<UInt64>], pieceSize: UInt64, taken: Range<UInt64>? = nil) {
         self.total = total
         self.received = received.reduce(into: []) { Self.merge($1, into: &$0) }
-        var wanted = Self.holes(in: self.received, within: min(start, total)..<total)
-        if let taken { wanted = wanted.flatMap { Self.subtract(taken, from: [$0]) } }
         let size = max(1, pieceSize)
-        pending = wanted.flatMap { hole in
+        pending = Self.wanted(total: total, start: start, received: self.received, taken: taken).flatMap { hole in
             stride(from: hole.lowerBound, to: hole.upperBound, by: Int(clamping: size)).map { $0..<min(hole.upperBound, $0 + size) }
         }
         if let taken { inFlight = [taken] }
     }
 
-    /// The size of the pieces (`Spec/0001 §13.8`): the archive's remaining bytes shared among
-    /// the connections, so that each gets work, rounded up to 64 KiB, and at most `maximum`
-    /// (8 MiB by default: S3's guidance is 8–16 MB ranges).
-    static func pieceSize(total: UInt64, start: UInt64, connections: Int, maximum: UInt64) -> UInt64 {
-        let remaining = total > start ? total - start : 0
+    /// The schedule of a download over `connections` (`Spec/0001 §13.8`): the bytes still
+    /// wanted (the holes after `start`, less `taken`) cut into pieces of
+    /// ``pieceSize(remaining:connections:maximum:)`` of their sum, so that every connection
+    /// gets work whether they are the rest of a fresh fetch or the one hole a killed run had in
+    /// flight.
+    static func sharing(
+        total: UInt64, start: UInt64, received: [Range<UInt64>], connections: Int, maximum: UInt64, taken: Range<UInt64>? = nil
+    ) -> RangeSchedule {
+        let merged = received.reduce(into: []) { Self.merge($1, into: &$0) }
+        let remaining = wanted(total: total, start: start, received: merged, taken: taken).reduce(0) { $0 + UInt64($1.count) }
+        let size = pieceSize(remaining: remaining, connections: connections, maximum: maximum)
+        return RangeSchedule(total: total, start: start, received: merged, pieceSize: size, taken: taken)
+    }
+
+    /// The bytes to download: the parts of `start ..< total` that the sorted, merged `received`
+    /// does not cover, less `taken`.
+    private static func wanted(total: UInt64, start: UInt64, received: [Range<UInt64>], taken: Range<UInt64>?) -> [Range<UInt64>] {
+        let holes = Self.holes(in: received, within: min(start, total)..<total)
+        guard let taken else { return holes }
+        return holes.flatMap { Self.subtract(taken, from: [$0]) }
+    }
+
+    /// The size of the pieces (`Spec/0001 §13.8`): the `remaining` bytes to download shared
+    /// among the connections, so that each gets work, rounded up to 64 KiB, and at most
+    /// `maximum` (8 MiB by default: S3's guidance is 8–16 MB ranges).
+    static func pieceSize(remaining: UInt64, connections: Int, maximum: UInt64) -> UInt64 {
         let count = UInt64(max(1, connections))
         let share = remaining / count + (remaining % count == 0 ? 0 : 1)
         let rounded = (share + minimumPiece - 1) / minimumPiece * minimumPiece

@@ -22,6 +22,10 @@ package struct RemoteManifest: Sendable {
     /// The archive's chunk id rule (from the fetch's keys), by which a rebuild checks the packs
     /// it assembles.
     package var idFunction = ChunkIDFunction.sha256
+    /// The remote archive as opened, with its validator and the fetch's connections: a plain
+    /// archive's planned downloads are read through it (``PlannedDownloads``); nil for an
+    /// encrypted one's inner archive.
+    var source: HTTPArchiveSource?
 
     /// The framed length of the manifest index before the final commit (§11.8): 0 for a 2.0
     /// archive; nil for a 2.1 archive whose index was not read, where the last record before the
@@ -71,15 +75,19 @@ package struct RemoteManifest: Sendable {
     ///   ranges; what ``ArchiveReader/init(source:verifyingStructure:keepingManifestRegion:trustedKeys:)``
     ///   throws for a footer or manifest that fails its checks; `.network` and `.httpStatus`
     ///   (transient ones retried).
+    /// - Parameter connections: requests the source keeps in flight (`Spec/0001 §13.9`).
     package static func fetch(
-        client: HTTPClient, url: String, validator: String?, length: UInt64?, seeds: SeedIndex, keying: ChunkKeying?
+        client: HTTPClient, url: String, validator: String?, length: UInt64?, seeds: SeedIndex, keying: ChunkKeying?,
+        connections: Int = RemoteReadOptions.defaultConnections
     ) throws(CairnError) -> RemoteManifest {
-        let source = try HTTPArchiveSource(url: url, client: client, tailSlack: 0)
+        let source = try HTTPArchiveSource(url: url, client: client, tailSlack: 0, connections: connections)
         try requireUnchanged(source, validator: validator, length: length)
         defer { source.close() }
-        return try read(source, name: url, validator: source.validator, seeds: seeds, keying: keying) { (ranges, gap) throws(CairnError) in
+        var remote = try read(source, name: url, validator: source.validator, seeds: seeds, keying: keying) { (ranges, gap) throws(CairnError) in
             try source.read(ranges: ranges, gap: gap)
         }
+        remote.source = source
+        return remote
     }
 
     /// The footer and manifest of the inner archive of an encrypted archive at a URL
