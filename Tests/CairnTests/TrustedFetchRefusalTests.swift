@@ -59,4 +59,59 @@ struct TrustedFetchRefusalTests {
         #expect(other.stderr.contains("not by a trusted key") && !other.stderr.contains("starting over"), "\(other.stderr)")
         Self.expectNothingLeft(out)
     }
+
+    @Test(
+        "Spec/0003 §13, a bad seed: one rule for a plain and an encrypted fetch; missing or not an archive is refused before any request (exit 1 naming it, nothing left); damaged is used as far as it goes, and the fetch gives the remote's archive",
+        arguments: [false, true])
+    func badSeed(encrypted: Bool) async throws { try await onDedicatedThread { try Self().badSeedOnThread(encrypted: encrypted) } }
+
+    /// Blocks (child processes, servers): runs on its own thread, not the cooperative pool.
+    func badSeedOnThread(encrypted: Bool) throws {
+        let work = try TemporaryDirectory(prefix: "cairn-fetch-bad-seed")
+        defer { work.remove() }
+        let served = work.appending("www")
+        try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+        let (identity, recipient) = try EncryptedArchiveCommandLineTests.identity(in: work.path, name: "me")
+        let (_, sec) = try SignedCreateCommandLineTests.minisignKeys(in: work.path, name: "maker")
+        let old = work.appending("old.cairn")
+        let remote = served + "/a.cairn"
+        if encrypted {
+            try EncryptedFetchTests.encryptedArchive(seed: 41, count: 16, at: old, for: recipient, signedWith: sec, work: work)
+            try EncryptedFetchTests.encryptedArchive(seed: 41, count: 17, at: remote, for: recipient, signedWith: sec, work: work)
+        } else {
+            try FetchTests.archive(FetchTests.tree(seed: 41, count: 16), at: old, work: work, name: "old")
+            try FetchTests.archive(FetchTests.tree(seed: 41, count: 17), at: remote, work: work, name: "new")
+        }
+        let expected = try FetchTests.bytes(remote)
+        let server = try NginxServer(root: served)
+        defer { server.stop() }
+        let keys = encrypted ? ["--identity", identity] : []
+        let out = work.appending("copy.cairn")
+
+        let notArchive = work.appending("notes.txt")
+        try RawFileSystem.writeFile(Array(notArchive.utf8), Array(String(repeating: "not an archive\n", count: 100).utf8))
+        for (seed, says) in [(work.appending("missing.cairn"), "missing.cairn"), (notArchive, "not a Cairn archive"), (work.path, work.path)] {
+            let result = try FetchCLI.run(["fetch", server.url("a.cairn"), "-o", out, "--seed", seed] + keys)
+            #expect(result.status == 1, "\(seed): \(result.stderr)")
+            #expect(result.stderr.contains(seed) && result.stderr.contains(says), "\(result.stderr)")
+            Self.expectNothingLeft(out)
+        }
+        #expect(server.accessLog().isEmpty, "a bad seed is refused before any request: \(server.accessLog().count) made")
+
+        // Damaged in its middle: used up to the damage; the fetch completes, identical.
+        var damaged = try FetchTests.bytes(old)
+        for at in stride(from: damaged.count / 2, to: damaged.count / 2 + 4096, by: 512) { damaged[at] ^= 0x5A }
+        let damagedPath = work.appending("damaged.cairn")
+        try RawFileSystem.writeFile(Array(damagedPath.utf8), damaged)
+        let fetched = try FetchCLI.run(["fetch", server.url("a.cairn"), "-o", out, "--seed", damagedPath, "--json"] + keys)
+        #expect(fetched.status == 0, "\(fetched.stderr)")
+        if encrypted {
+            // Rebuilt and sealed again (`Spec/0004 §6.10.3`): the same inner archive, verified.
+            let verified = try FetchCLI.run(["verify", "--identity", identity, out])
+            #expect(verified.status == 0, "\(verified.stderr)")
+        } else {
+            try FetchTests.expectSame(out, expected)
+        }
+        #expect(!fetched.stdout.contains("\"seedBytes\":0,"), "the damaged seed's first half helped: \(fetched.stdout)")
+    }
 }
