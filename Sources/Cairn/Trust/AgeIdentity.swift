@@ -16,8 +16,9 @@ public struct AgeIdentity: Sendable, CustomStringConvertible {
     /// An identity from the 32 bytes of its X25519 secret key.
     ///
     /// - Throws: ``CairnError`` with code `.invalidArgument` unless `secretBytes` holds 32
-    ///   bytes, `.io` when libsodium cannot initialize.
+    ///   bytes, not all zero; `.io` when libsodium cannot initialize.
     public init(secretBytes: [UInt8]) throws(CairnError) {
+        try Sodium.requireNotAllZero(secretBytes, "age identity")
         self.recipient = try AgeRecipient(rawBytes: X25519.publicKey(of: secretBytes))
         self.secretBytes = secretBytes
     }

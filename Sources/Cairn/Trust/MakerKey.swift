@@ -18,11 +18,13 @@ public struct MakerKey: Sendable {
 
     /// A key of the 32 bytes `secretBytes`.
     ///
-    /// - Throws: ``CairnError`` `.invalidArgument` when `secretBytes` is not 32 bytes.
+    /// - Throws: ``CairnError`` `.invalidArgument` when `secretBytes` is not 32 bytes, or is all
+    ///   zero bytes.
     public init(secretBytes: [UInt8]) throws(CairnError) {
         guard secretBytes.count == Self.byteCount else {
             throw CairnError(.invalidArgument, "a maker key is \(Self.byteCount) bytes, not \(secretBytes.count)")
         }
+        try Sodium.requireNotAllZero(secretBytes, "maker key")
         self.secretBytes = secretBytes
     }
 

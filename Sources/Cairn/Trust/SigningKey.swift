@@ -18,13 +18,14 @@ public struct SigningKey: Sendable, CustomStringConvertible {
 
     /// The key derived from a 32-byte seed (`crypto_sign_seed_keypair`).
     ///
-    /// - Throws: ``CairnError`` with code `.invalidArgument` unless `seed` holds 32 bytes, and
-    ///   `.io` when libsodium cannot initialize.
+    /// - Throws: ``CairnError`` with code `.invalidArgument` unless `seed` holds 32 bytes, not
+    ///   all zero, and `.io` when libsodium cannot initialize.
     public init(keyID: SigningKeyID, seed: [UInt8]) throws(CairnError) {
         guard seed.count == Self.seedByteCount else {
             throw CairnError(.invalidArgument, "an Ed25519 seed is \(Self.seedByteCount) bytes, not \(seed.count)")
         }
         try Sodium.ready()
+        try Sodium.requireNotAllZero(seed, "Ed25519 secret key")
         var publicKey = [UInt8](repeating: 0, count: PublicKey.byteCount)
         var secretKey = [UInt8](repeating: 0, count: Self.secretKeyByteCount)
         _ = crypto_sign_seed_keypair(&publicKey, &secretKey, seed)
