@@ -50,6 +50,7 @@ struct Arguments {
         for (one, other) in Self.exclusive where (values[one] != nil || flags.contains(one)) && (values[other] != nil || flags.contains(other)) {
             throw UsageError("give \(one) or \(other), not both")
         }
+        try EncryptionOptions.refuseSharedStandardInput(identities: values[EncryptionOptions.identityOption] ?? [], operands: operands)
     }
 
     /// Options that say the same thing two ways, of which a command line gives one at most.

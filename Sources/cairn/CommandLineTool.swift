@@ -86,6 +86,11 @@ enum CommandLineTool {
             } catch let error as UsageError {
                 Output.err("cairn \(command): \(error.message)\n\n\(help)")
                 return .usage
+            } catch let error as CairnError where SmallFile.isTooOpen(error) {
+                // A secret file its group or others may read: refused as ssh refuses such a key,
+                // a mistake in what was given, exit 2 (`Spec/0003 §14`), whichever command read it.
+                Output.error(error)
+                return .usage
             } catch {
                 Output.error(error)
                 return .failure

@@ -51,11 +51,39 @@ enum EncryptionOptions {
     /// files as `age-keygen` writes them), or the passphrase; empty when none is given (the
     /// archive must then be plain).
     ///
+    /// `--identity -` reads the identity file from standard input, as `age -i -` does (a pipe,
+    /// or a file given with `<`: no mode check, ``Arguments`` refuses it where the archive is read
+    /// from standard input too, ``refuseSharedStandardInput(identities:operands:)``).
+    ///
     /// - Throws: `CairnError` naming the file that cannot be read or holds no identity.
     static func decryption(_ args: Arguments) throws(CairnError) -> ArchiveDecryption {
         var identities: [AgeIdentity] = []
-        for path in args.allValues(identityOption) { identities += try AgeIdentity.readIdentities(fromFile: path) }
+        for path in args.allValues(identityOption) {
+            if path == standardInput {
+                let text = try SmallFile.read("/dev/stdin", limit: AgeKeyFile.byteLimit, what: "age identity file")
+                identities += try AgeIdentity.identities(parsingFileText: text, source: "standard input")
+            } else {
+                identities += try AgeIdentity.readIdentities(fromFile: path)
+            }
+        }
         return ArchiveDecryption(identities: identities, passphrase: try passphrase(args, confirming: false))
+    }
+
+    /// The operand and `--identity` value that name standard input.
+    static let standardInput = "-"
+
+    /// `--identity -` where the archive operand (the first) is `-` too, or `--identity -` given
+    /// twice: standard input can carry one of them, once (age's rule for `-i -`).
+    ///
+    /// - Throws: `UsageError` (exit 2) naming standard input.
+    static func refuseSharedStandardInput(identities: [String], operands: [[UInt8]]) throws(UsageError) {
+        let fromInput = identities.filter { $0 == standardInput }.count
+        guard fromInput > 0 else { return }
+        if fromInput > 1 { throw UsageError("\(identityOption) - is given twice: standard input carries one identity file") }
+        if operands.first == Array(standardInput.utf8) {
+            throw UsageError(
+                "\(identityOption) - and the archive - cannot both be read from standard input: give the identity as a file")
+        }
     }
 
     /// `--passphrase-file FILE` (its first line) or `--passphrase` (typed on the terminal).
@@ -84,8 +112,9 @@ enum EncryptionOptions {
     /// The help paragraph of the reading options, the same in every command that takes them.
     static let readingHelp = """
         --identity FILE   open an encrypted archive with an age identity file (as age-keygen
-                    writes it; repeatable). The archive must then be encrypted: a plain one is
-                    refused (exit 1). Without it, an encrypted archive is refused (Spec/0004 §6).
+                    writes it, mode 0600; repeatable; - reads it from standard input, unless the
+                    archive is read from there). The archive must then be encrypted: a plain one
+                    is refused (exit 1). Without it, an encrypted archive is refused (Spec/0004 §6).
         --passphrase, --passphrase-file FILE
                     open an encrypted archive made with a passphrase (typed, or the file's first
                     line)

@@ -1,5 +1,6 @@
 import CairnTestSupport
 import Foundation
+import Glibc
 import Testing
 
 @testable import Cairn
@@ -30,6 +31,9 @@ struct GoldenArchiveV30Tests {
         let url = try #require(
             Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Fixtures"),
             "Fixtures/\(name) is missing from the test bundle; generate it with CAIRN_UPDATE_GOLDEN=1")
+        // The identity is a secret file (`Spec/0004 §2.2`): its copy in the test bundle is made
+        // owner-only, as a checkout cannot record it.
+        if name.hasSuffix(".identity") { chmod(url.path, 0o600) }
         return url.path
     }
 

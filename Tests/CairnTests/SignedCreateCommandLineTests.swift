@@ -66,6 +66,8 @@ struct SignedCreateCommandLineTests {
         defer { work.remove() }
         let source = try Self.source(work)
         try RawFileSystem.writeFile(Array(work.appending("junk.sec").utf8), Array("not a key\n".utf8))
+        // A secret file (`Spec/0004 §2.2`): one others may read is refused before it is parsed.
+        chmod(work.appending("junk.sec"), 0o600)
         for keyFile in [work.appending("missing.sec"), work.appending("junk.sec")] {
             let result = try FetchCLI.run(["create", "-q", "--sign", keyFile, "-o", work.appending("x.cairn"), "data"], in: source)
             #expect(result.status == 1 && result.stderr.contains(keyFile), "\(result.stderr)")

@@ -55,7 +55,7 @@ struct SigningKeyTests {
     @Test("A secret key must hold its own public key; ids are 8 bytes shown as minisign shows them")
     func secretKeyAndKeyID() throws {
         let key = try SigningKey.generate()
-        var secret = key.secretKey
+        var secret = key.secretKey.withUnsafeBytes { Array($0) }
         #expect(try SigningKey(keyID: key.keyID, secretKey: secret).publicKey == key.publicKey)
         secret[40] ^= 1
         #expect(throws: CairnError.self) { try SigningKey(keyID: key.keyID, secretKey: secret) }

@@ -28,8 +28,15 @@ package struct ArchiveSealing: Sendable {
                 .invalidArgument,
                 recipients.isEmpty ? "an encrypted archive needs a recipient or a passphrase" : "a passphrase cannot be combined with recipients")
         }
-        let (idKey, chunkerKey) = try Self.makerKeys(
-            from: makerKey?.secretBytes ?? maker.map { Array($0.secretKey[0..<SigningKey.seedByteCount]) })
+        // The maker's secret bytes are lent in temporaries wiped after the derivation.
+        let (idKey, chunkerKey) =
+            if let makerKey {
+                try makerKey.withSecretBytes { (m) throws(CairnError) in try Self.makerKeys(from: m) }
+            } else if let maker {
+                try maker.withSeed { (seed) throws(CairnError) in try Self.makerKeys(from: seed) }
+            } else {
+                try Self.makerKeys(from: nil)
+            }
         let secrets = ArchiveSecrets(blockKey: try Sodium.randomBytes(32), idKey: idKey, chunkerKey: chunkerKey)
         let keyBlock =
             if let passphrase { try AgeFile.encrypt(secrets.encoded(), with: passphrase) } else {

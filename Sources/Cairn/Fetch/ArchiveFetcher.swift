@@ -85,12 +85,19 @@ public final class ArchiveFetcher: Sendable {
         }
         let seeds = SeedIndex(keying: options.keying)
         defer { seeds.close() }
-        // An encrypted archive's seeds are opened once its keys are known (`Spec/0004 §6.10.3`).
+        // The seed rule (`SeedIndex+Rule`, `Spec/0003 §13`): a local seed that is not an archive
+        // is refused before any request. An encrypted archive's seeds are indexed once its keys
+        // are known (`Spec/0004 §6.10.3`).
+        for case .file(let seedPath) in options.seeds where !options.decryption.isEmpty {
+            try SeedIndex.requireArchive(atPath: seedPath)
+        }
         for seed in options.decryption.isEmpty ? options.seeds : [] {
             if let remoteSeed = seed.remote(http: configuration) {
                 try seeds.add(remote: remoteSeed)
-            } else if case .file(let seedPath) = seed {
-                try seeds.add(path: seedPath)
+            } else if case .file(let seedPath) = seed,
+                let reason = try seeds.admit(localSeed: seedPath, decryption: options.decryption, keying: nil)
+            {
+                options.onEvent?(.seedSkipped(path: seedPath, reason: reason))
             }
         }
         let setAside = ArchiveLocation.setAsidePath(of: path)
@@ -304,8 +311,9 @@ public enum FetchEvent: Sendable {
     case retrying(CairnError, attempt: Int)
     /// Starting over from offset 0, and why.
     case restarting(reason: String)
-    /// A seed that is not used, and why: a seed of an encrypted archive made with other keys,
-    /// a plain one, or one no identity opens (`Spec/0004-trusted-archives.md §6.10.3`).
+    /// A seed that is not used, and why (`Spec/0003-command-line.md §13`, the seed rule): an
+    /// archive that cannot help (an encrypted seed of a plain archive or the other way round,
+    /// other chunk keys, one no identity opens, `Spec/0004-trusted-archives.md §6.10.3`).
     case seedSkipped(path: String, reason: String)
 }
 

@@ -163,14 +163,15 @@ struct FetchAttempt {
                     client: run.remote.client, url: run.remote.url, validator: validator, length: start > 0 ? state?.length : nil,
                     decryption: run.options.decryption)
                 run.indexEncryptedSeeds(keying: sealed.inner.keying)
-                let remote = try RemoteManifest.fetch(sealed: sealed, seeds: run.seeds)
+                let remote = try RemoteManifest.fetch(sealed: sealed, seeds: run.seeds, trustedKeys: run.options.trustedKeys)
                 run.sealedRemote = sealed
                 run.report.seedBytes += remote.manifestSeedBytes
                 return remote
             }
             let remote = try RemoteManifest.fetch(
                 client: run.remote.client, url: run.remote.url, validator: validator, length: start > 0 ? state?.length : nil,
-                seeds: run.seeds, keying: run.fetcher.options.keying, connections: run.options.connections)
+                seeds: run.seeds, keying: run.fetcher.options.keying, trustedKeys: run.options.trustedKeys,
+                connections: run.options.connections)
             run.report.seedBytes += remote.manifestSeedBytes
             return remote
         } catch {
@@ -342,7 +343,9 @@ struct FetchAttempt {
             let failure =
                 writerCause.map { $0.message.hasPrefix(ArchiveRebuilder.divergedMessage) ? $0 : nil }
                 ?? (transfer.verifyError as? CairnError)
-            if let failure, failure.code != .network, failure.code != .httpStatus, failure.code != .sourceChanged {
+            // An archive no trusted key signed is refused as it is (`Spec/0004 §4.1`): other
+            // bytes would not sign it.
+            if let failure, ![.network, .httpStatus, .sourceChanged, .untrusted].contains(failure.code) {
                 run.rebuildFailed = true
                 run.report.rejectedCopies += 1
                 run.options.onEvent?(.restarting(reason: "\(failure.message); copying and downloading records instead"))

@@ -80,12 +80,10 @@ struct FetchRun {
                 options.onEvent?(.seedSkipped(path: seed.name, reason: "a remote seed is not read for an encrypted archive"))
                 continue
             }
+            // Rule 1 refused what is not an archive before the first request (`ArchiveFetcher`).
             do throws(CairnError) {
-                if try !seeds.add(encryptedPath: path, decryption: options.decryption, keying: keying) {
-                    options.onEvent?(
-                        .seedSkipped(
-                            path: path,
-                            reason: "its chunk keys are not the archive's (another maker's export): it shares no chunk with it"))
+                if let reason = try seeds.admit(localSeed: path, decryption: options.decryption, keying: keying) {
+                    options.onEvent?(.seedSkipped(path: path, reason: reason))
                 }
             } catch {
                 options.onEvent?(.seedSkipped(path: path, reason: error.message))

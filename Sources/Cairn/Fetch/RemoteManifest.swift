@@ -69,7 +69,11 @@ package struct RemoteManifest: Sendable {
     ///   - seeds: the indexed seeds whose manifest records may be copied.
     ///   - keying: the archive's chunk keys (`Spec/0004-trusted-archives.md §6.6`); nil for a
     ///     plain archive.
-    /// - Throws: `.sourceChanged` naming the URL when the archive is not the one `validator` and
+    ///   - trustedKeys: when not empty, the root signature is verified before the manifest is
+    ///     read (`Spec/0004 §4.3`): an archive that is not signed, or signed by another key, is
+    ///     refused here, before anything is planned, downloaded or set aside.
+    /// - Throws: `.untrusted` naming the URL for an archive no trusted key signed (§4.1);
+    ///   `.sourceChanged` naming the URL when the archive is not the one `validator` and
     ///   `length` name, or a range answer does not match its request; `.invalidArgument` whose
     ///   message starts with ``RangeAnswer/noRangesMessage`` when the server ignores
     ///   ranges; what ``ArchiveReader/init(source:verifyingStructure:keepingManifestRegion:trustedKeys:)``
@@ -78,12 +82,13 @@ package struct RemoteManifest: Sendable {
     /// - Parameter connections: requests the source keeps in flight (`Spec/0001 §13.9`).
     package static func fetch(
         client: HTTPClient, url: String, validator: String?, length: UInt64?, seeds: SeedIndex, keying: ChunkKeying?,
-        connections: Int = RemoteReadOptions.defaultConnections
+        trustedKeys: [PublicKey], connections: Int = RemoteReadOptions.defaultConnections
     ) throws(CairnError) -> RemoteManifest {
         let source = try HTTPArchiveSource(url: url, client: client, tailSlack: 0, connections: connections)
         try requireUnchanged(source, validator: validator, length: length)
         defer { source.close() }
-        var remote = try read(source, name: url, validator: source.validator, seeds: seeds, keying: keying) { (ranges, gap) throws(CairnError) in
+        var remote = try read(source, name: url, validator: source.validator, seeds: seeds, keying: keying, trustedKeys: trustedKeys) {
+            (ranges, gap) throws(CairnError) in
             try source.read(ranges: ranges, gap: gap)
         }
         remote.source = source
@@ -97,11 +102,13 @@ package struct RemoteManifest: Sendable {
     ///
     /// The footer is read from opened blocks; everything else is decrypted without the tags
     /// (``SealedRangeReader``) and checked against it: the manifest by its digest, here, before
-    /// it is used.
-    static func fetch(sealed remote: SealedRemote, seeds: SeedIndex) throws(CairnError) -> RemoteManifest {
+    /// it is used. With `trustedKeys`, the inner archive's root signature is verified first.
+    static func fetch(sealed remote: SealedRemote, seeds: SeedIndex, trustedKeys: [PublicKey]) throws(CairnError) -> RemoteManifest {
         let inner = remote.inner
         let ranges = try remote.ranges()
-        return try read(inner, name: remote.outer.url, validator: remote.outer.validator, seeds: seeds, keying: inner.keying) {
+        return try read(
+            inner, name: remote.outer.url, validator: remote.outer.validator, seeds: seeds, keying: inner.keying, trustedKeys: trustedKeys
+        ) {
             (wanted, _) throws(CairnError) in try ranges.read(ranges: wanted)
         }
     }
@@ -109,7 +116,7 @@ package struct RemoteManifest: Sendable {
     /// What both fetches read, from `source` (`name` in messages), whose ranges `read` gives,
     /// neighbours merged across gaps of at most the given bytes.
     private static func read(
-        _ source: any ArchiveSource, name url: String, validator: String?, seeds: SeedIndex, keying: ChunkKeying?,
+        _ source: any ArchiveSource, name url: String, validator: String?, seeds: SeedIndex, keying: ChunkKeying?, trustedKeys: [PublicKey],
         ranges read: ([Range<UInt64>], UInt64) throws(CairnError) -> [[UInt8]]
     ) throws(CairnError) -> RemoteManifest {
         let size = source.size
@@ -128,6 +135,10 @@ package struct RemoteManifest: Sendable {
                 guard end <= size else { throw CairnError(.truncated, "the header record runs past the archive's end", offset: 12) }
                 if end > UInt64(head.count) { head += try read([UInt64(head.count)..<end], 0)[0] }
                 head = Array(head[0..<Int(end)])
+            }
+            if !trustedKeys.isEmpty {
+                // `Spec/0004 §4.3`: the seekable reader's check, before the manifest is used.
+                _ = try ArchiveReader.verifyRootSignature(of: source, footer: footer, start: head, trustedKeys: trustedKeys)
             }
             let manifestOffset = footer.manifestOffset
             let manifestEnd = manifestOffset + footer.manifestLength

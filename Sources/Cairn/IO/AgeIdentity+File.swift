@@ -7,9 +7,10 @@ extension AgeIdentity {
     /// - Returns: the identities, in file order, at least one.
     /// - Throws: ``CairnError`` naming `path`: `.notFound` / `.io` when it cannot be read,
     ///   `.limitExceeded` when it is larger than 1 MiB, `.invalidArgument` naming the line when a
-    ///   line is not an X25519 identity or comment, or when the file holds no identity.
+    ///   line is not an X25519 identity or comment, when the file holds no identity, or when its
+    ///   group or others may read it (mode 0600 is asked for, as ssh does; a pipe is taken).
     public static func readIdentities(fromFile path: String) throws(CairnError) -> [AgeIdentity] {
-        let text = try SmallFile.read(path, limit: AgeKeyFile.byteLimit, what: "age identity file")
+        let text = try SmallFile.read(path, limit: AgeKeyFile.byteLimit, what: "age identity file", ownerOnly: true)
         return try identities(parsingFileText: text, source: path)
     }
 }

@@ -10,11 +10,12 @@ extension SigningKey {
     ///     ``secretKeyFileNeedsPassword(_:)``. Deriving the key takes scrypt with minisign's
     ///     limits: about 1 GiB of memory and a few seconds.
     /// - Throws: ``CairnError`` naming `path`: `.notFound` / `.io` when it cannot be read;
-    ///   `.invalidArgument` when it is not a minisign Ed25519 secret key, is damaged, or the
+    ///   `.invalidArgument` when its group or others may read it (mode 0600 is asked for, as
+    ///   ssh does; a pipe is taken), when it is not a minisign Ed25519 secret key, is damaged, or the
     ///   password is missing or wrong ("wrong password for secret key"); `.limitExceeded` when it
     ///   is too large or asks scrypt for more than minisign's limits.
     public static func read(secretKeyFile path: String, password: [UInt8]?) throws(CairnError) -> SigningKey {
-        let text = try SmallFile.read(path, limit: keyFileByteLimit, what: "secret key file")
+        let text = try SmallFile.read(path, limit: keyFileByteLimit, what: "secret key file", ownerOnly: true)
         return try SigningKey(minisignSecretKeyText: text, password: password, path: path)
     }
 
@@ -24,7 +25,7 @@ extension SigningKey {
     /// - Throws: ``CairnError`` as ``read(secretKeyFile:password:)`` does for a file that cannot
     ///   be read or is not a minisign secret key.
     public static func secretKeyFileNeedsPassword(_ path: String) throws(CairnError) -> Bool {
-        let text = try SmallFile.read(path, limit: keyFileByteLimit, what: "secret key file")
+        let text = try SmallFile.read(path, limit: keyFileByteLimit, what: "secret key file", ownerOnly: true)
         return try minisignSecretKeyNeedsPassword(text, path: path)
     }
 

@@ -7,8 +7,9 @@ package enum SmallFile {
     /// - Parameters:
     ///   - what: what the file is, for the error ("public key file").
     ///   - ownerOnly: a secret: a regular file its group or others may read is refused, as ssh
-    ///     refuses such a key. The mode is that of the file opened (`fstat(2)`), not of whatever
-    ///     the path names a moment later.
+    ///     refuses such a key ("permissions 0644 for 'KEY' are too open", ``isTooOpen(_:)``). The
+    ///     mode is that of the file opened (`fstat(2)`), not of whatever the path names a moment
+    ///     later; a pipe or a terminal (`/dev/stdin`, `<(…)`) is not a file to protect.
     /// - Throws: ``CairnError`` naming `path`: `.notFound` or `.io` when it cannot be opened or
     ///   read, `.limitExceeded` when it holds more than `limit` bytes (nothing more is read),
     ///   `.invalidArgument` for a secret others may read.
@@ -17,9 +18,11 @@ package enum SmallFile {
         return try descriptor.closeAfter { () throws(CairnError) -> [UInt8] in
             var status = stat()
             if ownerOnly, fstat(descriptor.rawValue, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_mode & 0o077 != 0 {
+                let digits = String(status.st_mode & 0o7777, radix: 8)
                 throw CairnError(
                     .invalidArgument,
-                    "the \(what) may be read by others (mode \(String(status.st_mode & 0o777, radix: 8))): chmod 600 it", path: path)
+                    "permissions \(String(repeating: "0", count: max(0, 4 - digits.count)) + digits) for '\(path)'\(tooOpenMarker)"
+                        + "the \(what) may be read by its group or others; chmod 600 it", path: path)
             }
             // Read in blocks until the end, whatever the file says its size is (a pipe says 0),
             // and stop as soon as the limit is passed.
@@ -39,6 +42,15 @@ package enum SmallFile {
 }
 
 extension SmallFile {
+    /// What ``read(_:limit:what:ownerOnly:)`` says of a secret others may read, after its mode and path.
+    private static let tooOpenMarker = " are too open: "
+
+    /// Whether `error` is ``read(_:limit:what:ownerOnly:)``'s refusal of a secret file its group or
+    /// others may read (the command line's exit 2, `Spec/0003-command-line.md §14`).
+    package static func isTooOpen(_ error: CairnError) -> Bool {
+        error.code == .invalidArgument && error.message.hasPrefix("permissions ") && error.message.contains(tooOpenMarker)
+    }
+
     /// Writes `bytes` as the file `path`, which appears only complete: a temporary name beside
     /// it (mode `mode`, `O_EXCL`), `fsync(2)`, then `rename(2)` over `path` when `replacing`, else
     /// `renameat2(2)` with `RENAME_NOREPLACE`, so an existing file is never replaced.

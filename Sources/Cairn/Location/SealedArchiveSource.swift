@@ -172,8 +172,10 @@ package final class SealedArchiveSource: ArchiveSource, PositionalInput {
         case .opened: return plaintext
         case .cut: throw SealedBlockStream.cutError(index: index, end: layout.outerRange(of: index).upperBound, name: name)
         case .failed:
-            throw SealedBlockStream.failure(
-                index: index, outerOffset: layout.outerRange(of: index).lowerBound, isFinal: isLast && !partial, name: name)
+            let mayBeCut =
+                isLast && !partial && sealed.count < Int(layout.sealedBlockSize)
+                && !sealed.withUnsafeBytes { SealedBlockStream.endsWithFooter($0, sealer: sealer) }
+            throw SealedBlockStream.failure(index: index, outerOffset: layout.outerRange(of: index).lowerBound, mayBeCut: mayBeCut, name: name)
         }
     }
 

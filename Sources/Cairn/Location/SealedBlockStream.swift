@@ -136,30 +136,60 @@ package enum SealedBlockStream {
         return error
     }
 
-    /// The error for block `index` (at `outerOffset`) whose tag does not verify.
-    package static func failure(index: UInt64, outerOffset: UInt64, isFinal: Bool, name: String) -> CairnError {
+    /// The error for block `index` (at `outerOffset`) whose tag does not verify
+    /// (`Spec/0004-trusted-archives.md §6.3` "Opening" item 1): damage, reported alone and never
+    /// as a cut to resume, unless `mayBeCut`.
+    ///
+    /// - Parameter mayBeCut: the block is the last one read, shorter than a whole sealed block, in
+    ///   an archive that should be complete, and it does not end with a footer
+    ///   (``endsWithFooter(_:sealer:)``): its bytes may end where the archive was cut inside it,
+    ///   which the reader's account of the cut then follows.
+    package static func failure(index: UInt64, outerOffset: UInt64, mayBeCut: Bool, name: String) -> CairnError {
         CairnError(
             .checksumMismatch,
-            "sealed block \(index)\(isFinal ? finalBlockFailure : " fails authentication"): it was altered, comes from another "
-                + "archive or another position, or the archive was cut after it",
+            "sealed block \(index) fails authentication: "
+                + (mayBeCut ? "it was altered, or the archive was cut inside it\(cutInside)" : "it was altered, or comes from another archive or another position"),
             path: name, offset: outerOffset)
     }
 
+    /// What ``failure(index:outerOffset:mayBeCut:name:)`` adds when the block may be cut.
+    private static let cutInside = " (its last block)"
+
     /// Whether `error`, which ended a stream of sealed blocks, is damage rather than a possible
-    /// cut (`Spec/0004-trusted-archives.md §6.3` "Opening" item 1): a middle block that fails
-    /// authentication (``failure(index:outerOffset:isFinal:name:)`` with `isFinal` false), an
-    /// envelope that changed, a corrupt record. A last block that fails may be a block cut short,
-    /// and a lost connection is a cut: for those the reader's account of the cut stays useful.
+    /// cut (`Spec/0004-trusted-archives.md §6.3` "Opening" item 1): a block that fails
+    /// authentication (``failure(index:outerOffset:mayBeCut:name:)``, a whole last block
+    /// included), an envelope that changed, a corrupt record. A last block cut short and a lost
+    /// connection are cuts: for those the reader's account of the cut stays useful.
     package static func isDamage(_ error: CairnError) -> Bool {
         switch error.code {
         case .corrupted, .sourceChanged: return true
-        case .checksumMismatch: return !error.message.contains(finalBlockFailure)
+        case .checksumMismatch: return !error.message.hasSuffix(cutInside)
         default: return false
         }
     }
 
-    /// What ``failure(index:outerOffset:isFinal:name:)`` says of a last block.
-    private static let finalBlockFailure = " fails authentication as the last block"
+    /// Whether the last block read, `sealed` (`nonce ‖ ciphertext ‖ tag`), which fails
+    /// authentication, was written whole as the archive's last block: its plaintext, decrypted
+    /// without the tag for this diagnosis only (nothing of it is released or used), ends with a
+    /// well-formed footer record (its type, length and CRC-32). A block cut short ends inside the
+    /// archive and almost never does; an altered last block whose footer bytes are intact does.
+    /// A last block whose plaintext is shorter than a footer gives false.
+    package static func endsWithFooter(_ sealed: UnsafeRawBufferPointer, sealer: BlockSealer) -> Bool {
+        let length = sealed.count - BlockSealer.overhead
+        guard length >= Footer.framedLength else { return false }
+        let from = (length - Footer.framedLength) / BlockSealer.keystreamBlock * BlockSealer.keystreamBlock
+        let nonce = UnsafeRawBufferPointer(rebasing: sealed[0..<BlockSealer.nonceByteCount])
+        let ciphertext = UnsafeRawBufferPointer(rebasing: sealed[(BlockSealer.nonceByteCount + from)..<(BlockSealer.nonceByteCount + length)])
+        guard let plaintext = sealer.decryptUnauthenticated(ciphertext, nonce: nonce, at: from) else { return false }
+        let footer = Array(plaintext.suffix(Footer.framedLength))
+        let wellFormed = try? footer.withBytes { (raw) throws(CairnError) -> Bool in
+            let header = try RecordCodec.parseHeader(raw, offset: 0)
+            guard header.typeByte == RecordType.footer.rawValue, header.framedLength == Footer.framedLength else { return false }
+            try RecordCodec.checkCRC(raw, offset: 0)
+            return true
+        }
+        return wellFormed ?? false
+    }
 
     /// Opens the blocks read from `input` in order and writes their plaintext through `writer`.
     ///
@@ -199,7 +229,12 @@ package enum SealedBlockStream {
                         into: UnsafeMutableRawBufferPointer(rebasing: out[0..<length]))
                 }
             }
-            guard opening != .failed else { throw failure(index: index, outerOffset: offset, isFinal: atEnd && !partial, name: name) }
+            guard opening != .failed else {
+                let mayBeCut =
+                    atEnd && !partial && current.count < sealedSize
+                    && !current.withUnsafeBytes { Self.endsWithFooter($0, sealer: sealer) }
+                throw failure(index: index, outerOffset: offset, mayBeCut: mayBeCut, name: name)
+            }
             let from = min(skip, length)
             skip = 0
             try plaintext.withBytes { (raw) throws(CairnError) in try writer.write(UnsafeRawBufferPointer(rebasing: raw[from..<length])) }

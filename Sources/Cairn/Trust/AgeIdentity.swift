@@ -5,8 +5,8 @@
 /// human-readable part `AGE-SECRET-KEY-`, all uppercase (`AGE-SECRET-KEY-1…`). Its
 /// ``description`` names only the recipient: the secret never appears in logs.
 public struct AgeIdentity: Sendable, CustomStringConvertible {
-    /// The 32 bytes of the X25519 secret key.
-    private let secretBytes: [UInt8]
+    /// The 32 bytes of the X25519 secret key; wiped when the last copy of the identity goes.
+    private let secret: SecretBytes
     /// The recipient of this identity: its public key.
     public let recipient: AgeRecipient
 
@@ -16,10 +16,11 @@ public struct AgeIdentity: Sendable, CustomStringConvertible {
     /// An identity from the 32 bytes of its X25519 secret key.
     ///
     /// - Throws: ``CairnError`` with code `.invalidArgument` unless `secretBytes` holds 32
-    ///   bytes, `.io` when libsodium cannot initialize.
+    ///   bytes, not all zero; `.io` when libsodium cannot initialize.
     public init(secretBytes: [UInt8]) throws(CairnError) {
+        try Sodium.requireNotAllZero(secretBytes, "age identity")
         self.recipient = try AgeRecipient(rawBytes: X25519.publicKey(of: secretBytes))
-        self.secretBytes = secretBytes
+        secret = SecretBytes(copying: secretBytes)
     }
 
     /// An identity from its text form, `AGE-SECRET-KEY-1…` (uppercase Bech32 of 32 bytes).
@@ -56,7 +57,7 @@ public struct AgeIdentity: Sendable, CustomStringConvertible {
 
     /// The identity's text form, `AGE-SECRET-KEY-1…`: a secret, for an identity file only.
     public var secretKeyText: String {
-        Bech32.encode(humanReadablePart: Self.humanReadablePart, bytes: secretBytes, uppercase: true)
+        withSecretBytes { Bech32.encode(humanReadablePart: Self.humanReadablePart, bytes: $0, uppercase: true) }
     }
 
     /// `age identity for age1…`: the recipient, never the secret.
@@ -70,10 +71,19 @@ public struct AgeIdentity: Sendable, CustomStringConvertible {
     ///   shared secret (age aborts there too).
     package func fileKey(in stanza: AgeStanza) throws(CairnError) -> [UInt8]? {
         let share = try AgeRecipient.ephemeralShare(of: stanza)
-        guard let shared = try X25519.sharedSecret(secretBytes, share) else {
+        guard var shared = try withSecretBytes({ (scalar) throws(CairnError) in try X25519.sharedSecret(scalar, share) }) else {
             throw CairnError(.corrupted, "an X25519 stanza's share is a point of small order (the shared secret is zero)")
         }
-        let key = try AgeRecipient.wrapKey(sharedSecret: shared, share: share, recipient: recipient.rawBytes)
+        defer { SecretBytes.wipe(&shared) }
+        var key = try AgeRecipient.wrapKey(sharedSecret: shared, share: share, recipient: recipient.rawBytes)
+        defer { SecretBytes.wipe(&key) }
         return try ChaCha20Poly1305.open(stanza.body[...], key: key, nonce: AgeFile.stanzaNonce)
+    }
+
+    /// Calls `body` with the 32 secret bytes, in a temporary wiped after it.
+    private func withSecretBytes<R, E: Error>(_ body: ([UInt8]) throws(E) -> R) throws(E) -> R {
+        var bytes = secret.withUnsafeBytes { Array($0) }
+        defer { SecretBytes.wipe(&bytes) }
+        return try body(bytes)
     }
 }

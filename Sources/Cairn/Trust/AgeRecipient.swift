@@ -17,11 +17,13 @@ public struct AgeRecipient: Hashable, Sendable, CustomStringConvertible {
 
     /// A recipient from the 32 bytes of its X25519 public key.
     ///
-    /// - Throws: ``CairnError`` with code `.invalidArgument` unless `rawBytes` holds 32 bytes.
+    /// - Throws: ``CairnError`` with code `.invalidArgument` unless `rawBytes` holds 32 bytes,
+    ///   not all zero (the zero point: every shared secret with it is zero).
     public init(rawBytes: [UInt8]) throws(CairnError) {
         guard rawBytes.count == X25519.byteCount else {
             throw CairnError(.invalidArgument, "an age X25519 recipient is \(X25519.byteCount) bytes, not \(rawBytes.count)")
         }
+        try Sodium.requireNotAllZero(rawBytes, "age recipient")
         self.rawBytes = rawBytes
     }
 

@@ -21,7 +21,8 @@ package struct BlockSealer: Sendable {
     /// The associated data's domain prefix, ASCII.
     package static let domain: [UInt8] = Array("cairn-block-v1".utf8)
 
-    private let key: [UInt8]
+    /// The block key; wiped when the last copy of the sealer goes.
+    private let key: SecretBytes
     /// `domain ‖ archiveID`, the part of every block's associated data that does not change.
     private let associatedPrefix: [UInt8]
 
@@ -35,7 +36,7 @@ package struct BlockSealer: Sendable {
         guard key.count == Self.keyByteCount, archiveID.count == 16 else {
             throw CairnError(.invalidArgument, "a block key has 32 bytes and an archive id 16")
         }
-        self.key = key
+        self.key = SecretBytes(copying: key)
         associatedPrefix = Self.domain + archiveID
     }
 
@@ -77,9 +78,11 @@ package struct BlockSealer: Sendable {
         randombytes_buf(base, Self.nonceByteCount)
         let message = plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self)
         withAssociatedData(index: index, isFinal: isFinal) { data in
-            _ = crypto_aead_xchacha20poly1305_ietf_encrypt_detached(
-                base + Self.nonceByteCount, base + Self.nonceByteCount + plaintext.count, nil,
-                message, UInt64(plaintext.count), data.baseAddress, UInt64(data.count), nil, base, key)
+            key.withPointer { key in
+                _ = crypto_aead_xchacha20poly1305_ietf_encrypt_detached(
+                    base + Self.nonceByteCount, base + Self.nonceByteCount + plaintext.count, nil,
+                    message, UInt64(plaintext.count), data.baseAddress, UInt64(data.count), nil, base, key)
+            }
         }
     }
 
@@ -113,7 +116,10 @@ package struct BlockSealer: Sendable {
         let counter = 1 + UInt64(offset / Self.keystreamBlock)
         plaintext.withUnsafeMutableBufferPointer { output in
             guard let output = output.baseAddress else { return }
-            _ = crypto_stream_xchacha20_xor_ic(output, input, UInt64(ciphertext.count), noncePointer, counter, key)
+            key.withPointer { key in
+                _ = crypto_stream_xchacha20_xor_ic(
+                    output, input, UInt64(ciphertext.count), noncePointer, counter, key)
+            }
         }
         return plaintext
     }
@@ -132,9 +138,11 @@ package struct BlockSealer: Sendable {
         let length = sealed.count - Self.overhead
         let output = plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self)
         let status = withAssociatedData(index: index, isFinal: isFinal) { data in
-            crypto_aead_xchacha20poly1305_ietf_decrypt_detached(
-                output, nil, input + Self.nonceByteCount, UInt64(length), input + Self.nonceByteCount + length,
-                data.baseAddress, UInt64(data.count), input, key)
+            key.withPointer { key in
+                crypto_aead_xchacha20poly1305_ietf_decrypt_detached(
+                    output, nil, input + Self.nonceByteCount, UInt64(length), input + Self.nonceByteCount + length,
+                    data.baseAddress, UInt64(data.count), input, key)
+            }
         }
         guard status == 0 else {
             plaintext.initializeMemory(as: UInt8.self, repeating: 0)

@@ -13,17 +13,27 @@ public struct MakerKey: Sendable {
     /// The first word of the file's line.
     public static let fileTag = "cairn-maker-key-v1"
 
-    /// The secret bytes, the input key material of the derivation.
-    package let secretBytes: [UInt8]
+    /// The secret bytes, the input key material of the derivation; wiped when the last copy of
+    /// the key goes.
+    private let secret: SecretBytes
 
     /// A key of the 32 bytes `secretBytes`.
     ///
-    /// - Throws: ``CairnError`` `.invalidArgument` when `secretBytes` is not 32 bytes.
+    /// - Throws: ``CairnError`` `.invalidArgument` when `secretBytes` is not 32 bytes, or is all
+    ///   zero bytes.
     public init(secretBytes: [UInt8]) throws(CairnError) {
         guard secretBytes.count == Self.byteCount else {
             throw CairnError(.invalidArgument, "a maker key is \(Self.byteCount) bytes, not \(secretBytes.count)")
         }
-        self.secretBytes = secretBytes
+        try Sodium.requireNotAllZero(secretBytes, "maker key")
+        secret = SecretBytes(copying: secretBytes)
+    }
+
+    /// Calls `body` with the 32 secret bytes, in a temporary wiped after it.
+    package func withSecretBytes<R, E: Error>(_ body: ([UInt8]) throws(E) -> R) throws(E) -> R {
+        var bytes = secret.withUnsafeBytes { Array($0) }
+        defer { SecretBytes.wipe(&bytes) }
+        return try body(bytes)
     }
 
     /// A new key of 32 bytes from libsodium's `randombytes_buf`.
@@ -45,9 +55,11 @@ public struct MakerKey: Sendable {
             throw CairnError(
                 .invalidArgument, "not a maker key file: expected one line '\(Self.fileTag) ' and 32 bytes in base64")
         }
-        try self.init(secretBytes: bytes)
+        var decoded = bytes
+        defer { SecretBytes.wipe(&decoded) }
+        try self.init(secretBytes: decoded)
     }
 
     /// The file's text: `cairn-maker-key-v1 BASE64` and a line feed.
-    public var fileText: String { Self.fileTag + " " + Base64.encode(secretBytes) + "\n" }
+    public var fileText: String { withSecretBytes { Self.fileTag + " " + Base64.encode($0) + "\n" } }
 }

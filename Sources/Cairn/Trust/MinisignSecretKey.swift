@@ -78,13 +78,17 @@ package struct MinisignSecretKey {
     {
         guard let password else {
             (kdf, salt, self.opsLimit, self.memoryLimit) = (Self.kdfNone, [UInt8](repeating: 0, count: Self.saltByteCount), 0, 0)
-            sealed = key.keyID.bytes + key.secretKey + [UInt8](repeating: 0, count: Self.checksumByteCount)
+            sealed = key.secretKey.withUnsafeBytes { key.keyID.bytes + Array($0) + [UInt8](repeating: 0, count: Self.checksumByteCount) }
             return
         }
         (kdf, salt, self.opsLimit, self.memoryLimit) = (Self.kdfScrypt, try Sodium.randomBytes(Self.saltByteCount), opsLimit, memoryLimit)
-        let plain = key.keyID.bytes + key.secretKey + (try Self.checksum(keyID: key.keyID.bytes, secretKey: key.secretKey))
-        sealed = Self.xor(
-            plain, try Self.stream(password: password, salt: salt, opsLimit: opsLimit, memoryLimit: memoryLimit, path: "<new secret key>"))
+        var secret = key.secretKey.withUnsafeBytes { Array($0) }
+        var plain = key.keyID.bytes + secret + (try Self.checksum(keyID: key.keyID.bytes, secretKey: secret))
+        var stream = try Self.stream(password: password, salt: salt, opsLimit: opsLimit, memoryLimit: memoryLimit, path: "<new secret key>")
+        sealed = Self.xor(plain, stream)
+        SecretBytes.wipe(&secret)
+        SecretBytes.wipe(&plain)
+        SecretBytes.wipe(&stream)
     }
 
     /// The 158 bytes.
@@ -100,15 +104,18 @@ package struct MinisignSecretKey {
     ///   and when the secret key's halves disagree (a damaged file).
     package func signingKey(password: [UInt8]?, path: String) throws(CairnError) -> SigningKey {
         var plain = sealed
+        defer { SecretBytes.wipe(&plain) }
         if needsPassword {
             guard let password else {
                 throw CairnError(.invalidArgument, "the secret key is encrypted: a password is needed", path: path)
             }
-            plain = Self.xor(
-                sealed, try Self.stream(password: password, salt: salt, opsLimit: opsLimit, memoryLimit: memoryLimit, path: path))
+            var stream = try Self.stream(password: password, salt: salt, opsLimit: opsLimit, memoryLimit: memoryLimit, path: path)
+            plain = Self.xor(sealed, stream)
+            SecretBytes.wipe(&stream)
         }
         let keyID = Array(plain[0..<8])
-        let secret = Array(plain[8..<72])
+        var secret = Array(plain[8..<72])
+        defer { SecretBytes.wipe(&secret) }
         let checksum = Array(plain[72...])
         // minisign writes no checksum without a password (`-W`), and checks none then.
         if needsPassword || checksum != [UInt8](repeating: 0, count: Self.checksumByteCount) {

@@ -18,11 +18,13 @@ public struct PublicKey: Hashable, Sendable, CustomStringConvertible {
 
     /// A key from its id and its 32 raw bytes.
     ///
-    /// - Throws: ``CairnError`` with code `.invalidArgument` unless `rawBytes` holds 32 bytes.
+    /// - Throws: ``CairnError`` with code `.invalidArgument` unless `rawBytes` holds 32 bytes,
+    ///   not all zero.
     public init(keyID: SigningKeyID, rawBytes: [UInt8]) throws(CairnError) {
         guard rawBytes.count == Self.byteCount else {
             throw CairnError(.invalidArgument, "an Ed25519 public key is \(Self.byteCount) bytes, not \(rawBytes.count)")
         }
+        try Sodium.requireNotAllZero(rawBytes, "Ed25519 public key")
         self.keyID = keyID
         self.rawBytes = rawBytes
     }

@@ -8,8 +8,9 @@ internal import CSodium
 public struct SigningKey: Sendable, CustomStringConvertible {
     /// The key's id (minisign's key number).
     public let keyID: SigningKeyID
-    /// libsodium's 64-byte secret key: the 32-byte seed, then the 32-byte public key.
-    let secretKey: [UInt8]
+    /// libsodium's 64-byte secret key: the 32-byte seed, then the 32-byte public key; wiped when
+    /// the last copy of the key goes.
+    let secretKey: SecretBytes
 
     /// The number of bytes in libsodium's Ed25519 secret key (seed and public key).
     public static let secretKeyByteCount = 64
@@ -18,18 +19,19 @@ public struct SigningKey: Sendable, CustomStringConvertible {
 
     /// The key derived from a 32-byte seed (`crypto_sign_seed_keypair`).
     ///
-    /// - Throws: ``CairnError`` with code `.invalidArgument` unless `seed` holds 32 bytes, and
-    ///   `.io` when libsodium cannot initialize.
+    /// - Throws: ``CairnError`` with code `.invalidArgument` unless `seed` holds 32 bytes, not
+    ///   all zero, and `.io` when libsodium cannot initialize.
     public init(keyID: SigningKeyID, seed: [UInt8]) throws(CairnError) {
         guard seed.count == Self.seedByteCount else {
             throw CairnError(.invalidArgument, "an Ed25519 seed is \(Self.seedByteCount) bytes, not \(seed.count)")
         }
         try Sodium.ready()
+        try Sodium.requireNotAllZero(seed, "Ed25519 secret key")
         var publicKey = [UInt8](repeating: 0, count: PublicKey.byteCount)
-        var secretKey = [UInt8](repeating: 0, count: Self.secretKeyByteCount)
-        _ = crypto_sign_seed_keypair(&publicKey, &secretKey, seed)
         self.keyID = keyID
-        self.secretKey = secretKey
+        self.secretKey = SecretBytes(count: Self.secretKeyByteCount) { secret in
+            _ = crypto_sign_seed_keypair(&publicKey, secret, seed)
+        }
     }
 
     /// A key from libsodium's 64-byte secret key (seed, then public key), as minisign stores it.
@@ -41,8 +43,10 @@ public struct SigningKey: Sendable, CustomStringConvertible {
             throw CairnError(
                 .invalidArgument, "an Ed25519 secret key is \(Self.secretKeyByteCount) bytes, not \(secretKey.count)")
         }
-        let derived = try SigningKey(keyID: keyID, seed: Array(secretKey[0..<Self.seedByteCount]))
-        guard derived.secretKey == secretKey else {
+        var seed = Array(secretKey[0..<Self.seedByteCount])
+        defer { SecretBytes.wipe(&seed) }
+        let derived = try SigningKey(keyID: keyID, seed: seed)
+        guard derived.secretKey.matches(SecretBytes(copying: secretKey)) else {
             throw CairnError(.invalidArgument, "the secret key \(keyID) does not hold its own public key: it is damaged")
         }
         self = derived
@@ -59,7 +63,7 @@ public struct SigningKey: Sendable, CustomStringConvertible {
     /// The public half, to give to readers.
     public var publicKey: PublicKey {
         // The second half of libsodium's secret key is the public key (checked by every init).
-        let raw = Array(secretKey[Self.seedByteCount...])
+        let raw = secretKey.withUnsafeBytes { Array($0[Self.seedByteCount...]) }
         return (try? PublicKey(keyID: keyID, rawBytes: raw)) ?? PublicKey(unchecked: keyID, raw)
     }
 
@@ -67,8 +71,18 @@ public struct SigningKey: Sendable, CustomStringConvertible {
     package func signature(of message: [UInt8]) -> [UInt8] {
         var signature = [UInt8](repeating: 0, count: PublicKey.signatureByteCount)
         // Arrays pass as non-null pointers, an empty message included.
-        _ = crypto_sign_detached(&signature, nil, message, UInt64(message.count), secretKey)
+        secretKey.withPointer { secret in
+            _ = crypto_sign_detached(&signature, nil, message, UInt64(message.count), secret)
+        }
         return signature
+    }
+
+    /// Calls `body` with the 32-byte seed (the maker keys' input, `Spec/0004 §6.5`), in a
+    /// temporary wiped after it.
+    package func withSeed<R, E: Error>(_ body: ([UInt8]) throws(E) -> R) throws(E) -> R {
+        var seed = secretKey.withUnsafeBytes { Array($0[0..<Self.seedByteCount]) }
+        defer { SecretBytes.wipe(&seed) }
+        return try body(seed)
     }
 
     /// The key id; never the secret.
