@@ -319,11 +319,12 @@ final class StreamExtractor {
                     path: entry.path)
             }
             let file = StagedFile()
-            // Created with its mode when the umask keeps it whole and it has no special bits
+            // Created with its mode when the umask keeps it whole, it has no special bits and no
+            // extended attributes (setting a `user.*` one needs write permission on the file)
             // (the staging directory is 0700: nobody else sees the file meanwhile); otherwise
             // 0600, and the mode is set when the file is complete.
             let mode = FileSystem.extractedPermissions(entry.permissions)
-            file.hasMode = mode & 0o7000 == 0 && mode & umask == 0
+            file.hasMode = mode & 0o7000 == 0 && mode & umask == 0 && entry.extendedAttributes.isEmpty
             try writer.submit { [hasMode = file.hasMode] () throws(CairnError) in
                 let parent = try staging.parentDirectory(of: entry.pathBytes)
                 let fd = try FileDescriptor.open(
