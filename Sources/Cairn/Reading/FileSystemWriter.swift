@@ -25,9 +25,9 @@ final class FileSystemWriter: @unchecked Sendable {
     /// A job: file-system work that may throw.
     typealias Job = () throws -> Void
 
-    /// The most bytes the waiting jobs hold (4 MiB): enough to keep the thread busy across a
+    /// The most bytes the waiting jobs hold (2 MiB): enough to keep the thread busy across a
     /// pack's worth of small files, small beside extraction's other buffers.
-    static let byteLimit = 4 << 20
+    static let byteLimit = 2 << 20
     /// What a job counts for besides its payload (a closure and its captures).
     static let jobOverhead = 256
     /// Jobs the thread lets gather before it is woken (unless the submitter drains or the
@@ -44,13 +44,18 @@ final class FileSystemWriter: @unchecked Sendable {
     private var failure: (any Error)?
     private var stopping = false
     private var exited = false
-    /// Whether the thread waits for a job, and whether the submitter waits for one to end: a
-    /// condition is signalled only when someone waits on it (a `futex` call per job was more
+    /// Whether the thread waits for a job, and how many threads wait for one to end (the
+    /// submitter, another writer's job): a condition is signalled only when someone waits on it (a `futex` call per job was more
     /// system time than the work it moved).
     private var threadWaits = false
-    private var submitterWaits = false
-    /// Whether the submitter waits for every job to run (``drain()``, ``stop()``).
-    private var draining = false
+    private var jobWaiters = 0
+    /// How many wait for jobs to run (``drain()``, ``waitUntilDone(_:)``): the thread then
+    /// runs what is queued without waiting for a batch.
+    private var drainers = 0
+    /// Jobs submitted, and jobs run (or dropped after a failure): a job's ticket is the count
+    /// of jobs submitted up to it.
+    private var submitted = 0
+    private var completed = 0
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     /// Signalled when a job is queued or `stopping` is set (the thread may be waiting).
     private let jobQueued: UnsafeMutablePointer<pthread_cond_t>
@@ -82,7 +87,8 @@ final class FileSystemWriter: @unchecked Sendable {
     /// than ``byteLimit``.
     ///
     /// - Throws: the error an earlier job threw (and `job` is not queued).
-    func submit(bytes: Int = 0, _ job: @escaping Job) throws {
+    @discardableResult
+    func submit(bytes: Int = 0, _ job: @escaping Job) throws -> Int {
         let cost = bytes + Self.jobOverhead
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
@@ -90,7 +96,31 @@ final class FileSystemWriter: @unchecked Sendable {
         if let failure { throw failure }
         queue.append((job, cost))
         queuedCost += cost
-        if threadWaits, queue.count - head >= Self.batch || queuedCost >= Self.byteLimit / 2 { pthread_cond_signal(jobQueued) }
+        submitted += 1
+        defer { if threadWaits, queue.count - head >= Self.batch || queuedCost >= Self.byteLimit / 2 { pthread_cond_signal(jobQueued) } }
+        return submitted
+    }
+
+    /// The ticket of the last job submitted (0 before any).
+    var lastTicket: Int {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return submitted
+    }
+
+    /// Waits until the jobs up to `ticket` (``submit(bytes:_:)``'s result) have run. Another
+    /// writer's job may wait so on this writer (a journal line after the files of both), as
+    /// long as this writer's jobs never wait on that one.
+    ///
+    /// - Throws: the error a job threw.
+    func waitUntilDone(_ ticket: Int) throws {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        drainers += 1
+        defer { drainers -= 1 }
+        if threadWaits { pthread_cond_signal(jobQueued) }
+        while failure == nil, !exited, completed < ticket { waitForJobDone() }
+        if let failure { throw failure }
     }
 
     /// Waits until every job submitted has run.
@@ -99,8 +129,8 @@ final class FileSystemWriter: @unchecked Sendable {
     func drain() throws {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        draining = true
-        defer { draining = false }
+        drainers += 1
+        defer { drainers -= 1 }
         if threadWaits { pthread_cond_signal(jobQueued) }
         while failure == nil, !exited, head < queue.count || busy { waitForJobDone() }
         if let failure { throw failure }
@@ -108,9 +138,9 @@ final class FileSystemWriter: @unchecked Sendable {
 
     /// Waits (mutex held) until a job ends or the thread exits.
     private func waitForJobDone() {
-        submitterWaits = true
+        jobWaiters += 1
         pthread_cond_wait(jobDone, mutex)
-        submitterWaits = false
+        jobWaiters -= 1
     }
 
     /// Runs what is queued (nothing after a failure), then ends the thread; waits for it. Call
@@ -135,7 +165,7 @@ final class FileSystemWriter: @unchecked Sendable {
             if head == queue.count {
                 // Idle: wait for a batch, a drain or the end.
                 while !stopping,
-                    !(head < queue.count && (draining || queue.count - head >= Self.batch || queuedCost >= Self.byteLimit / 2))
+                    !(head < queue.count && (drainers > 0 || queue.count - head >= Self.batch || queuedCost >= Self.byteLimit / 2))
                 {
                     threadWaits = true
                     pthread_cond_wait(jobQueued, mutex)
@@ -161,14 +191,16 @@ final class FileSystemWriter: @unchecked Sendable {
             pthread_mutex_lock(mutex)
             busy = false
             queuedCost -= cost
+            completed += 1
             if let thrown, failure == nil {
                 failure = thrown
+                completed += queue.count - head
                 queue.removeAll()
                 head = 0
                 queuedCost = 0
             }
             // The submitter waits for room (woken once half is free) or for the queue to empty.
-            if submitterWaits, queuedCost <= Self.byteLimit / 2 || head == queue.count || failure != nil {
+            if jobWaiters > 0, queuedCost <= Self.byteLimit / 2 || head == queue.count || failure != nil || drainers > 0 {
                 pthread_cond_broadcast(jobDone)
             }
         }

@@ -42,7 +42,8 @@ final class StagingDirectory {
     private let directory: FileDescriptor
     /// The staging directory's current name in `container` (``commit()`` renames it aside).
     private var name: [UInt8]
-    private var cachedParent: (path: [UInt8], descriptor: FileDescriptor)?
+    /// The cache of ``parentDirectory(of:)`` (writer threads pass their own).
+    private let ownParent = ParentCache()
     private var journalDescriptor: FileDescriptor?
     private var state = State.open
 
@@ -260,10 +261,29 @@ final class StagingDirectory {
     /// intermediate directories with mode 0755. Never follows a symlink. The descriptor belongs to
     /// the staging directory (do not close it); it stays valid until the next call.
     func parentDirectory(of path: [UInt8]) throws(CairnError) -> FileDescriptor {
+        try parentDirectory(of: path, cache: ownParent)
+    }
+
+    /// The directory a writer thread last used (``parentDirectory(of:cache:)``): each thread
+    /// that makes files has its own, so threads never share a descriptor they may close.
+    final class ParentCache: @unchecked Sendable {
+        fileprivate var entry: (path: [UInt8], descriptor: FileDescriptor)?
+
+        /// Closes the cached directory.
+        func close() {
+            if let entry { _ = try? entry.descriptor.close() }
+            entry = nil
+        }
+    }
+
+    /// ``parentDirectory(of:)`` through `cache` (one per thread). Two threads may create the
+    /// same missing intermediate directory at once: the one that finds it made by the other
+    /// opens it.
+    func parentDirectory(of path: [UInt8], cache: ParentCache) throws(CairnError) -> FileDescriptor {
         let parent = PathValidator.parent(path)
         if parent.isEmpty { return descriptor }
-        if let cached = cachedParent, cached.path == parent { return cached.descriptor }
-        closeCachedParent()
+        if let cached = cache.entry, cached.path == parent { return cached.descriptor }
+        cache.close()
         var current = descriptor
         var currentPath: [UInt8] = []
         for component in PathValidator.components(parent) {
@@ -273,13 +293,18 @@ final class StagingDirectory {
             if let existing = try? FileSystem.openDirectory(component, in: current, display: display) {
                 next = existing
             } else {
-                try FileSystem.makeDirectory(component, in: current, mode: 0o755, display: display)
+                do throws(CairnError) {
+                    try FileSystem.makeDirectory(component, in: current, mode: 0o755, display: display)
+                } catch {
+                    // Made by another writer thread meanwhile: use it; anything else is the error.
+                    guard (try? FileStatus.of(component, relativeTo: current))?.kind == .directory else { throw error }
+                }
                 next = try FileSystem.openDirectory(component, in: current, display: display)
             }
             if current.rawValue != descriptor.rawValue { _ = try? current.close() }
             current = next
         }
-        cachedParent = (parent, current)
+        cache.entry = (parent, current)
         return current
     }
 
@@ -422,8 +447,7 @@ final class StagingDirectory {
     }
 
     private func closeCachedParent() {
-        if let cached = cachedParent { _ = try? cached.descriptor.close() }
-        cachedParent = nil
+        ownParent.close()
     }
 
     /// Renames the staging directory to a fresh name in the destination that no top-level item

@@ -35,10 +35,11 @@ final class StreamExtractor {
     /// nil for a dropped file written to a scratch file); `file` is nil while skipping a file an
     /// interrupted run completed.
     private var openFile: (entry: ArchiveEntry, file: StagedFile?, written: UInt64, scratch: Bool)?
-    /// Makes the files: every change to the staging directory goes through it, in order
-    /// (``FileSystemWriter``), except the rare ones made after ``FileSystemWriter/drain()``
-    /// (hard links, special files, scratch files, read-backs, a resumed run's skips).
-    private let writer = FileSystemWriter()
+    /// Make the files: every change to the staging directory goes through them, each
+    /// directory's in order (``FileSystemWriters``), except the rare ones made after
+    /// ``FileSystemWriters/drain()`` (hard links, special files, scratch files, read-backs, a
+    /// resumed run's skips).
+    private let writer = FileSystemWriters()
     /// The umask, read before the writer's first job: a file whose mode it leaves whole is
     /// created with that mode, and needs no `fchmod` after.
     private let umask = StagingDirectory.umask
@@ -69,17 +70,20 @@ final class StreamExtractor {
     /// handled first.
     private let startEvents: [ArchiveScanner.Event]
 
-    /// A file being written by the ``FileSystemWriter``'s jobs: its descriptor once the job that
-    /// creates it ran, and what writes its chunks, leaving holes for zero chunks. Touched by the
-    /// jobs, and by the extractor only after ``FileSystemWriter/drain()``.
+    /// A file being written by the jobs of its lane (``FileSystemWriters``): its descriptor once
+    /// the job that creates it ran, and what writes its chunks, leaving holes for zero chunks.
+    /// Touched by the jobs, and by the extractor only after ``FileSystemWriters/drain()``.
     private final class StagedFile: @unchecked Sendable {
         var descriptor: FileDescriptor?
         var sparse: SparseWriter?
         /// Whether the file was created with its final mode (no `fchmod` when it is complete).
         var hasMode = false
+        /// The lane whose jobs write it.
+        let lane: Int
 
-        init(descriptor: FileDescriptor? = nil) {
+        init(descriptor: FileDescriptor? = nil, lane: Int) {
             self.descriptor = descriptor
+            self.lane = lane
             if let descriptor { sparse = SparseWriter(file: descriptor, offset: 0) }
         }
 
@@ -245,7 +249,7 @@ final class StreamExtractor {
             for task in pending.values { _ = try await task.value }
             if let file = open.file {
                 let (entry, scratch, options) = (open.entry, open.scratch, options)
-                try writer.submit { () throws(CairnError) in
+                try writer.submit(lane: file.lane) { _ throws(CairnError) in
                     try file.sparse?.finish(size: size)
                     file.sparse = nil
                     // A scratch file stays open for the hard links to it.
@@ -276,7 +280,7 @@ final class StreamExtractor {
             if count > skipUntil {
                 // After the files it counts, in the writer's order.
                 let (staging, digest) = (staging, commit.chainDigest)
-                try writer.submit { () throws(CairnError) in try staging.journalCommit(entryCount: count, chainDigest: digest) }
+                try writer.submitAfterAll { () throws(CairnError) in try staging.journalCommit(entryCount: count, chainDigest: digest) }
             }
         case .footer:
             if skipUntil > 0, !resumePointVerified {
@@ -298,10 +302,16 @@ final class StreamExtractor {
         let staging = staging
         switch entry.kind {
         case .directory:
-            try writer.submit { () throws(CairnError) in
-                let parent = try staging.parentDirectory(of: entry.pathBytes)
+            // On the lane of what it holds, so it comes before its files there; another lane
+            // may have made it meanwhile, as a parent of its own.
+            try writer.submit(lane: writer.lane(of: entry.pathBytes)) { cache throws(CairnError) in
+                let parent = try staging.parentDirectory(of: entry.pathBytes, cache: cache)
                 if (try? FileStatus.of(name, relativeTo: parent))?.kind != .directory {
-                    try FileSystem.makeDirectory(name, in: parent, mode: 0o700, display: entry.path)
+                    do throws(CairnError) {
+                        try FileSystem.makeDirectory(name, in: parent, mode: 0o700, display: entry.path)
+                    } catch {
+                        guard (try? FileStatus.of(name, relativeTo: parent))?.kind == .directory else { throw error }
+                    }
                 }
             }
             directories.append(entry)
@@ -318,15 +328,15 @@ final class StreamExtractor {
                     .limitExceeded, "the archive declares \(declaredBytes) bytes up to this file but only \(free) bytes are free",
                     path: entry.path)
             }
-            let file = StagedFile()
+            let file = StagedFile(lane: writer.lane(of: PathValidator.parent(entry.pathBytes)))
             // Created with its mode when the umask keeps it whole, it has no special bits and no
             // extended attributes (setting a `user.*` one needs write permission on the file)
             // (the staging directory is 0700: nobody else sees the file meanwhile); otherwise
             // 0600, and the mode is set when the file is complete.
             let mode = FileSystem.extractedPermissions(entry.permissions)
             file.hasMode = mode & 0o7000 == 0 && mode & umask == 0 && entry.extendedAttributes.isEmpty
-            try writer.submit { [hasMode = file.hasMode] () throws(CairnError) in
-                let parent = try staging.parentDirectory(of: entry.pathBytes)
+            try writer.submit(lane: file.lane) { [hasMode = file.hasMode] cache throws(CairnError) in
+                let parent = try staging.parentDirectory(of: entry.pathBytes, cache: cache)
                 let fd = try FileDescriptor.open(
                     name, flags: O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: hasMode ? mode : 0o600, relativeTo: parent)
                 file.descriptor = FileDescriptor(rawValue: fd.rawValue, path: entry.path)
@@ -408,7 +418,7 @@ final class StreamExtractor {
         let fd = try FileDescriptor.open([0x2E], flags: O_RDWR | Self.temporaryFileFlag, mode: 0o600, relativeTo: staging.descriptor)
         let scratch = FileDescriptor(rawValue: fd.rawValue, path: entry.path)
         scratchFiles[entry.pathBytes] = scratch
-        openFile = (entry, StagedFile(descriptor: scratch), 0, true)
+        openFile = (entry, StagedFile(descriptor: scratch, lane: 0), 0, true)
     }
 
     /// `O_TMPFILE`, which Glibc declares only under `_GNU_SOURCE`: the kernel's generic
@@ -465,7 +475,7 @@ final class StreamExtractor {
                     path: open.entry.path)
             }
             outputBytes = total
-            try writer.submit(bytes: bytes?.count ?? 0) { () throws(CairnError) in
+            try writer.submit(lane: file.lane, bytes: bytes?.count ?? 0) { _ throws(CairnError) in
                 if let bytes { try file.sparse?.write(bytes) } else { file.sparse?.skip(UInt64(length)) }
             }
             open.written += UInt64(length)
