@@ -1,3 +1,4 @@
+import Cairn
 import CairnCorpus
 import Foundation
 import Glibc
@@ -230,11 +231,8 @@ struct TreeTally {
     private static func visit(_ path: String, tally: inout TreeTally, onFile: ((String) -> Void)?) {
         guard let dir = opendir(path) else { return }
         defer { closedir(dir) }
-        while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) { pointer in
-                pointer.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-            }
-            if name == "." || name == ".." { continue }
+        let names = (try? DirectoryReader.names(in: FileDescriptor(rawValue: dirfd(dir), path: path))) ?? []
+        for name in names.map({ String(decoding: $0, as: UTF8.self) }) {
             let child = path + "/" + name
             var info = stat()
             guard lstat(child, &info) == 0 else { continue }

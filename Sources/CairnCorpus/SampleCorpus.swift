@@ -75,11 +75,8 @@ public struct SampleCorpus: Sendable {
         }
         guard let directory = opendir(path) else { throw Errno.current.error("cannot open directory", path: path) }
         defer { closedir(directory) }
-        while let entry = readdir(directory) {
-            let isDot = withUnsafeBytes(of: entry.pointee.d_name) { name in
-                (name[0] == 0x2E && name[1] == 0) || (name[0] == 0x2E && name[1] == 0x2E && name[2] == 0)
-            }
-            if !isDot { throw CairnError(.alreadyExists, "the sample corpus needs an empty directory", path: path) }
+        guard try DirectoryReader.names(in: FileDescriptor(rawValue: dirfd(directory), path: path)).isEmpty else {
+            throw CairnError(.alreadyExists, "the sample corpus needs an empty directory", path: path)
         }
     }
 }

@@ -492,18 +492,7 @@ private final class TreeComparer {
 
     /// The names in an open directory, sorted bytewise, without `.` and `..`.
     private static func names(in fd: Int32) throws -> [[UInt8]] {
-        let copy = dup(fd)
-        guard copy >= 0, let stream = fdopendir(copy) else {
-            if copy >= 0 { close(copy) }
-            throw Errno.current.error(.io, "cannot read directory")
-        }
-        defer { closedir(stream) }
-        var names: [[UInt8]] = []
-        while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
-            if name == [0x2E] || name == [0x2E, 0x2E] { continue }
-            names.append(name)
-        }
-        return names.sorted { $0.lexicographicallyPrecedes($1) }
+        // Each name read in place (a copy of the 256-byte `d_name` can read past readdir's buffer).
+        try DirectoryReader.names(in: FileDescriptor(rawValue: fd, path: "<directory>"))
     }
 }

@@ -1,3 +1,4 @@
+import Cairn
 import Glibc
 
 /// A failed system call in the test support, naming the call, the path and `errno`.
@@ -79,19 +80,9 @@ package enum RawFileSystem {
 
     /// The names in an open directory (without `.` and `..`), sorted by bytes.
     package static func names(in directory: Int32) throws -> [[UInt8]] {
-        let copy = dup(directory)
-        guard copy >= 0, let stream = fdopendir(copy) else {
-            throw FileSystemTestError("fdopendir", path: [])
-        }
-        defer { closedir(stream) }
-        rewinddir(stream)
-        var names: [[UInt8]] = []
-        while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
-            if name == [0x2E] || name == [0x2E, 0x2E] { continue }
-            names.append(name)
-        }
-        return names.sorted { $0.lexicographicallyPrecedes($1) }
+        // Cairn's own listing reads each name in place: a copy of the 256-byte `d_name` field
+        // reads past a short entry at the end of readdir's buffer, which crashed a test run.
+        try DirectoryReader.names(in: FileDescriptor(rawValue: directory, path: "<directory>"))
     }
 
     /// The names in the directory at `path`, sorted; empty when it cannot be read.

@@ -513,12 +513,7 @@ private enum RawFS {
             throw CairnError(.io, "opendir failed: errno \(errno)", path: String(decoding: path, as: UTF8.self))
         }
         defer { closedir(dir) }
-        var names: [[UInt8]] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
-            if name != [0x2E], name != [0x2E, 0x2E] { names.append(name) }
-        }
-        return names.sorted { $0.lexicographicallyPrecedes($1) }
+        return try DirectoryReader.names(in: FileDescriptor(rawValue: dirfd(dir), path: String(decoding: path, as: UTF8.self)))
     }
 
     static func readFile(_ path: [UInt8]) throws -> [UInt8] {
