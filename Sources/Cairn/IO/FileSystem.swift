@@ -13,6 +13,21 @@ package enum FileSystem {
         guard rc == 0 else { throw Errno.current.error("cannot create directory", path: display) }
     }
 
+    /// ``makeDirectory(_:in:mode:display:)`` unless a directory `name` is there, made before or
+    /// by another thread meanwhile (extraction's writer lanes may make the same parent at once).
+    ///
+    /// - Throws: `.io` or `.alreadyExists` when `name` cannot be made and is not a directory.
+    package static func makeDirectoryUnlessPresent(
+        _ name: [UInt8], in directory: FileDescriptor, mode: mode_t, display: String
+    ) throws(CairnError) {
+        if (try? FileStatus.of(name, relativeTo: directory))?.kind == .directory { return }
+        do throws(CairnError) {
+            try makeDirectory(name, in: directory, mode: mode, display: display)
+        } catch {
+            guard (try? FileStatus.of(name, relativeTo: directory))?.kind == .directory else { throw error }
+        }
+    }
+
     /// Opens the directory `name` inside `directory` with `O_NOFOLLOW`, so a symlink is never
     /// followed (`openat(2)`).
     package static func openDirectory(

@@ -293,12 +293,7 @@ final class StagingDirectory {
             if let existing = try? FileSystem.openDirectory(component, in: current, display: display) {
                 next = existing
             } else {
-                do throws(CairnError) {
-                    try FileSystem.makeDirectory(component, in: current, mode: 0o755, display: display)
-                } catch {
-                    // Made by another writer thread meanwhile: use it; anything else is the error.
-                    guard (try? FileStatus.of(component, relativeTo: current))?.kind == .directory else { throw error }
-                }
+                try FileSystem.makeDirectoryUnlessPresent(component, in: current, mode: 0o755, display: display)
                 next = try FileSystem.openDirectory(component, in: current, display: display)
             }
             if current.rawValue != descriptor.rawValue { _ = try? current.close() }

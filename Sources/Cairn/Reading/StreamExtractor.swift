@@ -306,13 +306,7 @@ final class StreamExtractor {
             // may have made it meanwhile, as a parent of its own.
             try writer.submit(lane: writer.lane(of: entry.pathBytes)) { cache throws(CairnError) in
                 let parent = try staging.parentDirectory(of: entry.pathBytes, cache: cache)
-                if (try? FileStatus.of(name, relativeTo: parent))?.kind != .directory {
-                    do throws(CairnError) {
-                        try FileSystem.makeDirectory(name, in: parent, mode: 0o700, display: entry.path)
-                    } catch {
-                        guard (try? FileStatus.of(name, relativeTo: parent))?.kind == .directory else { throw error }
-                    }
-                }
+                try FileSystem.makeDirectoryUnlessPresent(name, in: parent, mode: 0o700, display: entry.path)
             }
             directories.append(entry)
         case .file:
