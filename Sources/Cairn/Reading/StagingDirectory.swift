@@ -241,8 +241,8 @@ final class StagingDirectory {
 
     /// Removes `path` (relative to the staging root) if it exists and is not a directory: a file
     /// an interrupted run left half written.
-    func removeLeftover(_ path: [UInt8]) throws(CairnError) {
-        let parent = try parentDirectory(of: path)
+    func removeLeftover(_ path: [UInt8], cache: ParentCache? = nil) throws(CairnError) {
+        let parent = try parentDirectory(of: path, cache: cache ?? ownParent)
         let name = PathBytes.lastComponent(path)
         if let status = try? FileStatus.of(name, relativeTo: parent), status.kind != .directory {
             _ = name.withNullTerminated { unlinkat(parent.rawValue, $0, 0) }

@@ -54,6 +54,9 @@ final class StreamExtractor {
     private var resumePointVerified = false
     private var directories: [ArchiveEntry] = []
     private var symlinks: [ArchiveEntry] = []
+    /// Files whose mode denies their owner reading (0000, 0200): given it at the end, with the
+    /// directories', since a later back-reference may read a chunk back from them.
+    private var unreadableFiles: [ArchiveEntry] = []
     private var outputBytes: UInt64 = 0
     private var declaredBytes: UInt64 = 0
     /// The free space at the destination when extraction began; written bytes count against it
@@ -76,8 +79,9 @@ final class StreamExtractor {
     private final class StagedFile: @unchecked Sendable {
         var descriptor: FileDescriptor?
         var sparse: SparseWriter?
-        /// Whether the file was created with its final mode (no `fchmod` when it is complete).
-        var hasMode = false
+        /// Whether its mode is set when it is complete (not when it was created with it, nor
+        /// when it is set at the end).
+        var setsModeAtFinish = true
         /// The lane whose jobs write it.
         let lane: Int
 
@@ -214,8 +218,12 @@ final class StreamExtractor {
                 try skip(entry)
             } else {
                 if staging.isResumed, entry.kind != .directory {
-                    try writer.drain()
-                    try staging.removeLeftover(entry.pathBytes)
+                    // On the lane of its directory, before what replaces it there (a drain per
+                    // entry made a resumed run twice as slow).
+                    let staging = staging
+                    try writer.submit(lane: writer.lane(of: PathValidator.parent(entry.pathBytes))) { cache throws(CairnError) in
+                        try staging.removeLeftover(entry.pathBytes, cache: cache)
+                    }
                 }
                 let droppedTarget =
                     archived.kind == .hardLink && Extractor.strippedPath(archived.linkTarget, components: options.stripComponents) == nil
@@ -256,7 +264,7 @@ final class StreamExtractor {
                     guard !scratch else { return }
                     let fd = try file.opened(entry)
                     ExtendedAttributes.restore(entry.extendedAttributes, to: .descriptor(fd), display: entry.path, options: options)
-                    if !file.hasMode { try FileSystem.setExtractedPermissions(of: fd, mode: entry.permissions) }
+                    if file.setsModeAtFinish { try FileSystem.setExtractedPermissions(of: fd, mode: entry.permissions) }
                     try SpecialFiles.setModificationTime(of: fd, entry, options: options)
                     file.descriptor = nil
                     try fd.close()
@@ -326,13 +334,17 @@ final class StreamExtractor {
             // Created with its mode when the umask keeps it whole, it has no special bits and no
             // extended attributes (setting a `user.*` one needs write permission on the file)
             // (the staging directory is 0700: nobody else sees the file meanwhile); otherwise
-            // 0600, and the mode is set when the file is complete.
+            // 0600, and the mode is set when the file is complete. A mode that denies its owner
+            // reading is set at the end: a back-reference may read a chunk back from the file.
             let mode = FileSystem.extractedPermissions(entry.permissions)
-            file.hasMode = mode & 0o7000 == 0 && mode & umask == 0 && entry.extendedAttributes.isEmpty
-            try writer.submit(lane: file.lane) { [hasMode = file.hasMode] cache throws(CairnError) in
+            let unreadable = mode & 0o400 == 0
+            let direct = !unreadable && mode & 0o7000 == 0 && mode & umask == 0 && entry.extendedAttributes.isEmpty
+            file.setsModeAtFinish = !unreadable && !direct
+            if unreadable { unreadableFiles.append(entry) }
+            try writer.submit(lane: file.lane) { cache throws(CairnError) in
                 let parent = try staging.parentDirectory(of: entry.pathBytes, cache: cache)
                 let fd = try FileDescriptor.open(
-                    name, flags: O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: hasMode ? mode : 0o600, relativeTo: parent)
+                    name, flags: O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: direct ? mode : 0o600, relativeTo: parent)
                 file.descriptor = FileDescriptor(rawValue: fd.rawValue, path: entry.path)
                 file.sparse = file.descriptor.map { SparseWriter(file: $0, offset: 0) }
             }
@@ -490,6 +502,9 @@ final class StreamExtractor {
 
     /// Symlinks last, then directory modes and times deepest first.
     private func finishTree() throws {
+        for entry in unreadableFiles {
+            try FileSystem.setExtractedPermissions(entry.pathBytes, in: staging.descriptor, mode: entry.permissions, display: entry.path)
+        }
         for entry in symlinks {
             let parent = try staging.parentDirectory(of: entry.pathBytes)
             let name = PathBytes.lastComponent(entry.pathBytes)
