@@ -56,6 +56,8 @@ final class FileSystemWriter: @unchecked Sendable {
     /// of jobs submitted up to it.
     private var submitted = 0
     private var completed = 0
+    /// The ticket of the last urgent job: until it has run, the thread does not wait for a batch.
+    private var urgentTicket = 0
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     /// Signalled when a job is queued or `stopping` is set (the thread may be waiting).
     private let jobQueued: UnsafeMutablePointer<pthread_cond_t>
@@ -84,11 +86,12 @@ final class FileSystemWriter: @unchecked Sendable {
     }
 
     /// Queues `job`, which holds `bytes` of payload, blocking while the queued jobs hold more
-    /// than ``byteLimit``.
+    /// than ``byteLimit``. An `urgent` job (a journal line) wakes the thread at once instead of
+    /// waiting for a batch, so what it records is on disk promptly.
     ///
     /// - Throws: the error an earlier job threw (and `job` is not queued).
     @discardableResult
-    func submit(bytes: Int = 0, _ job: @escaping Job) throws -> Int {
+    func submit(bytes: Int = 0, urgent: Bool = false, _ job: @escaping Job) throws -> Int {
         let cost = bytes + Self.jobOverhead
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
@@ -97,7 +100,10 @@ final class FileSystemWriter: @unchecked Sendable {
         queue.append((job, cost))
         queuedCost += cost
         submitted += 1
-        defer { if threadWaits, queue.count - head >= Self.batch || queuedCost >= Self.byteLimit / 2 { pthread_cond_signal(jobQueued) } }
+        if urgent { urgentTicket = submitted }
+        defer {
+            if threadWaits, urgent || queue.count - head >= Self.batch || queuedCost >= Self.byteLimit / 2 { pthread_cond_signal(jobQueued) }
+        }
         return submitted
     }
 
@@ -165,7 +171,9 @@ final class FileSystemWriter: @unchecked Sendable {
             if head == queue.count {
                 // Idle: wait for a batch, a drain or the end.
                 while !stopping,
-                    !(head < queue.count && (drainers > 0 || queue.count - head >= Self.batch || queuedCost >= Self.byteLimit / 2))
+                    !(head < queue.count
+                        && (drainers > 0 || completed < urgentTicket || queue.count - head >= Self.batch
+                            || queuedCost >= Self.byteLimit / 2))
                 {
                     threadWaits = true
                     pthread_cond_wait(jobQueued, mutex)

@@ -53,7 +53,7 @@ final class FileSystemWriters {
     /// - Throws: the error an earlier job threw.
     func submitAfterAll(_ job: @escaping () throws -> Void) throws {
         let others = writers.dropFirst().map { ($0, $0.lastTicket) }
-        try writers[0].submit {
+        try writers[0].submit(urgent: true) {
             for (writer, ticket) in others { try writer.waitUntilDone(ticket) }
             try job()
         }
